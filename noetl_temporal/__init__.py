@@ -1,0 +1,1 @@
+"""noetl-temporal: run NoETL v10 playbooks as Temporal workflows."""

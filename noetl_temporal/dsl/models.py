@@ -1,0 +1,235 @@
+"""Pydantic models of a NoETL v10 playbook in its *normalized* form.
+
+The loader (``dsl.loader``) turns raw YAML into this shape: every dialect alias of
+DESIGN.md §4 is rewritten to its canonical form first (``dsl.normalize``), so the
+engine only ever sees one way of saying each thing:
+
+* ``step.tool`` is always a list of :class:`Task` with unique ``name`` labels;
+* a task's tool knobs (``code``, ``url``, ``cmd`` ...) live in ``Task.config``;
+* ``set:`` blocks are split into ``set_ctx`` / ``set_iter`` / ``set_vars`` maps;
+* a policy rule's ``else`` branch is a rule with ``when=None``.
+
+Models forbid unknown fields where the v10 spec is closed (routers, rules, loops), so
+a typo is a located validation error rather than a silently ignored key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Tool kinds the runtime can execute. ``workbook`` is resolved away at load time.
+KNOWN_TOOL_KINDS = ("noop", "python", "shell", "http", "postgres", "duckdb", "playbook")
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- patches
+
+
+class Patches(_Closed):
+    """Variable patches applied by a task, a policy action, an arc or a step.
+
+    ``set_ctx`` updates execution-scoped ``ctx``; ``set_iter`` updates the current
+    loop iteration's ``iter``; ``set_vars`` binds pipeline-local names visible to
+    later tasks of the same step run (the ``set: {name: ...}`` dialect).
+    Values are templates, rendered when the patch applies.
+    """
+
+    set_ctx: dict[str, Any] = Field(default_factory=dict)
+    set_iter: dict[str, Any] = Field(default_factory=dict)
+    set_vars: dict[str, Any] = Field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (self.set_ctx or self.set_iter or self.set_vars)
+
+
+# --------------------------------------------------------------------------- task policy
+
+TaskAction = Literal["continue", "retry", "jump", "break", "fail"]
+Backoff = Literal["none", "linear", "exponential"]
+
+
+class PolicyAction(Patches):
+    """``then:`` of a task policy rule."""
+
+    do: TaskAction = "continue"
+    attempts: int | None = Field(default=None, ge=1, description="retry: total runs, first included")
+    backoff: Backoff = "none"
+    delay: float = Field(default=0.0, ge=0, description="retry: base delay in seconds")
+    max_delay: float | None = Field(default=None, ge=0, description="retry: cap on one delay")
+    to: str | None = Field(default=None, description="jump: a task label in this step, or 'previous'")
+
+
+class PolicyRule(_Closed):
+    """One rule; ``when=None`` marks the ``else`` fallback (always matches)."""
+
+    when: str | None = None
+    then: PolicyAction = Field(default_factory=PolicyAction)
+
+
+class TaskPolicy(_Closed):
+    rules: list[PolicyRule] = Field(default_factory=list)
+
+
+class ResultSpec(_Open):
+    """``task.spec.result``: how large results travel (reference-first)."""
+
+    inline_max_bytes: int | None = Field(default=None, ge=0)
+    store: str | None = None
+    select: dict[str, str] = Field(default_factory=dict)
+    preview: bool | int | None = None
+
+
+class TaskSpec(_Open):
+    policy: TaskPolicy | None = None
+    timeout: float | None = Field(default=None, gt=0, description="seconds for one attempt")
+    result: ResultSpec | None = None
+
+
+class Task(Patches):
+    """One labeled task of a step pipeline."""
+
+    name: str
+    kind: str
+    spec: TaskSpec = Field(default_factory=TaskSpec)
+    # Everything else the tool reads (code, url, method, cmd, input, args, ...).
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- admission
+
+class AdmitRule(_Closed):
+    when: str | None = None  # None = else
+    allow: bool = True
+
+
+class AdmitPolicy(_Closed):
+    mode: Literal["exclusive"] = "exclusive"
+    rules: list[AdmitRule] = Field(default_factory=list)
+
+
+class FailurePolicy(_Closed):
+    mode: Literal["best_effort", "fail_fast"] = "best_effort"
+
+
+class StepPolicy(_Open):
+    admit: AdmitPolicy | None = None
+    failure: FailurePolicy | None = None
+
+
+class Lifecycle(_Open):
+    timeout_s: float | None = Field(default=None, gt=0)
+
+
+class StepSpec(_Open):
+    policy: StepPolicy | None = None
+    failure: FailurePolicy | None = None
+    lifecycle: Lifecycle | None = None
+    timeout: float | None = Field(default=None, gt=0, description="default task attempt timeout (s)")
+
+
+# --------------------------------------------------------------------------- loops
+
+class LoopSpec(_Open):
+    mode: Literal["sequential", "parallel"] = "sequential"
+    max_in_flight: int | None = Field(default=None, ge=1)
+
+
+class Loop(_Closed):
+    in_: Any = Field(alias="in")
+    iterator: str = "item"
+    spec: LoopSpec = Field(default_factory=LoopSpec)
+
+
+# --------------------------------------------------------------------------- routing
+
+class RouterSpec(_Closed):
+    mode: Literal["exclusive", "inclusive"] = "exclusive"
+    # Extension seen in NoETL's engine: 'quiet' never counts as an error even when
+    # executor.spec.no_next_is_error is set.
+    on_no_match: Literal["terminate", "error", "quiet", "complete"] | None = None
+
+
+class Arc(Patches):
+    step: str
+    when: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Router(_Closed):
+    spec: RouterSpec = Field(default_factory=RouterSpec)
+    arcs: list[Arc] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- steps
+
+class Step(Patches):
+    step: str
+    desc: str | None = None
+    spec: StepSpec = Field(default_factory=StepSpec)
+    input: dict[str, Any] = Field(default_factory=dict)
+    loop: Loop | None = None
+    tool: list[Task]
+    next: Router | None = None
+
+
+# --------------------------------------------------------------------------- root
+
+class ExecutorSpec(_Open):
+    entry_step: str | None = None
+    final_step: str | None = None
+    no_next_is_error: bool = False
+    failure: FailurePolicy | None = None
+    # Guard against runaway task-policy jump cycles inside one pipeline run.
+    max_jumps: int = Field(default=1000, ge=1)
+    # Guard against runaway routing cycles (step runs per execution).
+    max_step_runs: int = Field(default=10000, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+    policy: dict[str, Any] = Field(default_factory=dict)
+
+
+class Executor(_Open):
+    profile: str | None = None
+    version: str | None = None
+    spec: ExecutorSpec = Field(default_factory=ExecutorSpec)
+
+
+class Metadata(_Open):
+    name: str | None = None
+    path: str | None = None
+    version: str | int | float | None = None
+    description: str | None = None
+
+
+class KeychainEntry(_Open):
+    name: str
+
+
+class WorkbookTask(_Open):
+    name: str
+    tool: dict[str, Any] | None = None
+
+
+class Playbook(_Closed):
+    apiVersion: str = "noetl.io/v2"
+    kind: Literal["Playbook"] = "Playbook"
+    metadata: Metadata = Field(default_factory=Metadata)
+    keychain: list[KeychainEntry] = Field(default_factory=list)
+    executor: Executor = Field(default_factory=Executor)
+    workload: dict[str, Any] = Field(default_factory=dict)
+    workbook: list[WorkbookTask] = Field(default_factory=list)
+    # Non-standard root ``spec:`` block seen in users' playbooks; exposed to templates
+    # as ``spec`` (read-only), never interpreted by the runtime.
+    spec: dict[str, Any] = Field(default_factory=dict)
+    workflow: list[Step] = Field(min_length=1)
+
+    def step_by_name(self) -> dict[str, Step]:
+        return {s.step: s for s in self.workflow}

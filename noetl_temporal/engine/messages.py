@@ -1,0 +1,115 @@
+"""What goes into the engine (inputs) and what comes out (commands).
+
+Plain dataclasses of JSON values, so the Temporal shell can log, replay and test them.
+Every input carries ``now`` (RFC 3339, workflow time): the engine never reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut",
+    "RunTask", "CancelTasks", "StartTimer", "Finish", "Input", "Command",
+]
+
+
+# ----------------------------------------------------------------------------- inputs
+
+@dataclass
+class Start:
+    execution_id: str
+    now: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    parent_execution_id: str | None = None
+
+
+@dataclass
+class TaskFinished:
+    """A task invocation ended (all its attempts). ``rule_index``/``action`` are the
+    policy decision the activity took on the final outcome (``decided=False`` when the
+    activity could not decide, e.g. it was cancelled: the engine decides then)."""
+
+    task_run_id: str
+    now: str
+    outcome: dict[str, Any]
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    rule_index: int | None = None
+    action: str | None = None
+    decided: bool = False
+    exhausted: bool = False
+
+
+@dataclass
+class PatchCtx:
+    now: str
+    patch: dict[str, Any]
+
+
+@dataclass
+class Pause:
+    now: str
+    reason: str | None = None
+
+
+@dataclass
+class Resume:
+    now: str
+
+
+@dataclass
+class Cancel:
+    now: str
+    reason: str | None = None
+
+
+@dataclass
+class StepTimedOut:
+    now: str
+    step_run_id: str
+
+
+Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut
+
+
+# ----------------------------------------------------------------------------- commands
+
+@dataclass
+class RunTask:
+    """Run one tool task as an activity (its retries are Temporal retries)."""
+
+    task_run_id: str
+    execution_id: str
+    step: str
+    step_run_id: str
+    task: str
+    kind: str
+    config: dict[str, Any]
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    policy_context: dict[str, Any] = field(default_factory=dict)
+    max_attempts: int = 1
+    timeout: float | None = None
+    iteration: int | None = None
+
+
+@dataclass
+class CancelTasks:
+    task_run_ids: list[str]
+    reason: str
+
+
+@dataclass
+class StartTimer:
+    timer_id: str
+    seconds: float
+    step_run_id: str
+
+
+@dataclass
+class Finish:
+    status: str
+    result: dict[str, Any]
+
+
+Command = RunTask | CancelTasks | StartTimer | Finish

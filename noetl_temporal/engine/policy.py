@@ -1,0 +1,79 @@
+"""Task policy evaluation and retry arithmetic: pure, shared by engine and activities.
+
+The activity evaluates the policy on its own outcome (the NoETL data plane does this)
+so that ``do: retry`` can become a Temporal activity retry; the engine applies the
+decision the activity reports. Inline tasks (``noop``) are evaluated by the engine with
+the same function, so both sides always agree on what a rule means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..templates import evaluate_condition
+
+__all__ = ["Decision", "evaluate_policy", "retry_delay", "max_policy_attempts"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which rule matched (None = no rule) and what it says to do."""
+
+    rule_index: int | None
+    action: str                   # continue | retry | jump | break | fail
+    matched_else: bool = False
+    guard_errors: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule_index": self.rule_index, "action": self.action, "matched_else": self.matched_else,
+                "guard_errors": list(self.guard_errors)}
+
+
+def evaluate_policy(rules: list[dict], outcome_status: str, context: dict[str, Any]) -> Decision:
+    """First matching rule wins; ``when: None`` is the ``else`` fallback.
+
+    Without rules: ok -> continue, error -> fail. With rules but no match and no
+    ``else``: continue (the seed's rule).
+    """
+    if not rules:
+        return Decision(None, "continue" if outcome_status == "ok" else "fail")
+    errors: list[str] = []
+    for index, rule in enumerate(rules):
+        when = rule.get("when")
+        matched, error = evaluate_condition(when, context, where=f"rules[{index}].when")
+        if error:
+            errors.append(error)
+        if matched:
+            then = rule.get("then") or {}
+            return Decision(index, then.get("do", "continue"), matched_else=when is None,
+                            guard_errors=tuple(errors))
+    return Decision(None, "continue", guard_errors=tuple(errors))
+
+
+def retry_delay(then: dict[str, Any], attempt: int) -> float:
+    """Seconds to wait before the run after ``attempt`` (1-based, the run that just ended).
+
+    ``none`` waits a constant ``delay``; ``linear`` ``delay * n``; ``exponential``
+    ``delay * 2**(n-1)``; ``max_delay`` caps one wait.
+    """
+    delay = float(then.get("delay") or 0.0)
+    backoff = then.get("backoff") or "none"
+    if backoff == "linear":
+        delay *= attempt
+    elif backoff == "exponential":
+        delay *= 2 ** (attempt - 1)
+    cap = then.get("max_delay")
+    if cap is not None:
+        delay = min(delay, float(cap))
+    return delay
+
+
+def max_policy_attempts(rules: list[dict]) -> int:
+    """The largest ``attempts`` of any retry rule (1 when the task never retries)."""
+    best = 1
+    for rule in rules:
+        then = rule.get("then") or {}
+        if then.get("do") == "retry":
+            best = max(best, int(then.get("attempts") or 3))
+    return best

@@ -1,0 +1,120 @@
+"""The engine's state: the Petri-net marking plus what each running step is doing.
+
+Owned by exactly one ``step()`` caller at a time and mutated in place (copying a large
+marking per event would cost more than the work it describes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dsl.models import Playbook
+from ..status import ExecutionStatus, StepStatus, WorkflowStatus
+from .events import EventLog
+from .graph import StepGraph
+
+__all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "ExecutionState"]
+
+
+@dataclass
+class Token:
+    """A unit of control ready to run ``step`` (seed 004 §1.1)."""
+
+    id: str
+    step: str
+    args: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None          # the step whose arc produced it
+    denied: bool = False               # admission said no; re-evaluated when ctx changes
+    evaluated_ctx_version: int = -1
+    joined: bool = False               # already passed its join barrier
+    final: bool = False                # the once-after-quiescence final_step token
+
+
+@dataclass
+class PipelineRun:
+    """One run of a step's task list: the whole step, or one loop iteration."""
+
+    key: str
+    step_run_id: str
+    iteration: int | None = None
+    iter_scope: dict[str, Any] | None = None
+    pc: int = 0
+    vars: dict[str, Any] = field(default_factory=dict)
+    prev: Any = None
+    last_outcome: dict[str, Any] | None = None
+    jumps: int = 0
+    runs: dict[str, int] = field(default_factory=dict)
+    in_flight: str | None = None       # task_run_id of the running task
+    finished: bool = False
+    failed: bool = False
+    cancelled: bool = False
+    error: dict[str, Any] | None = None
+
+
+@dataclass
+class LoopRun:
+    items: list[Any]
+    iterator: str
+    parallel: bool
+    max_in_flight: int
+    next_index: int = 0
+    running: set[int] = field(default_factory=set)
+    results: list[Any] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    done_count: int = 0
+    filling: bool = False              # guards re-entrant scheduling of inline iterations
+
+
+@dataclass
+class StepRun:
+    id: str
+    step: str
+    args: dict[str, Any]
+    status: StepStatus = StepStatus.PENDING
+    started_at: str | None = None
+    main: PipelineRun | None = None
+    loop: LoopRun | None = None
+    iterations: dict[int, PipelineRun] = field(default_factory=dict)
+    final: bool = False
+    cancelled: bool = False
+    timed_out: bool = False
+
+
+@dataclass
+class ExecutionState:
+    playbook: Playbook
+    graph: StepGraph
+    execution_id: str
+    log: EventLog
+    now: str = ""
+    parent_execution_id: str | None = None
+    status: ExecutionStatus = ExecutionStatus.PENDING
+    workflow_status: WorkflowStatus = WorkflowStatus.PENDING
+    workload: dict[str, Any] = field(default_factory=dict)
+    ctx: dict[str, Any] = field(default_factory=dict)
+    ctx_version: int = 0
+    tokens: list[Token] = field(default_factory=list)
+    join_buffers: dict[str, list[Token]] = field(default_factory=dict)
+    step_runs: dict[str, StepRun] = field(default_factory=dict)
+    pipelines: dict[str, PipelineRun] = field(default_factory=dict)   # in-flight task -> pipeline
+    run_counts: dict[str, int] = field(default_factory=dict)
+    total_step_runs: int = 0
+    token_counter: int = 0
+    step_results: dict[str, Any] = field(default_factory=dict)
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)   # per step: status, runs, result
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    absorbed_final_tokens: int = 0
+    paused: bool = False
+    stopping: str | None = None        # 'fail_fast' | 'limit' | 'timeout': no new work
+    stopping_reason: str | None = None
+    final_started: bool = False
+    current_step: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    terminal_event: str | None = None
+    result: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None

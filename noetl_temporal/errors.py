@@ -1,0 +1,114 @@
+"""The one exception tree of noetl-temporal.
+
+::
+
+    NoetlError                      base of everything we raise on purpose
+    ├── PlaybookInvalid             the playbook failed validation (carries diagnostics)
+    ├── TemplateError               a template failed to parse or render (where + why)
+    ├── EngineError                 the interpreter met a condition it cannot continue from
+    │   ├── InvalidTransition       an illegal status move: always a bug, never user input
+    │   ├── JumpLimitExceeded       a task-policy jump cycle hit executor.spec.max_jumps
+    │   └── StepRunLimitExceeded    a routing cycle hit executor.spec.max_step_runs
+    ├── ToolError                   a tool invocation failed; becomes an error *outcome*
+    │   ├── ToolConfigError         the task's configuration is unusable (not retryable)
+    │   └── ToolTimeout             the attempt ran past its timeout (retryable)
+    └── ConfigError                 the runtime (CLI/API/worker) is misconfigured
+
+Tool errors never escape an activity as Python exceptions: the activity turns them into
+the outcome envelope (``status: error``) so task policies can route on them. Only policy
+retries and bugs cross the activity boundary, as typed ``ApplicationError``s
+(see ``noetl_temporal.temporal.activities``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class NoetlError(Exception):
+    """Base class; ``fix`` says in words what the user can do about it."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:  # message plus fix, as a user reads it
+        return f"{self.message} (fix: {self.fix})" if self.fix else self.message
+
+
+class PlaybookInvalid(NoetlError):
+    """Validation failed; ``diagnostics`` lists every located error."""
+
+    def __init__(self, diagnostics: list[Any], source: str | None = None) -> None:
+        self.diagnostics = diagnostics
+        self.source = source
+        errors = [d for d in diagnostics if getattr(d, "severity", "error") == "error"]
+        first = errors[0] if errors else None
+        msg = f"{len(errors)} error(s) in playbook{f' {source}' if source else ''}"
+        if first is not None:
+            msg += f": {first}"
+        super().__init__(msg)
+
+
+class TemplateError(NoetlError):
+    """A template could not be parsed or rendered."""
+
+    def __init__(self, message: str, *, template: str | None = None, where: str | None = None,
+                 fix: str | None = None) -> None:
+        self.template = template
+        self.where = where
+        text = message
+        if where:
+            text = f"{where}: {text}"
+        if template is not None:
+            text = f"{text} in template {template!r}"
+        super().__init__(text, fix=fix)
+
+
+class EngineError(NoetlError):
+    """The interpreter cannot continue."""
+
+
+class InvalidTransition(EngineError):
+    """An illegal (from, to) move in one of the status tables: a bug."""
+
+    def __init__(self, layer: str, src: Any, dst: Any) -> None:
+        self.layer, self.src, self.dst = layer, src, dst
+        super().__init__(f"invalid {layer} transition {getattr(src, 'value', src)} -> "
+                         f"{getattr(dst, 'value', dst)}")
+
+
+class JumpLimitExceeded(EngineError):
+    pass
+
+
+class StepRunLimitExceeded(EngineError):
+    pass
+
+
+class ToolError(NoetlError):
+    """A tool invocation failed. ``kind`` is the error kind of the outcome envelope."""
+
+    def __init__(self, message: str, *, kind: str = "tool_error", retryable: bool = False,
+                 code: str | int | None = None, fix: str | None = None,
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.kind = kind
+        self.retryable = retryable
+        self.code = code
+        self.details = details or {}
+
+
+class ToolConfigError(ToolError):
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message, kind="config", retryable=False, fix=fix)
+
+
+class ToolTimeout(ToolError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="timeout", retryable=True)
+
+
+class ConfigError(NoetlError):
+    pass

@@ -1,0 +1,182 @@
+"""Run one playbook end to end: the engine behind ``noetl-temporal run``.
+
+With no Temporal address it starts the embedded dev server (with its UI) and an
+in-process worker, runs the playbook, and shuts both down. With an address it uses
+that cluster, still with an in-process worker unless ``worker=False`` (your own workers
+serve the task queue then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.service import RPCError
+
+from .dsl.models import Playbook
+from .temporal.client import Target, connect, start_execution
+from .temporal.devserver import EmbeddedTemporal
+from .temporal.worker import build_worker
+
+__all__ = ["RunReport", "run_playbook", "ProgressPrinter"]
+
+# Events a person following a run wants to see, one line each.
+_PROGRESS = {"step.started", "step.done", "step.failed", "loop.started", "loop.done",
+             "task.attempt.failed", "execution.cancelled", "playbook.paused"}
+
+
+@dataclass
+class RunReport:
+    execution_id: str
+    workflow_id: str
+    state: str
+    ctx: dict[str, Any] = field(default_factory=dict)
+    steps: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] | None = None
+    error: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    ui_url: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "execution_id": self.execution_id,
+            "workflow_id": self.workflow_id,
+            "state": self.state,
+            "ctx": self.ctx,
+            "steps": self.steps,
+            "summary": self.summary,
+            "error": self.error,
+            "events": self.events,
+        }
+
+
+class ProgressPrinter:
+    """Turns canonical events into short progress lines on a stream (stderr)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["event_type"]
+        if kind not in _PROGRESS:
+            return
+        where = event.get("entity_id") or ""
+        extra = ""
+        if kind == "step.failed" or kind == "task.attempt.failed":
+            error = (event.get("payload") or {}).get("error") or \
+                ((event.get("payload") or {}).get("outcome") or {}).get("error") or {}
+            extra = f"  {error.get('kind', '')}: {error.get('message', '')}".rstrip()
+            if kind == "task.attempt.failed":
+                where = f"{where} attempt {event.get('attempt')}"
+        elif kind == "loop.started":
+            extra = f"  {((event.get('payload') or {}).get('meta') or {}).get('count', '?')} items"
+        print(f"[{event['seq']:>4}] {kind:<20} {where}{extra}", file=self.stream, flush=True)
+
+
+async def _follow(handle, on_event: Callable[[dict[str, Any]], None], done: asyncio.Event) -> int:
+    """Poll the workflow's event query and hand new events over, until ``done``."""
+    seen = 0
+    while True:
+        finished = done.is_set()
+        with contextlib.suppress(RPCError):
+            batch = await handle.query("events", args=[seen, 1000])
+            for event in batch:
+                on_event(event)
+            seen += len(batch)
+            if batch and len(batch) == 1000:
+                continue
+        if finished:
+            return seen
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(done.wait(), timeout=0.2)
+
+
+async def _execute(client: Client, playbook: Playbook, *, target: Target, payload: dict[str, Any],
+                   source: str | None, on_event: Callable[[dict[str, Any]], None] | None,
+                   search_attributes: bool, execution_id: str | None) -> RunReport:
+    handle = await start_execution(client, playbook, payload=payload, task_queue=target.task_queue,
+                                   source=source, search_attributes=search_attributes,
+                                   execution_id=execution_id)
+    done = asyncio.Event()
+    follower = asyncio.ensure_future(_follow(handle, on_event, done)) if on_event else None
+    error: str | None = None
+    output: dict[str, Any] = {}
+    try:
+        output = await handle.result()
+    except WorkflowFailureError as exc:
+        error = str(exc.cause or exc)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await handle.signal("cancel", "interrupted (Ctrl-C)")
+            await handle.cancel(reason="interrupted (Ctrl-C)")
+        raise
+    finally:
+        done.set()
+        if follower is not None:
+            await follower
+    events = await _all_events(handle)
+    desc_state = output.get("state") if output else None
+    if not output:
+        detail = await _safe_query(handle, "detail") or {}
+        output = detail
+        desc_state = "CANCELLED" if "cancel" in (error or "").lower() else "FAILED"
+    result = output.get("result") or {}
+    if error is None and desc_state == "FAILED":
+        error = result.get("reason")
+    return RunReport(execution_id=handle.id, workflow_id=handle.id, state=desc_state or "FAILED",
+                     ctx=output.get("ctx") or {}, steps=output.get("steps") or {}, summary=result or None,
+                     error=error, events=events)
+
+
+async def _safe_query(handle, name: str, *args: Any) -> Any:
+    try:
+        return await handle.query(name, args=list(args)) if args else await handle.query(name)
+    except Exception:
+        return None
+
+
+async def _all_events(handle) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    while True:
+        batch = await _safe_query(handle, "events", len(events), 5000)
+        if not batch:
+            return events
+        events.extend(batch)
+
+
+async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str, Any] | None = None,
+                       source: str | None = None, worker: bool = True,
+                       on_event: Callable[[dict[str, Any]], None] | None = None,
+                       on_ready: Callable[[str | None], None] | None = None,
+                       execution_id: str | None = None) -> RunReport:
+    """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up."""
+    payload = payload or {}
+    if target.address is None:
+        async with EmbeddedTemporal(ui=True, namespace=target.namespace) as embedded:
+            if on_ready:
+                on_ready(embedded.ui_url)
+            report = await _with_worker(embedded.client, playbook, target=target, payload=payload,
+                                        source=source, worker=True, on_event=on_event,
+                                        search_attributes=True, execution_id=execution_id)
+            report.ui_url = embedded.ui_url
+        gc.collect()  # release the worker's runtime before the interpreter exits
+        return report
+    client = await connect(target)
+    if on_ready:
+        on_ready(None)
+    return await _with_worker(client, playbook, target=target, payload=payload, source=source,
+                              worker=worker, on_event=on_event, search_attributes=False,
+                              execution_id=execution_id)
+
+
+async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kwargs: Any) -> RunReport:
+    if not worker:
+        return await _execute(client, playbook, **kwargs)
+    async with build_worker(client, task_queue=kwargs["target"].task_queue):
+        return await _execute(client, playbook, **kwargs)

@@ -1,0 +1,252 @@
+"""Jinja2 templates for playbooks: sandboxed, deterministic, native-typed.
+
+* ``ImmutableSandboxedEnvironment``: playbooks cannot reach Python internals or
+  mutate the context they are given.
+* A string that is exactly one ``{{ expr }}`` yields the expression's native value
+  (list, int, bool, dict, None); any other string renders to text.
+* Dotted access prefers mapping keys over attributes, so ``{{ workload.items }}`` is
+  the user's ``items`` value and not ``dict.items`` (stock Jinja2 gets this wrong).
+* Nothing here reads a clock, randomness or the environment: ``now()`` and the
+  ``random`` filter come from the caller (the workflow passes ``workflow.now()`` and a
+  seed), so rendering is replay-safe. ``lipsum`` is removed.
+
+This module is passed through the Temporal workflow sandbox (with jinja2 and
+markupsafe), so it must stay free of I/O and global mutable state other than the
+compiled-template cache, which is a pure function of the template text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random as _random
+import re
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import ChainableUndefined, nodes
+from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .errors import TemplateError
+
+__all__ = [
+    "render",
+    "render_value",
+    "evaluate_condition",
+    "check_syntax",
+    "referenced_names",
+    "is_template",
+    "TemplateError",
+]
+
+_SINGLE_EXPR = re.compile(r"^\s*\{\{(?P<expr>.*)\}\}\s*$", re.DOTALL)
+
+
+class _Undefined(ChainableUndefined):
+    """Missing names render as empty / ``None`` and chain (``a.b.c`` of nothing is nothing).
+
+    Comparisons and arithmetic on an undefined value still raise, so a guard such as
+    ``{{ ctx.row_count > 0 }}`` on a missing value is *not matched* (see
+    :func:`evaluate_condition`) instead of being silently true or false.
+    """
+
+
+class _Environment(ImmutableSandboxedEnvironment):
+    def getattr(self, obj: Any, attribute: str) -> Any:  # mapping keys first
+        if isinstance(obj, Mapping):
+            try:
+                return obj[attribute]
+            except (KeyError, TypeError):
+                pass
+        return super().getattr(obj, attribute)
+
+
+def _fromjson(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _b64encode(value: Any) -> str:
+    data = value.encode() if isinstance(value, str) else bytes(value)
+    return base64.b64encode(data).decode()
+
+
+def _b64decode(value: Any) -> str:
+    return base64.b64decode(value).decode()
+
+
+def _make_env() -> _Environment:
+    env = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True)
+    env.globals.pop("lipsum", None)
+    env.filters["fromjson"] = _fromjson
+    env.filters["from_json"] = _fromjson
+    env.filters["to_json"] = lambda v: json.dumps(v, default=str)
+    env.filters["tojson"] = lambda v, indent=None: json.dumps(v, default=str, indent=indent)
+    env.filters["b64encode"] = _b64encode
+    env.filters["b64decode"] = _b64decode
+    # Replaced per render with a seeded generator (see _globals_for); never the process RNG.
+    env.filters.pop("random", None)
+    return env
+
+
+_ENV = _make_env()
+
+
+def is_template(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+@lru_cache(maxsize=4096)
+def _compile_expr(expr: str):
+    return _ENV.compile_expression(expr, undefined_to_none=False)
+
+
+@lru_cache(maxsize=4096)
+def _compile_template(text: str):
+    return _ENV.from_string(text)
+
+
+def _single_expression(text: str) -> str | None:
+    m = _SINGLE_EXPR.match(text)
+    if not m:
+        return None
+    expr = m.group("expr")
+    # "{{ a }} and {{ b }}" also matches the regex: it is mixed text, not one expression.
+    if "{{" in expr or "}}" in expr or "{%" in expr:
+        return None
+    return expr
+
+
+def _native(value: Any) -> Any:
+    if isinstance(value, ChainableUndefined):
+        return None
+    return value
+
+
+class _Seeded:
+    """A ``random`` filter and ``now()`` global that depend only on their inputs."""
+
+    def __init__(self, seed: int | str | None, now: Callable[[], Any] | None) -> None:
+        self._rng = _random.Random(seed if seed is not None else 0)  # deterministic: seeded
+        self._now = now
+
+    def choice(self, seq: Any) -> Any:
+        seq = list(seq)
+        return self._rng.choice(seq) if seq else None
+
+    def now(self) -> Any:
+        if self._now is None:
+            raise TemplateError("now() is not available here")
+        return self._now()
+
+
+def _with_runtime(context: Mapping[str, Any], seed: Any, now: Callable[[], Any] | None) -> dict:
+    runtime = _Seeded(seed, now)
+    ctx = dict(context)
+    ctx.setdefault("now", runtime.now)
+    ctx.setdefault("random_choice", runtime.choice)
+    return ctx
+
+
+def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
+           seed: Any = None, now: Callable[[], Any] | None = None) -> Any:
+    """Render one string. A single ``{{ expr }}`` returns the native value."""
+    if not is_template(text):
+        return text
+    ctx = _with_runtime(context, seed, now)
+    try:
+        expr = _single_expression(text)
+        if expr is not None:
+            return _native(_compile_expr(expr)(**ctx))
+        return _compile_template(text).render(**ctx)
+    except TemplateSyntaxError as exc:
+        raise TemplateError(f"template syntax error: {exc.message}", template=text, where=where,
+                            fix="correct the Jinja2 expression") from None
+    except UndefinedError as exc:
+        raise TemplateError(f"undefined value: {exc.message}", template=text, where=where,
+                            fix="check the variable name, or guard it with | default(...)") from None
+    except SecurityError as exc:
+        raise TemplateError(f"not allowed in playbook templates: {exc}", template=text,
+                            where=where) from None
+    except TemplateError:
+        raise
+    except Exception as exc:  # any error inside the expression: type errors, zero division ...
+        raise TemplateError(f"{type(exc).__name__}: {exc}", template=text, where=where) from None
+
+
+def render_value(value: Any, context: Mapping[str, Any], *, where: str | None = None,
+                 seed: Any = None, now: Callable[[], Any] | None = None) -> Any:
+    """Render every string inside ``value`` (dicts and lists recursively); keys stay as they are."""
+    if isinstance(value, str):
+        return render(value, context, where=where, seed=seed, now=now)
+    if isinstance(value, Mapping):
+        return {k: render_value(v, context, where=f"{where}.{k}" if where else str(k), seed=seed, now=now)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [render_value(v, context, where=f"{where}[{i}]" if where else f"[{i}]", seed=seed, now=now)
+                for i, v in enumerate(value)]
+    return value
+
+
+def truthy(value: Any) -> bool:
+    """How a rendered guard counts: strings 'false'/'0'/'no'/'' are false, as users expect."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "0", "no", "none", "null", "off")
+    return bool(value)
+
+
+def evaluate_condition(when: Any, context: Mapping[str, Any], *, where: str | None = None,
+                       seed: Any = None, now: Callable[[], Any] | None = None) -> tuple[bool, str | None]:
+    """Evaluate a guard. Returns ``(matched, error)``.
+
+    A guard that raises (for example a comparison on an undefined value) does not match,
+    and the error text is returned so the caller can record it in its decision event.
+    ``None`` (no ``when``) always matches.
+    """
+    if when is None:
+        return True, None
+    if isinstance(when, bool):
+        return when, None
+    try:
+        return truthy(render(str(when), context, where=where, seed=seed, now=now)), None
+    except TemplateError as exc:
+        return False, str(exc)
+
+
+def check_syntax(text: str) -> str | None:
+    """Return the syntax error message of a template, or None when it parses."""
+    if not is_template(text):
+        return None
+    try:
+        expr = _single_expression(text)
+        if expr is not None:
+            _ENV.parse("{{" + expr + "}}")
+        else:
+            _ENV.parse(text)
+    except TemplateSyntaxError as exc:
+        return f"{exc.message} (line {exc.lineno} of the template)"
+    return None
+
+
+def _names_in(text: str) -> set[str]:
+    try:
+        ast = _ENV.parse(text)
+    except TemplateSyntaxError:
+        return set()
+    return {n.name for n in ast.find_all(nodes.Name) if n.ctx == "load"}
+
+
+def referenced_names(value: Any) -> set[str]:
+    """Top-level names a value's templates read (used to send activities only what they need)."""
+    names: set[str] = set()
+    if isinstance(value, str):
+        if is_template(value):
+            names |= _names_in(value)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            names |= referenced_names(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            names |= referenced_names(v)
+    return names

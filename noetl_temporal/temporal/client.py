@@ -1,0 +1,119 @@
+"""The one client module the CLI and the API use to talk to Temporal."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+from ..dsl.models import Playbook
+from ..errors import ConfigError
+from .search_attributes import PLAYBOOK_PATH
+from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
+
+__all__ = ["Target", "resolve_target", "connect", "start_execution", "new_execution_id",
+           "CLOSE_STATUS_TO_STATE", "normalized_state"]
+
+
+@dataclass
+class Target:
+    """Where Temporal is. ``address=None`` means: start the embedded dev server."""
+
+    address: str | None
+    namespace: str = "default"
+    task_queue: str = DEFAULT_TASK_QUEUE
+    profile: str | None = None
+    connect_config: dict[str, Any] | None = None
+
+
+def resolve_target(address: str | None = None, namespace: str | None = None,
+                   task_queue: str | None = None, profile: str | None = None) -> Target:
+    """Flag, then ``TEMPORAL_ADDRESS``, then a Temporal config profile; else embedded."""
+    queue = task_queue or os.environ.get("NOETL_TASK_QUEUE") or DEFAULT_TASK_QUEUE
+    ns = namespace or os.environ.get("TEMPORAL_NAMESPACE")
+    if address:
+        return Target(address=address, namespace=ns or "default", task_queue=queue)
+    if os.environ.get("TEMPORAL_ADDRESS"):
+        return Target(address=os.environ["TEMPORAL_ADDRESS"], namespace=ns or "default", task_queue=queue)
+    profile = profile or os.environ.get("TEMPORAL_PROFILE")
+    config = _profile_config(profile)
+    if config and config.get("target_host"):
+        return Target(address=config["target_host"], namespace=ns or config.get("namespace") or "default",
+                      task_queue=queue, profile=profile, connect_config=config)
+    return Target(address=None, namespace=ns or "default", task_queue=queue)
+
+
+def _profile_config(profile: str | None) -> dict[str, Any] | None:
+    """A profile from Temporal's config file (namespace, TLS, API key), if one exists."""
+    try:
+        from temporalio.envconfig import ClientConfig
+        config = ClientConfig.load_client_connect_config(profile=profile)
+    except Exception:  # no file, or no such profile: not an error unless asked for
+        if profile:
+            raise ConfigError(f"Temporal config profile {profile!r} could not be loaded",
+                              fix="check `temporal config list`, or pass --address") from None
+        return None
+    return dict(config) if config else None
+
+
+async def connect(target: Target) -> Client:
+    if target.address is None:
+        raise ConfigError("no Temporal address", fix="pass --address or set TEMPORAL_ADDRESS")
+    kwargs: dict[str, Any] = dict(target.connect_config or {})
+    kwargs["target_host"] = target.address
+    kwargs["namespace"] = target.namespace
+    try:
+        return await Client.connect(**kwargs)
+    except Exception as exc:
+        raise ConfigError(f"cannot reach Temporal at {target.address} (namespace {target.namespace}): {exc}",
+                          fix="start a Temporal server there, or drop --address to use the embedded one") from None
+
+
+def new_execution_id() -> str:
+    return f"exec-{uuid.uuid4().hex[:16]}"
+
+
+async def start_execution(client: Client, playbook: Playbook, *, payload: dict[str, Any] | None = None,
+                          task_queue: str = DEFAULT_TASK_QUEUE, execution_id: str | None = None,
+                          source: str | None = None, search_attributes: bool = False,
+                          heartbeat_timeout_s: float = 30.0) -> WorkflowHandle:
+    execution_id = execution_id or new_execution_id()
+    inp = RunInput(execution_id=execution_id, playbook=playbook.model_dump(mode="json", by_alias=True),
+                   payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s)
+    extra: dict[str, Any] = {}
+    if search_attributes:
+        path = playbook.metadata.path or playbook.metadata.name or source or "inline"
+        extra["search_attributes"] = TypedSearchAttributes([SearchAttributePair(PLAYBOOK_PATH, str(path))])
+    name = playbook.metadata.name or playbook.metadata.path or "playbook"
+    timeout = playbook.executor.spec.timeout_s
+    from datetime import timedelta
+    return await client.start_workflow(
+        WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
+        static_summary=f"NoETL playbook {name}",
+        execution_timeout=timedelta(seconds=timeout) if timeout else None,
+        **extra,
+    )
+
+
+# Temporal's close status -> the normalized execution state (docs/status.md).
+CLOSE_STATUS_TO_STATE: dict[WorkflowExecutionStatus, str] = {
+    WorkflowExecutionStatus.RUNNING: "RUNNING",
+    WorkflowExecutionStatus.COMPLETED: "COMPLETED",  # refined by the result's state
+    WorkflowExecutionStatus.FAILED: "FAILED",
+    WorkflowExecutionStatus.CANCELED: "CANCELLED",
+    WorkflowExecutionStatus.TERMINATED: "CANCELLED",
+    WorkflowExecutionStatus.TIMED_OUT: "FAILED",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "RUNNING",
+}
+
+
+def normalized_state(status: WorkflowExecutionStatus | None, result_state: str | None = None) -> str:
+    if status is None:
+        return "PENDING"
+    if status == WorkflowExecutionStatus.COMPLETED and result_state:
+        return result_state
+    return CLOSE_STATUS_TO_STATE.get(status, "RUNNING")

@@ -1,0 +1,30 @@
+"""Values that cross the workflow boundary (inputs, outputs, signal/update payloads).
+
+Dataclasses of JSON values: Temporal's default converter stores them as JSON in history,
+readable in the Temporal UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RunInput", "WORKFLOW_NAME", "RUN_TASK_ACTIVITY", "DEFAULT_TASK_QUEUE"]
+
+WORKFLOW_NAME = "NoetlPlaybook"
+RUN_TASK_ACTIVITY = "noetl.run_task"
+DEFAULT_TASK_QUEUE = "noetl-playbooks"
+
+
+@dataclass
+class RunInput:
+    """One execution: the normalized playbook travels with it, pinning the definition."""
+
+    execution_id: str
+    playbook: dict[str, Any]
+    payload: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+    parent_execution_id: str | None = None
+    # Infra retries added on top of policy attempts (worker lost, activity timeouts).
+    infra_attempts: int = 3
+    heartbeat_timeout_s: float = 30.0

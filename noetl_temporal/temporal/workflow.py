@@ -1,0 +1,226 @@
+"""``PlaybookWorkflow``: the thin Temporal shell around the pure engine.
+
+It only feeds inputs to ``engine.step`` and carries out the commands it returns:
+
+* ``RunTask``     -> an activity (``noetl.run_task``), its result fed back as ``TaskFinished``
+* ``CancelTasks`` -> cancel those activities (they see it through heartbeats)
+* ``StartTimer``  -> a durable timer, fed back as ``StepTimedOut``
+* ``Finish``      -> the workflow returns
+
+Signals and updates (cancel reason, pause, resume, ctx patch) become engine inputs too.
+A Temporal cancel request (Temporal UI, ``temporal workflow cancel``, the API) cancels
+in-flight work, emits ``execution.cancelled`` and closes the workflow as CANCELED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+
+with workflow.unsafe.imports_passed_through():
+    from ..dsl.models import Playbook
+    from ..engine import machine
+    from ..engine.messages import (
+        Cancel, CancelTasks, Finish, PatchCtx, Pause, Resume, RunTask, Start, StartTimer,
+        StepTimedOut, TaskFinished,
+    )
+    from .activities import INTERNAL_ERROR, POLICY_RETRY
+    from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
+
+__all__ = ["PlaybookWorkflow"]
+
+
+def _now() -> str:
+    return workflow.now().isoformat().replace("+00:00", "Z")
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class PlaybookWorkflow:
+    def __init__(self) -> None:
+        self._state: Any = None
+        self._input: RunInput | None = None
+        self._activities: dict[str, Any] = {}
+        self._cancel_reason: str | None = None
+
+    # ------------------------------------------------------------------ run
+
+    @workflow.run
+    async def run(self, inp: RunInput) -> dict[str, Any]:
+        self._input = inp
+        playbook = Playbook.model_validate(inp.playbook)
+        self._state = machine.new_state(playbook, inp.execution_id)
+        self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
+                         parent_execution_id=inp.parent_execution_id))
+        try:
+            await workflow.wait_condition(lambda: self._state.finished)
+        except asyncio.CancelledError:
+            reason = self._cancel_reason or "cancel requested through Temporal"
+            self._feed(Cancel(now=_now(), reason=reason))
+            await self._settle()
+            raise
+        return self._output()
+
+    def _output(self) -> dict[str, Any]:
+        state = self._state
+        return {
+            "execution_id": state.execution_id,
+            "state": state.status.value,
+            "result": state.result,
+            "ctx": state.ctx,
+            "steps": state.steps,
+            "started_at": state.started_at,
+            "ended_at": state.ended_at,
+            "terminal_event": state.terminal_event,
+            "event_count": len(state.log.events),
+        }
+
+    async def _settle(self) -> None:
+        """Give cancelled activities a moment to acknowledge before the workflow closes."""
+        pending = [h for h in self._activities.values() if not h.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+
+    # ------------------------------------------------------------------ engine I/O
+
+    def _feed(self, event: Any) -> None:
+        _, commands = machine.step(self._state, event)
+        for command in commands:
+            if isinstance(command, RunTask):
+                self._activities[command.task_run_id] = asyncio.ensure_future(self._run_task(command))
+            elif isinstance(command, CancelTasks):
+                for task_run_id in command.task_run_ids:
+                    handle = self._activities.get(task_run_id)
+                    if handle is not None and not handle.done():
+                        handle.cancel()
+            elif isinstance(command, StartTimer):
+                asyncio.ensure_future(self._timer(command))
+            elif isinstance(command, Finish):
+                pass  # run() returns once the engine reports finished
+
+    async def _run_task(self, cmd: RunTask) -> None:
+        inp = self._input
+        assert inp is not None
+        timeout = cmd.timeout or 300.0
+        try:
+            result = await workflow.execute_activity(
+                RUN_TASK_ACTIVITY, cmd,
+                activity_id=cmd.task_run_id,
+                start_to_close_timeout=timedelta(seconds=timeout + 30),
+                heartbeat_timeout=timedelta(seconds=max(inp.heartbeat_timeout_s, 1.0)),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=1),
+                    maximum_attempts=cmd.max_attempts + inp.infra_attempts - 1,
+                    non_retryable_error_types=[INTERNAL_ERROR],
+                ),
+                summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
+            )
+            event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result["outcome"],
+                                 attempts=result.get("attempts") or [], rule_index=result.get("rule_index"),
+                                 action=result.get("action"), decided=True,
+                                 exhausted=bool(result.get("exhausted")))
+        except ActivityError as err:
+            event = self._failed_activity(cmd, err)
+        except asyncio.CancelledError:
+            event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
+                                 outcome=_error("cancelled", "task cancelled", retryable=False))
+        finally:
+            self._activities.pop(cmd.task_run_id, None)
+        if not self._state.finished:
+            self._feed(event)
+
+    def _failed_activity(self, cmd: RunTask, err: ActivityError) -> TaskFinished:
+        cause = err.cause
+        if isinstance(cause, CancelledError):
+            return TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
+                                outcome=_error("cancelled", "task cancelled", retryable=False))
+        attempts: list[dict[str, Any]] = []
+        if isinstance(cause, ApplicationError) and cause.type == POLICY_RETRY and cause.details:
+            attempts = list(cause.details[0]) if isinstance(cause.details[0], list) else []
+        if isinstance(cause, ApplicationError) and cause.type == POLICY_RETRY:
+            # Retries ran out on Temporal's side (RetryPolicy cap) while the policy still
+            # asked for more: the last attempt's error is the task's error.
+            last = attempts[-1] if attempts else {}
+            outcome = {"status": "error", "result": None, "meta": {"attempt": last.get("attempt")},
+                       "error": last.get("error") or {"kind": "retries_exhausted", "retryable": False,
+                                                      "message": str(cause.message)}}
+            return TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=outcome,
+                                attempts=attempts, rule_index=last.get("rule_index"), action="fail",
+                                decided=True, exhausted=True)
+        kind = "timeout" if "timeout" in type(cause).__name__.lower() else "activity"
+        message = str(getattr(cause, "message", None) or cause or err)
+        if isinstance(cause, ApplicationError) and cause.type:
+            message = f"{cause.type}: {message}"
+        return TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
+                            outcome=_error(kind, message, retryable=False))
+
+    async def _timer(self, cmd: StartTimer) -> None:
+        await workflow.sleep(timedelta(seconds=cmd.seconds), summary=cmd.timer_id)
+        if not self._state.finished:
+            self._feed(StepTimedOut(now=_now(), step_run_id=cmd.step_run_id))
+
+    # ------------------------------------------------------------------ signals, updates, queries
+
+    @workflow.signal(name="cancel")
+    def cancel(self, reason: str | None = None) -> None:
+        """Record why; the caller then sends a Temporal cancel request, which ends the run."""
+        self._cancel_reason = reason or "cancelled"
+
+    @workflow.signal(name="pause")
+    def pause(self, reason: str | None = None) -> None:
+        if self._state is not None:
+            self._feed(Pause(now=_now(), reason=reason))
+
+    @workflow.signal(name="resume")
+    def resume(self) -> None:
+        if self._state is not None:
+            self._feed(Resume(now=_now()))
+
+    @workflow.update(name="patch_ctx")
+    def patch_ctx(self, patch: dict[str, Any]) -> dict[str, Any]:
+        self._feed(PatchCtx(now=_now(), patch=patch))
+        return dict(self._state.ctx)
+
+    @patch_ctx.validator
+    def _validate_patch(self, patch: dict[str, Any]) -> None:
+        if self._state is None or self._state.finished:
+            raise ValueError("execution is not running: ctx can no longer change")
+        if not isinstance(patch, dict) or not patch:
+            raise ValueError("a ctx patch is a non-empty JSON object of key -> value")
+        for key in patch:
+            if not isinstance(key, str) or not key or key.startswith(".") or key.endswith("."):
+                raise ValueError(f"invalid ctx key {key!r}: use names like 'approved' or 'a.b'")
+
+    @workflow.query(name="status")
+    def status(self) -> dict[str, Any]:
+        state = self._state
+        if state is None:
+            return {"state": "PENDING", "current_step": None, "started_at": None, "ended_at": None,
+                    "terminal_event": None, "paused": False}
+        return {"state": state.status.value, "current_step": state.current_step,
+                "started_at": state.started_at, "ended_at": state.ended_at,
+                "terminal_event": state.terminal_event, "paused": state.paused}
+
+    @workflow.query(name="events")
+    def events(self, after_seq: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        if self._state is None:
+            return []
+        events = self._state.log.events
+        return events[max(after_seq, 0): max(after_seq, 0) + max(limit, 0)]
+
+    @workflow.query(name="detail")
+    def detail(self) -> dict[str, Any]:
+        if self._state is None:
+            return {}
+        out = self._output()
+        out["paused"] = self._state.paused
+        return out
+
+
+def _error(kind: str, message: str, *, retryable: bool) -> dict[str, Any]:
+    return {"status": "error", "result": None, "meta": {},
+            "error": {"kind": kind, "retryable": retryable, "code": None, "message": message}}
