@@ -24,7 +24,7 @@ from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
 from .temporal.worker import build_worker
 
-__all__ = ["RunReport", "run_playbook", "ProgressPrinter"]
+__all__ = ["RunReport", "run_playbook", "run_with_client", "ProgressPrinter"]
 
 # Events a person following a run wants to see, one line each.
 _PROGRESS = {"step.started", "step.done", "step.failed", "loop.started", "loop.done",
@@ -99,10 +99,12 @@ async def _follow(handle, on_event: Callable[[dict[str, Any]], None], done: asyn
 
 async def _execute(client: Client, playbook: Playbook, *, target: Target, payload: dict[str, Any],
                    source: str | None, on_event: Callable[[dict[str, Any]], None] | None,
-                   search_attributes: bool, execution_id: str | None) -> RunReport:
+                   search_attributes: bool, execution_id: str | None,
+                   heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None) -> RunReport:
     handle = await start_execution(client, playbook, payload=payload, task_queue=target.task_queue,
                                    source=source, search_attributes=search_attributes,
-                                   execution_id=execution_id)
+                                   execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
+                                   execution_timeout_s=execution_timeout_s)
     done = asyncio.Event()
     follower = asyncio.ensure_future(_follow(handle, on_event, done)) if on_event else None
     error: str | None = None
@@ -180,3 +182,17 @@ async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kw
         return await _execute(client, playbook, **kwargs)
     async with build_worker(client, task_queue=kwargs["target"].task_queue):
         return await _execute(client, playbook, **kwargs)
+
+
+async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str,
+                          payload: dict[str, Any] | None = None, worker: bool = True,
+                          on_event: Callable[[dict[str, Any]], None] | None = None,
+                          source: str | None = None, search_attributes: bool = False,
+                          execution_id: str | None = None, heartbeat_timeout_s: float = 30.0,
+                          execution_timeout_s: float | None = None) -> RunReport:
+    """Run on an already connected client (tests, embedding)."""
+    target = Target(address="(connected)", task_queue=task_queue)
+    return await _with_worker(client, playbook, target=target, payload=payload or {}, source=source,
+                              worker=worker, on_event=on_event, search_attributes=search_attributes,
+                              execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
+                              execution_timeout_s=execution_timeout_s)

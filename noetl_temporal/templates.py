@@ -53,6 +53,27 @@ class _Undefined(ChainableUndefined):
     """
 
 
+class _MethodUndefined(_Undefined):
+    """A missing key that shares its name with a read-only mapping method.
+
+    ``{{ ctx.items | default([]) }}`` on a ctx without ``items`` must be undefined (so
+    ``default`` applies), yet ``{% for k, v in d.items() %}`` must still work: calling
+    it calls the method.
+    """
+
+    __slots__ = ("_method",)
+
+    def __init__(self, method: Any, name: str) -> None:
+        super().__init__(name=name)
+        self._method = method
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._method(*args, **kwargs)
+
+
+_READ_ONLY_MAPPING_METHODS = frozenset({"items", "keys", "values", "get"})
+
+
 class _Environment(ImmutableSandboxedEnvironment):
     def getattr(self, obj: Any, attribute: str) -> Any:  # mapping keys first
         if isinstance(obj, Mapping):
@@ -60,6 +81,8 @@ class _Environment(ImmutableSandboxedEnvironment):
                 return obj[attribute]
             except (KeyError, TypeError):
                 pass
+            if attribute in _READ_ONLY_MAPPING_METHODS:
+                return _MethodUndefined(getattr(obj, attribute), attribute)
         return super().getattr(obj, attribute)
 
 

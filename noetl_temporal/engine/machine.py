@@ -157,17 +157,22 @@ def _pump(state: ExecutionState, commands: list[Command]) -> None:
         if state.stopping:
             _drop_tokens(state)
         if not state.paused:
-            progress |= _admit_tokens(state, commands)
-            progress |= _fire_joins(state)
+            # Joins fire only once every token in hand has been placed: a token still on
+            # its way to a join's buffer must be part of that join's single run.
+            progress = _admit_tokens(state, commands) or _fire_joins(state)
         if not progress:
             _check_quiescence(state, commands)
 
 
 def _drop_tokens(state: ExecutionState) -> None:
-    for token in state.tokens:
+    """While stopping, only the final_step token may still run."""
+    dropped = [t for t in state.tokens if not t.final]
+    if not dropped and not any(state.join_buffers.values()):
+        return
+    for token in dropped:
         _emit(state, "policy.admit.evaluated", entity_id=token.step, status="skipped",
               payload={"allowed": False, "reason": f"execution stopping ({state.stopping})"})
-    state.tokens.clear()
+    state.tokens = [t for t in state.tokens if t.final]
     state.join_buffers.clear()
 
 
@@ -628,7 +633,28 @@ def _route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str,
             state.failures.append({"step": run.step, "step_run_id": run.id, "handled": False,
                                    "kind": "no_next", "message": "no arc of next matched "
                                    "(executor.spec.no_next_is_error is set)"})
-    return event["status"] == "error" and any(f["when"] is not None for f in fired)
+    if event["status"] != "error":
+        return False
+    return any(_guard_is_failure_specific(f["when"], context, event, outcome) for f in fired)
+
+
+def _guard_is_failure_specific(when: str | None, context: dict[str, Any], event: dict[str, Any],
+                               outcome: dict[str, Any] | None) -> bool:
+    """A fired arc handles a failure when its guard matched *because* of the failure.
+
+    The guard is evaluated once more against the same boundary as a success; if it
+    would have matched that too (``event.name == 'loop.done'``, no ``when`` at all), it
+    only continues the flow and the failure stays unhandled.
+    """
+    if when is None:
+        return False
+    name = str(event["name"])
+    ok_name = "loop.done" if name == "loop.done" else "step.done"
+    ok_event = dict(event, name=EventName(ok_name, ("call.done", "step.done")), status="ok", error=None)
+    ok_outcome = outcome_view(dict(outcome or {}, status="ok", error=None))
+    ok_context = dict(context, event=ok_event, output=ok_outcome, outcome=ok_outcome)
+    matched_on_success, _ = evaluate_condition(when, ok_context)
+    return not matched_on_success
 
 
 # =============================================================================== pipelines

@@ -80,7 +80,8 @@ def new_execution_id() -> str:
 async def start_execution(client: Client, playbook: Playbook, *, payload: dict[str, Any] | None = None,
                           task_queue: str = DEFAULT_TASK_QUEUE, execution_id: str | None = None,
                           source: str | None = None, search_attributes: bool = False,
-                          heartbeat_timeout_s: float = 30.0) -> WorkflowHandle:
+                          heartbeat_timeout_s: float = 30.0,
+                          execution_timeout_s: float | None = None) -> WorkflowHandle:
     execution_id = execution_id or new_execution_id()
     inp = RunInput(execution_id=execution_id, playbook=playbook.model_dump(mode="json", by_alias=True),
                    payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s)
@@ -89,7 +90,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
         path = playbook.metadata.path or playbook.metadata.name or source or "inline"
         extra["search_attributes"] = TypedSearchAttributes([SearchAttributePair(PLAYBOOK_PATH, str(path))])
     name = playbook.metadata.name or playbook.metadata.path or "playbook"
-    timeout = playbook.executor.spec.timeout_s
+    timeout = execution_timeout_s or playbook.executor.spec.timeout_s
     from datetime import timedelta
     return await client.start_workflow(
         WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,

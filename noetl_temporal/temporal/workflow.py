@@ -26,8 +26,17 @@ with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
     from ..engine import machine
     from ..engine.messages import (
-        Cancel, CancelTasks, Finish, PatchCtx, Pause, Resume, RunTask, Start, StartTimer,
-        StepTimedOut, TaskFinished,
+        Cancel,
+        CancelTasks,
+        Finish,
+        PatchCtx,
+        Pause,
+        Resume,
+        RunTask,
+        Start,
+        StartTimer,
+        StepTimedOut,
+        TaskFinished,
     )
     from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
@@ -46,6 +55,7 @@ class PlaybookWorkflow:
         self._input: RunInput | None = None
         self._activities: dict[str, Any] = {}
         self._cancel_reason: str | None = None
+        self._fatal: str | None = None
 
     # ------------------------------------------------------------------ run
 
@@ -57,12 +67,16 @@ class PlaybookWorkflow:
         self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                          parent_execution_id=inp.parent_execution_id))
         try:
-            await workflow.wait_condition(lambda: self._state.finished)
+            await workflow.wait_condition(lambda: self._state.finished or self._fatal is not None)
         except asyncio.CancelledError:
             reason = self._cancel_reason or "cancel requested through Temporal"
             self._feed(Cancel(now=_now(), reason=reason))
             await self._settle()
             raise
+        if self._fatal is not None:
+            # A bug in the engine: fail this execution loudly instead of retrying the
+            # workflow task forever (which would leave it RUNNING with no progress).
+            raise ApplicationError(self._fatal, type="NoetlEngineError", non_retryable=True)
         return self._output()
 
     def _output(self) -> dict[str, Any]:
@@ -88,7 +102,14 @@ class PlaybookWorkflow:
     # ------------------------------------------------------------------ engine I/O
 
     def _feed(self, event: Any) -> None:
-        _, commands = machine.step(self._state, event)
+        if self._fatal is not None:
+            return
+        try:
+            _, commands = machine.step(self._state, event)
+        except Exception as exc:  # never let an engine bug hang the workflow task
+            self._fatal = f"internal engine error on {type(event).__name__}: {type(exc).__name__}: {exc}"
+            workflow.logger.exception("engine error")
+            return
         for command in commands:
             if isinstance(command, RunTask):
                 self._activities[command.task_run_id] = asyncio.ensure_future(self._run_task(command))

@@ -1,0 +1,133 @@
+"""The ``noetl-temporal`` command line.
+
+Each subcommand is one entry of :data:`COMMANDS`: a name, a one-line help, a function
+that adds its arguments and a function that runs it and returns the exit code. To add
+a command (``run``, ``status``, ``events``, ``api``, ``dev`` ...), write those two
+functions (in their own module when they are more than a few lines) and append an
+entry; :func:`build_parser` wires it up. Heavy imports happen inside the run
+functions so ``--help`` and unrelated commands stay fast.
+
+Exit codes: 0 success, 2 invalid input (a playbook that does not validate, or a
+command-line usage error, as argparse does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+# ------------------------------------------------------------------ validate
+
+def _validate_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="playbook YAML files to check ('-' reads standard input)")
+    parser.add_argument("--json", action="store_true",
+                        help="print [{file, valid, errors, warnings}] as JSON instead of text")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .dsl import validate_file, validate_text
+
+    reports = []
+    for name in args.files:
+        diags = validate_text(sys.stdin.read(), "<stdin>") if name == "-" else validate_file(name)
+        errors = [d for d in diags if d.is_error]
+        warnings = [d for d in diags if not d.is_error]
+        reports.append({"file": name, "valid": not errors, "errors": errors, "warnings": warnings})
+    if args.json:
+        out = [{**r, "errors": [d.to_dict() for d in r["errors"]],
+                "warnings": [d.to_dict() for d in r["warnings"]]} for r in reports]
+        print(json.dumps(out, indent=2))
+    else:
+        for section in ("errors", "warnings"):
+            for report in reports:
+                for diag in report[section]:
+                    print(diag)
+        invalid = sum(1 for r in reports if not r["valid"])
+        n_err = sum(len(r["errors"]) for r in reports)
+        n_warn = sum(len(r["warnings"]) for r in reports)
+        print(f"{len(reports)} file(s): {len(reports) - invalid} valid, {invalid} invalid "
+              f"({n_err} error(s), {n_warn} warning(s))", file=sys.stderr)
+    return EXIT_OK if all(r["valid"] for r in reports) else EXIT_INVALID
+
+
+# ------------------------------------------------------------------ lazily imported commands
+
+def _lazy(module: str, name: str, *, absolute: bool = False) -> Callable:
+    """Import a command's module only when that command is used (keeps --help fast)."""
+
+    def call(arg):
+        import importlib
+
+        mod = importlib.import_module(module if absolute else f"{__package__}.{module}")
+        return getattr(mod, name)(arg)
+
+    return call
+
+
+# ------------------------------------------------------------------ schema
+
+def _schema_args(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from .dsl import playbook_json_schema
+
+    print(json.dumps(playbook_json_schema(), indent=2))
+    return EXIT_OK
+
+
+COMMANDS: list[Command] = [
+    Command("validate", "check playbook files: every error, then every warning, one per line as "
+                        "file:line:col: CODE message (path) — fix (stdout), a summary on stderr; "
+                        "exit 2 if any file is invalid", _validate_args, _validate),
+    Command("schema", "print the JSON Schema (Draft 2020-12) of the playbook source format",
+            _schema_args, _schema),
+    Command("run", "run a playbook as a Temporal workflow (embedded dev server unless an address is "
+                   "configured); exit 0 COMPLETED, 1 FAILED/CANCELLED, 2 invalid, 130 interrupted",
+            _lazy("cli_run", "add_run_arguments"), _lazy("cli_run", "run_command")),
+    Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
+            _lazy("workers.main", "add_arguments", absolute=True), _lazy("workers.main", "run", absolute=True)),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="noetl-temporal",
+                                     description="Run NoETL v10 playbooks as Temporal workflows.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        child = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(child)
+        child.set_defaults(run=command.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) and usage errors (2) return instead of exiting
+        return exc.code if isinstance(exc.code, int) else EXIT_INVALID
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

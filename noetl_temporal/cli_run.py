@@ -1,0 +1,146 @@
+"""``noetl-temporal run``: run one playbook and report.
+
+Exit codes: 0 COMPLETED, 1 FAILED or CANCELLED, 2 invalid playbook or usage, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, NoetlError, PlaybookInvalid
+
+__all__ = ["add_run_arguments", "run_command", "parse_payload"]
+
+EXIT_COMPLETED, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("playbook", metavar="PLAYBOOK", help="playbook YAML file")
+    parser.add_argument("--payload", metavar="JSON",
+                        help="request payload deep-merged over the workload: a JSON object, or @FILE")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="set one payload value (dotted keys nest; VALUE is read as YAML, "
+                             "so 3 is a number and true a boolean); repeatable")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (execution_id, workflow_id, state, ctx, steps, "
+                             "summary, error, events) on stdout")
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="Temporal frontend to use (default: $TEMPORAL_ADDRESS, then a Temporal "
+                             "config profile, else an embedded dev server started for this run)")
+    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
+    parser.add_argument("--task-queue", metavar="Q", help="task queue (default: noetl-playbooks)")
+    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile to connect with")
+    parser.add_argument("--no-worker", action="store_true",
+                        help="with --address: do not start an in-process worker (your workers serve the queue)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+
+
+def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
+    """The request payload from ``--payload`` and ``--set``; raises ValueError with the fix."""
+    data: dict[str, Any] = {}
+    if payload:
+        text = payload
+        if payload.startswith("@"):
+            try:
+                with open(payload[1:], encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError as exc:
+                raise ValueError(f"--payload {payload}: cannot read file: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--payload is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                             f"{exc.msg}); pass an object such as '{{\"n\": 3}}'") from None
+        if not isinstance(data, dict):
+            raise ValueError("--payload must be a JSON object such as '{\"n\": 3}'")
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set name=ada")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from .dsl import load_playbook
+    from .runner import ProgressPrinter, run_playbook
+    from .temporal.client import resolve_target
+
+    try:
+        payload = parse_payload(args.payload, args.sets)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        loaded = load_playbook(args.playbook)
+    except PlaybookInvalid as exc:
+        for diag in exc.diagnostics:
+            print(diag, file=sys.stderr)
+        print(f"error: {args.playbook} is not a valid playbook; nothing was run", file=sys.stderr)
+        return EXIT_INVALID
+    for warning in loaded.warnings:
+        if not args.quiet:
+            print(warning, file=sys.stderr)
+    try:
+        target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+
+    def on_ready(ui_url: str | None) -> None:
+        if args.quiet:
+            return
+        where = "embedded Temporal dev server" if target.address is None else f"Temporal at {target.address}"
+        print(f"running {args.playbook} on {where}", file=sys.stderr)
+        if ui_url:
+            print(f"Temporal UI: {ui_url} (available while this run lasts)", file=sys.stderr)
+
+    printer = None if args.quiet else ProgressPrinter(sys.stderr)
+    try:
+        report = asyncio.run(run_playbook(loaded.playbook, target=target, payload=payload,
+                                          source=args.playbook, worker=not args.no_worker,
+                                          on_event=printer, on_ready=on_ready))
+    except KeyboardInterrupt:
+        print("interrupted: the execution was asked to cancel", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except NoetlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        _print_human(report)
+    return EXIT_COMPLETED if report.state == "COMPLETED" else EXIT_FAILED
+
+
+def _print_human(report: Any) -> None:
+    print(f"execution {report.execution_id}: {report.state}")
+    for name, info in report.steps.items():
+        result = json.dumps(info.get("result"), default=str)
+        if len(result) > 120:
+            result = result[:117] + "..."
+        print(f"  {name:<24} {info.get('status'):<10} runs={info.get('runs')}  {result}")
+    if report.error:
+        print(f"error: {report.error}")
+    if report.ctx:
+        print(f"ctx: {json.dumps(report.ctx, default=str)[:400]}")

@@ -1,0 +1,198 @@
+"""The table of validation codes: one stable code per problem a playbook can have.
+
+Codes never change meaning once published (editors, CI scripts and docs refer to
+them); a retired code is left out rather than reused. ``docs/validation-codes.md`` is
+generated from this table by :func:`markdown` and a test keeps the two identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Code", "CODES", "markdown"]
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    severity: Literal["error", "warning"]
+    meaning: str
+    example: str
+    fix: str
+
+
+_E, _W = "error", "warning"
+
+_TABLE: list[Code] = [
+    # ------------------------------------------------------------------ reading the file
+    Code("NTL001", _E, "the file does not exist", "`noetl-temporal validate missing.yaml`",
+         "check the path"),
+    Code("NTL002", _E, "the path is a directory, not a regular file, or cannot be read",
+         "`validate ./playbooks/`", "pass a readable YAML file, not a directory"),
+    Code("NTL003", _E, "the file is larger than the 5 MB limit", "a 20 MB generated playbook",
+         "keep data out of the playbook: load it in a task or pass it as workload"),
+    Code("NTL004", _E, "the file is binary or not UTF-8 text", "a `.xlsx` saved as `.yaml`",
+         "save the playbook as UTF-8 text"),
+    Code("NTL005", _E, "YAML syntax error", "`tool: {kind: python` (unclosed flow mapping)",
+         "correct the YAML at the reported line and column"),
+    Code("NTL006", _E, "YAML aliases expand beyond the safety limit, or an alias refers to itself",
+         "a 'billion laughs' document of nested `*a` aliases",
+         "write the data out instead of nesting anchors and aliases"),
+    Code("NTL007", _E, "the document is empty", "an empty file, or one with only comments",
+         "write a playbook: apiVersion, kind, metadata, workflow"),
+    Code("NTL008", _E, "the top level is not a mapping", "a file that is a YAML list",
+         "the playbook must be a mapping with `workflow:` and the other root sections"),
+    Code("NTL009", _E, "the file holds more than one YAML document", "two playbooks separated by `---`",
+         "put one playbook in each file"),
+    Code("NTL010", _E, "a mapping has the same key twice", "two `next:` keys in one step",
+         "remove or rename one of the keys; YAML keeps only the last one silently"),
+    Code("NTL011", _E, "a YAML value has a type that JSON cannot carry", "`!!binary`, `!!set`, an unknown `!tag`",
+         "use plain strings, numbers, booleans, lists and mappings"),
+    Code("NTL012", _W, "a mapping key is not a string; it was converted to one",
+         "`200: ok` or `on: true` (YAML 1.1 reads `on` as a boolean)", "quote the key"),
+    Code("NTL013", _E, "the document nests too deeply", "thousands of nested `[[[...]]]`",
+         "flatten the data"),
+    # ------------------------------------------------------------------ root
+    Code("NTL101", _E, "unknown root key", "`workfow:` (typo), `steps:`",
+         "use only apiVersion, kind, metadata, keychain, executor, workload, workbook, spec, workflow"),
+    Code("NTL102", _E, "root `vars` is not part of v10", "`vars: {count: 0}`",
+         "put inputs in `workload:`; keep changing values in `ctx` by `set: {ctx.count: 0}` on a step, "
+         "task policy or arc"),
+    Code("NTL103", _E, "`workflow` is missing or is not a non-empty list of steps", "`workflow: {}`",
+         "add `workflow:` with a list of `- step: name` entries"),
+    Code("NTL104", _E, "a section has the wrong type", "`workload: [1, 2]`, a step that is a string",
+         "use the type the message names (mapping or list)"),
+    Code("NTL105", _W, "unexpected `apiVersion`", "`apiVersion: noetl.io/v1`",
+         "use `apiVersion: noetl.io/v2`"),
+    # ------------------------------------------------------------------ steps
+    Code("NTL201", _E, "a step has no `step:` name, or the name is not a non-empty string",
+         "`- desc: load` with no `step:`", "give every step a unique `step: <name>`"),
+    Code("NTL202", _E, "two steps have the same name", "two `- step: fetch`",
+         "rename one of them (arcs refer to steps by name)"),
+    Code("NTL203", _E, "unknown step key", "`nxt:` (typo) on a step",
+         "use only step, desc, spec, input, loop, tool, next, set, set_ctx, set_iter"),
+    Code("NTL204", _E, "step `when` is not part of v10", "`when: \"{{ ctx.ready }}\"` on a step",
+         "use admission rules: `spec: {policy: {admit: {rules: [{when: ..., then: {allow: true}}, "
+         "{else: {then: {allow: false}}}]}}}`"),
+    Code("NTL205", _E, "`case` blocks are not part of v10", "`case: [{when: ..., then: ...}]`",
+         "route with `next: {arcs: [{step: X, when: ...}]}`; react to task outcomes with "
+         "`tool.spec.policy.rules`"),
+    Code("NTL206", _E, "`retry` blocks are not part of v10", "`retry: {max_attempts: 3}`",
+         "add a task policy rule: `spec: {policy: {rules: [{when: \"{{ output.status == 'error' }}\", "
+         "then: {do: retry, attempts: 3}}]}}`"),
+    Code("NTL207", _E, "`sink` blocks are not part of v10", "`sink: {kind: postgres, ...}`",
+         "add a storage tool task (postgres, duckdb ...) to the step's `tool:` pipeline"),
+    Code("NTL208", _E, "`eval` / `expr` are not part of v10", "`eval: [{expr: ..., do: retry}]`",
+         "write conditions as `when:` in `spec.policy.rules[]` (tasks) or `next.arcs[]` (routing)"),
+    Code("NTL209", _E, "step `type:` is not part of v10", "`type: http` on a step",
+         "declare the tool: `tool: {kind: http, url: ...}`"),
+    Code("NTL210", _E, "a tool setting is written directly on the step", "`command:` next to `tool:`",
+         "move the key under `tool:` (or under the task in a `tool:` list)"),
+    Code("NTL211", _E, "the step has no `tool`", "`- step: end` with only `desc:`",
+         "add a tool; a step that only routes or ends the flow uses `tool: {kind: noop}`"),
+    Code("NTL212", _E, "`spec.next_mode` is not part of v10", "`spec: {next_mode: inclusive}`",
+         "use `next: {spec: {mode: inclusive}, arcs: [...]}`"),
+    Code("NTL213", _E, "a step-level `set:` key has no `ctx.` or `iter.` prefix",
+         "`set: {total: ...}` on a step", "write `ctx.total` (execution scope) or `iter.total` "
+         "(loop iteration scope); for pipeline-local names use `set:` on a task"),
+    # ------------------------------------------------------------------ tools and tasks
+    Code("NTL301", _E, "a tool task has no `kind`", "`tool: {url: ..., method: GET}`",
+         "add `kind:` (noop, python, shell, http, postgres, duckdb, playbook, workbook)"),
+    Code("NTL302", _E, "unknown tool kind", "`kind: htttp`",
+         "use one of noop, python, shell, http, postgres, duckdb, playbook, workbook"),
+    Code("NTL303", _E, "`tool` has the wrong shape", "`tool: python`, `tool: []`",
+         "write a task mapping (`tool: {kind: ...}`) or a list of tasks"),
+    Code("NTL304", _E, "two tasks of one step have the same label", "two `- name: fetch` in one pipeline",
+         "labels must be unique within a step (jumps and results refer to them)"),
+    Code("NTL305", _E, "a task label is not a usable name", "`- name: previous`, `- name: 3`",
+         "use a non-empty string; `previous` is reserved for `jump: {to: previous}`"),
+    Code("NTL306", _E, "a `kind: workbook` task names no workbook entry", "`{kind: workbook, name: typo}`",
+         "name an entry of the root `workbook:` list"),
+    Code("NTL307", _E, "a workbook entry cannot be used", "a workbook entry without `tool.kind`",
+         "give the entry `tool: {kind: ...}` (not another workbook reference)"),
+    Code("NTL308", _W, "two spellings of one setting; one of them is ignored",
+         "`endpoint:` and `url:` on one http task", "keep one of them"),
+    # ------------------------------------------------------------------ policies
+    Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
+         "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),
+    Code("NTL402", _E, "`jump` goes to a label that is not a task of the same step",
+         "`then: {do: jump, to: claim}` where the task is `claim_batch`",
+         "use a task label of this step, or `previous`"),
+    Code("NTL403", _E, "`jump` has no `to`", "`then: {do: jump}`",
+         "add `to: <task label>` (or `to: previous`)"),
+    Code("NTL404", _W, "retry settings on an action that is not `retry` are ignored",
+         "`then: {do: continue, attempts: 3}`", "remove them, or use `do: retry`"),
+    Code("NTL405", _W, "`to` on an action that is not `jump` is ignored", "`then: {do: continue, to: x}`",
+         "remove it, or use `do: jump`"),
+    Code("NTL406", _W, "rules after an `else` rule never match", "`- else: ...` followed by `- when: ...`",
+         "move the `else` rule to the end"),
+    Code("NTL407", _E, "an admission rule has the wrong shape", "`admit: {rules: [{when: x, then: true}]}`",
+         "write `- when: \"{{ ... }}\"` with `then: {allow: true|false}`, or `- else: {then: {allow: ...}}`"),
+    Code("NTL408", _W, "a `when` guard has no `{{ }}`, so it is a constant", "`when: ctx.ready`",
+         "write the condition as a template: `when: \"{{ ctx.ready }}\"`"),
+    # ------------------------------------------------------------------ routing
+    Code("NTL501", _E, "`next` is not in router form", "`next: end`, `next: [{step: end}]`",
+         "write `next: {spec: {mode: exclusive}, arcs: [{step: end}]}`"),
+    Code("NTL502", _E, "an arc goes to a step that does not exist", "`arcs: [{step: ned}]`",
+         "use the name of a step of this workflow"),
+    Code("NTL503", _E, "`executor.spec.entry_step` names no step", "`entry_step: begin` with no such step",
+         "name an existing step, or remove it to start at the first step"),
+    Code("NTL504", _E, "`executor.spec.final_step` names no step", "`final_step: summary` with no such step",
+         "name an existing step, or remove it"),
+    Code("NTL505", _W, "a step can never run: no arc path leads to it from the entry step",
+         "a step nothing routes to", "add an arc to it, or remove it"),
+    Code("NTL506", _W, "an arc targets the `final_step`", "`arcs: [{step: finish}]` with `final_step: finish`",
+         "remove the arc: the final step runs once by itself after all other work ends"),
+    # ------------------------------------------------------------------ loops
+    Code("NTL601", _E, "`loop.spec.max_in_flight` is above 1000", "`max_in_flight: 5000`",
+         "use at most 1000 (Temporal allows 2,000 pending activities per execution)"),
+    Code("NTL602", _W, "`set_iter` / `iter.*` outside a loop step has nothing to update",
+         "`set: {iter.page: 2}` on a task of a step without `loop:`",
+         "use `ctx.*`, or add a `loop:` to the step"),
+    Code("NTL603", _E, "`loop` has the wrong shape", "`loop: {iterator: x}` with no `in:`",
+         "write `loop: {in: \"{{ list }}\", iterator: item, spec: {mode: sequential}}`"),
+    # ------------------------------------------------------------------ templates
+    Code("NTL701", _E, "template syntax error", "`\"{{ ctx.count + }}\"`",
+         "correct the Jinja2 expression"),
+    # ------------------------------------------------------------------ model checks
+    Code("NTL901", _E, "a value has the wrong type or is out of range",
+         "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`", "use a value the message allows"),
+    Code("NTL902", _E, "unknown key", "`then: {do: retry, atempts: 3}`",
+         "remove the key or correct its spelling"),
+    Code("NTL903", _E, "a required key is missing", "an arc without `step:`", "add the key"),
+    # ------------------------------------------------------------------ the checker itself
+    Code("NTL999", _E, "the checker failed on this input (a bug in noetl-temporal)",
+         "an unexpected exception inside a validation pass",
+         "report it with the playbook; the message names the exception"),
+]
+
+CODES: dict[str, Code] = {c.code: c for c in _TABLE}
+assert len(CODES) == len(_TABLE), "duplicate validation code"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown() -> str:
+    """The reference page ``docs/validation-codes.md`` (kept identical by a test)."""
+    lines = [
+        "# Validation codes",
+        "",
+        "Every problem `noetl-temporal validate` (and loading a playbook) reports carries one",
+        "of these stable codes, with `file:line:col`, the JSON path of the node as written in",
+        "the file (for example `workflow[2].tool[1].spec.policy.rules[0].then.to`, or",
+        "`workflow[0].tool.set[\"ctx.total\"]` for a single-object tool) and a fix. When the node",
+        "itself is missing (a required key), the position is that of the enclosing node.",
+        "Errors stop the playbook from loading; warnings do not.",
+        "",
+        "This page is generated from `noetl_temporal/dsl/codes.py`",
+        "(`python -c \"from noetl_temporal.dsl.codes import markdown; print(markdown(), end='')\"`).",
+        "",
+        "| code | severity | meaning | example | fix |",
+        "|---|---|---|---|---|",
+    ]
+    for c in _TABLE:
+        lines.append(f"| {c.code} | {c.severity} | {_cell(c.meaning)} | {_cell(c.example)} | {_cell(c.fix)} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,227 @@
+"""Raw playbook data → the canonical dict that :class:`~.models.Playbook` validates.
+
+Every dialect alias users write (docs/dialect-aliases.md) is rewritten here, once, so
+the engine sees one spelling of each thing; every refused construct
+(:mod:`.rejections`) is reported with its replacement. Each relocated node's source
+path is recorded in :class:`~.origins.Origins` so later passes can report positions
+in the user's file. Task shapes live in :mod:`.tasks`, rules in :mod:`.policies`,
+``set:`` splitting in :mod:`.patches`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from . import paths
+from .diagnostics import Reporter, did_you_mean, kind_of
+from .origins import Origins
+from .patches import collect_patches
+from .policies import guard, normalize_admit
+from .rejections import reject_root_keys, reject_step_keys
+from .tasks import TaskNormalizer
+
+__all__ = ["normalize", "ROOT_KEYS", "STEP_KEYS", "rewrite_templates"]
+
+API_VERSION = "noetl.io/v2"
+ROOT_KEYS = ("apiVersion", "kind", "metadata", "keychain", "executor", "workload", "workbook", "spec",
+             "workflow")
+_ROOT_TYPES: dict[str, type] = {"metadata": dict, "executor": dict, "workload": dict, "spec": dict,
+                                "keychain": list, "workbook": list}
+STEP_KEYS = ("step", "desc", "spec", "input", "loop", "tool", "next", "set", "set_ctx", "set_iter")
+
+_BLOCK = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+_ITER_INDEX = re.compile(r"\biter\._index\b")
+
+
+def rewrite_templates(value: Any) -> Any:
+    """``iter._index`` → ``iter.index`` inside every ``{{ }}`` / ``{% %}`` block."""
+    if isinstance(value, str):
+        if "_index" not in value:
+            return value
+        return _BLOCK.sub(lambda m: _ITER_INDEX.sub("iter.index", m.group(0)), value)
+    if isinstance(value, dict):
+        return {k: rewrite_templates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rewrite_templates(v) for v in value]
+    return value
+
+
+class _Normalizer:
+    def __init__(self, raw: Mapping[str, Any], reporter: Reporter) -> None:
+        self.raw = raw
+        self.reporter = reporter
+        self.origins = Origins()
+        self.tasks = TaskNormalizer(raw.get("workbook"), reporter, self.origins)
+
+    def root(self) -> dict[str, Any]:
+        reject_root_keys(self.raw, self.reporter)
+        for key in self.raw:
+            if key not in ROOT_KEYS and key != "vars":
+                self.reporter.add("NTL101", f"unknown root key {key!r}{did_you_mean(key, ROOT_KEYS)}", key)
+        out: dict[str, Any] = {}
+        for key in ROOT_KEYS:
+            if key == "workflow" or key not in self.raw or self.raw[key] is None:
+                continue
+            value = self.raw[key]
+            want = _ROOT_TYPES.get(key)
+            if want is not None and not isinstance(value, want):
+                self.reporter.add("NTL104", f"`{key}` must be a {'mapping' if want is dict else 'list'}, "
+                                            f"not {kind_of(value)}", key, value=True)
+                continue
+            out[key] = value
+        version = self.raw.get("apiVersion")
+        if version is not None and version != API_VERSION:
+            self.reporter.add("NTL105", f"apiVersion is {version!r}, expected {API_VERSION!r}", "apiVersion",
+                              value=True)
+        workflow = self.raw.get("workflow")
+        if not isinstance(workflow, list) or not workflow:
+            if "workflow" not in self.raw:
+                what = "missing"
+            elif isinstance(workflow, list):
+                what = "an empty list"
+            else:
+                what = f"{kind_of(workflow)}, not a list of steps"
+            self.reporter.add("NTL103", f"`workflow` is {what}", "workflow" if "workflow" in self.raw else "",
+                              value=True)
+            out["workflow"] = []
+            return out
+        out["workflow"] = [self.step(item, index) for index, item in enumerate(workflow)]
+        return out
+
+    # ------------------------------------------------------------------ steps
+
+    def step(self, raw: Any, index: int) -> Any:
+        src = norm = paths.join("workflow", index)
+        self.origins.add(norm, src)
+        if not isinstance(raw, Mapping):
+            self.reporter.add("NTL104", f"a step must be a mapping, not {kind_of(raw)}", src)
+            return raw
+        name = raw.get("step")
+        if not isinstance(name, str) or not name.strip():
+            where = paths.join(src, "step") if "step" in raw else src
+            self.reporter.add("NTL201", "the step has no `step:` name" if name is None
+                              else f"step name {name!r} is not a non-empty string", where)
+            name = f"workflow[{index}]"
+        rejected = reject_step_keys(raw, src, self.reporter)
+        for key in raw:
+            if key not in STEP_KEYS and key not in rejected:
+                self.reporter.add("NTL203", f"unknown step key {key!r}{did_you_mean(key, STEP_KEYS)}",
+                                  paths.join(src, key))
+        out: dict[str, Any] = {k: raw[k] for k in ("step", "desc", "input") if k in raw and raw[k] is not None}
+        if "tool" in raw and raw["tool"] is not None:
+            out["tool"] = self.tasks.tool(raw["tool"], name, paths.join(src, "tool"), paths.join(norm, "tool"))
+        elif not rejected & {"type", "kind"}:
+            self.reporter.add("NTL211", f"step {name!r} has no `tool`", src)
+        if raw.get("spec") is not None:
+            out["spec"] = self.step_spec(raw["spec"], paths.join(src, "spec"))
+        if raw.get("loop") is not None:
+            out["loop"] = self.loop(raw["loop"], paths.join(src, "loop"))
+        if raw.get("next") is not None:
+            out["next"] = self.router(raw["next"], paths.join(src, "next"))
+        out.update(collect_patches(raw, src, norm, other="reject", reporter=self.reporter,
+                                   origins=self.origins))
+        return out
+
+    def step_spec(self, spec: Any, src: str) -> Any:
+        if not isinstance(spec, Mapping):
+            return spec  # the model reports the type
+        if "next_mode" in spec:
+            mode = spec["next_mode"]
+            self.reporter.add("NTL212", "`spec.next_mode` is not part of v10", paths.join(src, "next_mode"),
+                              fix=f"use `next: {{spec: {{mode: {mode}}}, arcs: [...]}}`")
+        out = {k: v for k, v in spec.items() if k != "next_mode"}
+        policy = spec.get("policy")
+        if isinstance(policy, Mapping) and "admit" in policy:
+            policy_src = paths.join(src, "policy")
+            out["policy"] = {**policy, "admit": normalize_admit(policy["admit"], paths.join(policy_src, "admit"),
+                                                                paths.join(policy_src, "admit"),
+                                                                self.reporter, self.origins)}
+        return out
+
+    # ------------------------------------------------------------------ loop
+
+    def loop(self, loop: Any, src: str) -> Any:
+        if not isinstance(loop, Mapping):
+            self.reporter.add("NTL603", f"`loop` must be a mapping, not {kind_of(loop)}", src, value=True)
+            return loop
+        if "in" not in loop:
+            self.reporter.add("NTL603", "`loop` has no `in:` list", src)
+        out = dict(loop)
+        spec = out.get("spec")
+        if spec is None:
+            spec = {}
+        elif not isinstance(spec, Mapping):
+            return out  # the model reports the type
+        spec = dict(spec)
+        for key in ("mode", "max_in_flight"):  # loop.mode is an alias of loop.spec.mode
+            if key not in loop:
+                continue
+            value = out.pop(key)
+            if key in spec and spec[key] != value:
+                self.reporter.add("NTL308", f"`loop.{key}` and `loop.spec.{key}` differ; `loop.spec.{key}` "
+                                            f"is used", paths.join(src, key))
+                continue
+            spec[key] = value
+            self.origins.add(paths.join(paths.join(src, "spec"), key), paths.join(src, key))
+        if spec or "spec" in out:
+            out["spec"] = spec
+        return out
+
+    # ------------------------------------------------------------------ routing
+
+    def router(self, value: Any, src: str) -> Any:
+        fix = self._router_fix(value)
+        if isinstance(value, str):
+            self.reporter.add("NTL501", f"`next: {value}` is a step name, not a router", src, value=True, fix=fix)
+            return None
+        if isinstance(value, list):
+            self.reporter.add("NTL501", "`next` is a list; v10 routes with `next: {spec, arcs}`", src,
+                              value=True, fix=fix)
+            return None
+        if not isinstance(value, Mapping):
+            return value  # the model reports the type
+        if "arcs" not in value and ("step" in value or "when" in value):
+            self.reporter.add("NTL501", "`next` is a single arc without the `arcs:` list", src, fix=fix)
+            return None
+        out = dict(value)
+        arcs = value.get("arcs")
+        if arcs is None:
+            out["arcs"] = []
+        elif not isinstance(arcs, list):
+            self.reporter.add("NTL104", f"`next.arcs` must be a list, not {kind_of(arcs)}",
+                              paths.join(src, "arcs"), value=True)
+            return None
+        else:
+            out["arcs"] = [self.arc(arc, paths.join(paths.join(src, "arcs"), i)) for i, arc in enumerate(arcs)]
+        return out
+
+    @staticmethod
+    def _router_fix(value: Any) -> str:
+        targets: list[str] = []
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, str):
+                targets.append(item)
+            elif isinstance(item, Mapping) and isinstance(item.get("step"), str):
+                targets.append(item["step"])
+        arcs = ", ".join(f"{{step: {t}}}" for t in targets) or "{step: <name>}"
+        return f"write `next: {{spec: {{mode: exclusive}}, arcs: [{arcs}]}}`"
+
+    def arc(self, arc: Any, src: str) -> Any:
+        self.origins.add(src, src)
+        if not isinstance(arc, Mapping):
+            return arc  # the model reports the type
+        out = {k: v for k, v in arc.items() if k not in ("set", "set_ctx", "set_iter", "args")}
+        if "when" in out:
+            out["when"] = guard(out["when"])
+        out.update(collect_patches(arc, src, src, other="args", reporter=self.reporter, origins=self.origins))
+        return out
+
+
+def normalize(raw: Mapping[str, Any], reporter: Reporter) -> tuple[dict[str, Any], Origins]:
+    """The canonical dict and the origin map; problems go to ``reporter``."""
+    normalizer = _Normalizer(raw, reporter)
+    canonical = normalizer.root()
+    return rewrite_templates(canonical), normalizer.origins

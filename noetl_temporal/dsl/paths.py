@@ -1,0 +1,66 @@
+"""JSON paths that name a place in a playbook: ``workflow[2].tool[1].spec.policy``.
+
+Diagnostics, source positions and the normalizer's origin map all key on the same
+string form, so one helper builds and splits them. Keys that are not plain
+identifiers are quoted (``set["ctx.total"]``) so a dotted ``set:`` key never reads as
+two path segments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+__all__ = ["join", "parent", "split", "from_parts", "identity"]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SEGMENT = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+
+
+def join(base: str, key: str | int) -> str:
+    """Append a mapping key (str) or a list index (int) to ``base``."""
+    if isinstance(key, int):
+        return f"{base}[{key}]"
+    key = str(key)
+    if _IDENT.match(key):
+        return f"{base}.{key}" if base else key
+    return f"{base}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def split(path: str) -> list[str | int]:
+    """Inverse of :func:`join`: the list of keys and indexes of ``path``."""
+    parts: list[str | int] = []
+    pos = 0
+    while pos < len(path):
+        m = _SEGMENT.match(path, pos)
+        if not m or m.end() == pos:
+            raise ValueError(f"not a playbook path: {path!r}")
+        ident, index, quoted = m.groups()
+        if ident is not None:
+            parts.append(ident)
+        elif index is not None:
+            parts.append(int(index))
+        else:
+            parts.append(json.loads(quoted))
+        pos = m.end()
+    return parts
+
+
+def from_parts(parts: list[str | int] | tuple[str | int, ...]) -> str:
+    path = ""
+    for part in parts:
+        path = join(path, part)
+    return path
+
+
+def parent(path: str) -> str | None:
+    """The enclosing path, or None for the root (``""``)."""
+    if not path:
+        return None
+    return from_parts(split(path)[:-1])
+
+
+
+def identity(path: str) -> str:
+    """The path map of a document that was not rearranged."""
+    return path

@@ -1,0 +1,131 @@
+"""Semantic checks on a model-valid playbook: names, references, scopes and reachability.
+
+These are the mistakes a schema cannot see: an arc to a step that does not exist,
+a ``jump`` to a label of another step, a ``max_in_flight`` Temporal cannot honour,
+a step nothing routes to. They run on the :class:`~.models.Playbook` (types are
+settled) and report through the origin map, so positions point into the source.
+Deliberately *not* reported: ``set_ctx`` inside a parallel loop (allowed; the engine
+applies each iteration's patch when that iteration completes) and an inclusive
+fan-out without a join (each branch simply terminates).
+"""
+
+from __future__ import annotations
+
+from ..templates import is_template
+from . import paths
+from .diagnostics import Reporter, did_you_mean
+from .models import Patches, Playbook, PolicyAction, Step
+
+__all__ = ["check_semantics", "MAX_IN_FLIGHT"]
+
+# Temporal allows 2,000 pending activities per workflow execution; half of it leaves
+# room for the other steps' activities and for retries in progress.
+MAX_IN_FLIGHT = 1000
+_RETRY_KNOBS = ("attempts", "backoff", "delay", "max_delay")
+
+
+def _guard(reporter: Reporter, when: str | None, path: str) -> None:
+    if when is not None and not is_template(when):
+        reporter.add_normalized("NTL408", f"`when: {when}` has no {{{{ }}}}, so it is a constant", path,
+                                value=True, fix=f"write `when: \"{{{{ {when} }}}}\"`")
+
+
+def _iter_patch(reporter: Reporter, patches: Patches, step: Step, path: str) -> None:
+    if patches.set_iter and step.loop is None:
+        first = next(iter(patches.set_iter))
+        names = ", ".join(f"iter.{name}" for name in patches.set_iter)
+        reporter.add_normalized("NTL602", f"`{names}` is set but step {step.step!r} has no loop",
+                                paths.join(f"{path}.set_iter", first))
+
+
+def _action(reporter: Reporter, then: PolicyAction, labels: list[str], path: str) -> None:
+    given = then.model_fields_set
+    if then.do == "jump":
+        if not then.to:
+            reporter.add_normalized("NTL403", "`do: jump` has no `to`", path)
+        elif then.to != "previous" and then.to not in labels:
+            reporter.add_normalized("NTL402", f"`jump` to {then.to!r}, which is not a task of this step"
+                                              f"{did_you_mean(then.to, labels)}; tasks: {', '.join(labels)}",
+                                    f"{path}.to", value=True)
+    elif "to" in given and then.to is not None:
+        reporter.add_normalized("NTL405", f"`to` is ignored by `do: {then.do}`", f"{path}.to")
+    if then.do != "retry":
+        for knob in _RETRY_KNOBS:
+            if knob in given:
+                reporter.add_normalized("NTL404", f"`{knob}` is ignored by `do: {then.do}`", f"{path}.{knob}")
+
+
+def _step(reporter: Reporter, step: Step, index: int, names: set[str], final: str | None) -> None:
+    base = f"workflow[{index}]"
+    labels = [t.name for t in step.tool]
+    seen: set[str] = set()
+    for j, task in enumerate(step.tool):
+        tpath = f"{base}.tool[{j}]"
+        if task.name in seen:
+            reporter.add_normalized("NTL304", f"task label {task.name!r} is used twice in step {step.step!r}",
+                                    f"{tpath}.name")
+        seen.add(task.name)
+        _iter_patch(reporter, task, step, tpath)
+        rules = task.spec.policy.rules if task.spec.policy else []
+        for k, rule in enumerate(rules):
+            rpath = f"{tpath}.spec.policy.rules[{k}]"
+            _guard(reporter, rule.when, f"{rpath}.when")
+            _action(reporter, rule.then, labels, f"{rpath}.then")
+            _iter_patch(reporter, rule.then, step, f"{rpath}.then")
+    admit = step.spec.policy.admit if step.spec.policy else None
+    for k, admit_rule in enumerate(admit.rules if admit else []):
+        _guard(reporter, admit_rule.when, f"{base}.spec.policy.admit.rules[{k}].when")
+    if step.loop is not None and (step.loop.spec.max_in_flight or 0) > MAX_IN_FLIGHT:
+        reporter.add_normalized("NTL601", f"`max_in_flight: {step.loop.spec.max_in_flight}` is above "
+                                          f"{MAX_IN_FLIGHT}", f"{base}.loop.spec.max_in_flight", value=True)
+    _iter_patch(reporter, step, step, base)
+    for k, arc in enumerate(step.next.arcs if step.next else []):
+        apath = f"{base}.next.arcs[{k}]"
+        if arc.step not in names:
+            reporter.add_normalized("NTL502", f"arc to {arc.step!r}, which is not a step"
+                                              f"{did_you_mean(arc.step, names)}", f"{apath}.step", value=True)
+        elif arc.step == final:
+            reporter.add_normalized("NTL506", f"arc to the final step {final!r}; it runs once after all other "
+                                              f"work ends, so this token is absorbed", f"{apath}.step",
+                                    value=True)
+        _guard(reporter, arc.when, f"{apath}.when")
+        _iter_patch(reporter, arc, step, apath)
+
+
+def _reachable(playbook: Playbook, entry: str) -> set[str]:
+    successors = {s.step: [a.step for a in (s.next.arcs if s.next else [])] for s in playbook.workflow}
+    seen = {entry}
+    todo = [entry]
+    while todo:
+        for nxt in successors.get(todo.pop(), []):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
+    first_at: dict[str, int] = {}
+    for index, step in enumerate(playbook.workflow):
+        if step.step in first_at:
+            reporter.add_normalized("NTL202", f"step name {step.step!r} is also used by "
+                                              f"workflow[{first_at[step.step]}]", f"workflow[{index}].step",
+                                    value=True)
+        else:
+            first_at[step.step] = index
+    names = set(first_at)
+    spec = playbook.executor.spec
+    for field, code in (("entry_step", "NTL503"), ("final_step", "NTL504")):
+        value = getattr(spec, field)
+        if value is not None and value not in names:
+            reporter.add_normalized(code, f"`{field}: {value}` names no step{did_you_mean(value, names)}",
+                                    f"executor.spec.{field}", value=True)
+    final = spec.final_step if spec.final_step in names else None
+    for index, step in enumerate(playbook.workflow):
+        _step(reporter, step, index, names, final)
+    entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
+    reachable = _reachable(playbook, entry) | ({final} if final else set())
+    for index, step in enumerate(playbook.workflow):
+        if step.step not in reachable and first_at.get(step.step) == index:
+            reporter.add_normalized("NTL505", f"step {step.step!r} can never run: no arc leads to it from the "
+                                              f"entry step {entry!r}", f"workflow[{index}]")

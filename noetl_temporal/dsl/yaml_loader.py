@@ -1,0 +1,257 @@
+"""Parse playbook YAML safely, remembering where every node came from.
+
+Why not ``yaml.safe_load``: it forgets positions (diagnostics must say
+``file:line:col``), silently keeps the last of two equal keys, turns ``2024-01-01``
+into a ``date`` that JSON (and so Temporal) cannot carry, and expands aliases without
+limit (the "billion laughs" document). This module composes the YAML node graph with
+the safe loader, checks its expanded size first, then builds plain JSON-compatible
+data and two position maps keyed by JSON path (see :mod:`.paths`):
+
+* ``positions[path]``: (line, col) of a mapping key, or of a list item;
+* ``value_positions[path]``: (line, col) where the value starts.
+
+Lines and columns are 1-based. Nothing here raises for bad input: every problem is a
+diagnostic in the given :class:`~.diagnostics.Reporter`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from . import paths
+from .diagnostics import Reporter
+
+__all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "Parsed", "parse_yaml"]
+
+MAX_DEPTH = 200
+# Only enforced when aliases make the document bigger than its text: a plain 5 MB
+# file is bounded by its size, an aliased one is not.
+MAX_EXPANDED_NODES = 200_000
+
+_BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MAP, _SEQ, _MERGE = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
+
+
+class _Loader(_BASE):  # type: ignore[misc, valid-type]
+    """Safe loader that leaves dates as strings (JSON-compatible values only)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass
+class Parsed:
+    data: Any
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    value_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def _pos(node: Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+class _Stop(Exception):
+    """Abort building after a diagnostic was reported."""
+
+
+def _expanded_size(root: Node, reporter: Reporter) -> tuple[int, int]:
+    """(physical nodes, nodes after alias expansion); reports alias cycles and depth."""
+    memo: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Node, depth: int) -> int:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            reporter.add("NTL006", "an alias refers to the anchor that contains it", line=_pos(node)[0],
+                         col=_pos(node)[1])
+            raise _Stop
+        if depth > MAX_DEPTH:
+            line, col = _pos(node)
+            reporter.add("NTL013", f"nesting is deeper than {MAX_DEPTH} levels", line=line, col=col)
+            raise _Stop
+        active.add(key)
+        total = 1
+        if isinstance(node, SequenceNode):
+            total += sum(size(child, depth + 1) for child in node.value)
+        elif isinstance(node, MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        active.discard(key)
+        memo[key] = total
+        return total
+
+    expanded = size(root, 0)
+    return len(memo), expanded
+
+
+class _Builder:
+    def __init__(self, loader: Any, reporter: Reporter) -> None:
+        self.loader = loader
+        self.reporter = reporter
+        self.parsed = Parsed(data=None)
+
+    def fail(self, code: str, message: str, node: Node) -> None:
+        line, col = _pos(node)
+        self.reporter.add(code, message, line=line, col=col)
+        raise _Stop
+
+    def build(self, node: Node, path: str) -> Any:
+        if isinstance(node, ScalarNode):
+            return self.scalar(node)
+        if isinstance(node, SequenceNode):
+            if node.tag != _SEQ:
+                self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
+            out = []
+            for index, child in enumerate(node.value):
+                child_path = paths.join(path, index)
+                self.parsed.positions[child_path] = self.parsed.value_positions[child_path] = _pos(child)
+                out.append(self.build(child, child_path))
+            return out
+        if isinstance(node, MappingNode):
+            return self.mapping(node, path)
+        self.fail("NTL011", "unsupported YAML node", node)  # pragma: no cover - no other node types
+
+    def scalar(self, node: ScalarNode) -> Any:
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            self.fail("NTL011", _yaml_message(exc), node)
+        if value is not None and not isinstance(value, str | int | float | bool):
+            self.fail("NTL011", f"a YAML {type(value).__name__} value cannot be used in a playbook "
+                                f"(tag {node.tag})", node)
+        return value
+
+    def key(self, node: Node) -> str:
+        if not isinstance(node, ScalarNode):
+            self.fail("NTL011", "a mapping key must be a plain scalar, not a list or mapping", node)
+        value = self.scalar(node)
+        if not isinstance(value, str):
+            text = str(node.value)
+            line, col = _pos(node)
+            self.reporter.add("NTL012", f"key {text!r} is read by YAML as a {type(value).__name__}; "
+                                        f"it is used as the string {text!r}", line=line, col=col)
+            return text
+        return value
+
+    def mapping(self, node: MappingNode, path: str) -> dict[str, Any]:
+        if node.tag != _MAP:
+            self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
+        explicit = [(k, v) for k, v in node.value if k.tag != _MERGE]
+        try:
+            self.loader.flatten_mapping(node)
+        except yaml.YAMLError as exc:
+            self.fail("NTL005", _yaml_message(exc), node)
+        merged = node.value[: len(node.value) - len(explicit)]
+        out: dict[str, Any] = {}
+        seen: set[str] = set()
+        for pairs, is_explicit in ((merged, False), (explicit, True)):
+            for key_node, value_node in pairs:
+                key = self.key(key_node)
+                if is_explicit:
+                    if key in seen:
+                        line, col = _pos(key_node)
+                        self.reporter.add("NTL010", f"duplicate key {key!r}", paths.join(path, key),
+                                          line=line, col=col)
+                        raise _Stop
+                    seen.add(key)
+                child_path = paths.join(path, key)
+                self.parsed.positions[child_path] = _pos(key_node)
+                self.parsed.value_positions[child_path] = _pos(value_node)
+                out[key] = self.build(value_node, child_path)
+        return out
+
+
+def _yaml_message(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        parts = [p for p in (exc.context, exc.problem) if p]
+        return " ".join(parts) or str(exc)
+    return str(exc).strip() or type(exc).__name__
+
+
+def _yaml_mark(exc: BaseException) -> tuple[int | None, int | None]:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return None, None
+    return mark.line + 1, mark.column + 1
+
+
+def _nesting_ok(text: str, reporter: Reporter) -> bool:
+    """Stream the parser's events once and refuse nesting deeper than ``MAX_DEPTH``.
+
+    The node composer recurses once per level (PyYAML's C composer crashes the process
+    on a few hundred thousand nested ``[``), while the event parser keeps explicit
+    stacks, so the depth is measured on events before anything is composed.
+    """
+    loader = _Loader(text)
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line, col = event.start_mark.line + 1, event.start_mark.column + 1
+                    reporter.add("NTL013", f"nesting is deeper than {MAX_DEPTH} levels", line=line, col=col)
+                    return False
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return True  # the composer reports the syntax error with its position
+    finally:
+        loader.dispose()
+    return True
+
+
+def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
+    """Parse one YAML document into plain data plus positions; None after an error."""
+    if not _nesting_ok(text, reporter):
+        return None
+    loader = _Loader(text)
+    try:
+        try:
+            root = loader.get_node() if loader.check_node() else None
+            if root is not None and loader.check_node():
+                extra = loader.get_node()
+                line, col = (_pos(extra) if extra is not None else (None, None))
+                reporter.add("NTL009", "the file holds more than one YAML document", line=line, col=col)
+                return None
+        except yaml.YAMLError as exc:
+            line, col = _yaml_mark(exc)
+            reporter.add("NTL005", f"YAML syntax error: {_yaml_message(exc)}", line=line, col=col)
+            return None
+        except RecursionError:
+            reporter.add("NTL013", "the document nests too deeply to parse")
+            return None
+        except Exception as exc:  # the C composer fails this way on an alias inside its own anchor
+            reporter.add("NTL006", f"the YAML aliases cannot be resolved ({type(exc).__name__})")
+            return None
+        if root is None or (isinstance(root, ScalarNode) and root.tag == "tag:yaml.org,2002:null"):
+            reporter.add("NTL007", "the playbook is empty", line=1, col=1)
+            return None
+        try:
+            physical, expanded = _expanded_size(root, reporter)
+        except _Stop:
+            return None
+        if expanded > physical and expanded > MAX_EXPANDED_NODES:
+            line, col = _pos(root)
+            reporter.add("NTL006", f"aliases expand the document to {expanded} nodes "
+                                   f"(limit {MAX_EXPANDED_NODES})", line=line, col=col)
+            return None
+        builder = _Builder(loader, reporter)
+        builder.parsed.positions[""] = builder.parsed.value_positions[""] = _pos(root)
+        try:
+            builder.parsed.data = builder.build(root, "")
+        except _Stop:
+            return None
+        return builder.parsed
+    finally:
+        loader.dispose()

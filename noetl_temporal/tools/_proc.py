@@ -1,0 +1,190 @@
+"""Subprocess plumbing shared by the shell and python tools.
+
+Every child runs in its own session (process group), so a timeout or a cancelled
+activity kills the whole tree the task started, not just the direct child. Output is
+drained concurrently and capped, so a chatty child can neither block on a full pipe
+nor make the worker hold unbounded memory.
+
+The output pipes are created here rather than by asyncio (``stdout=PIPE``): asyncio's
+``Process.wait()`` only returns once every pipe it owns is closed, so a background
+grandchild that inherited stdout (``sleep 60 &``) would hold the task open. With our
+own pipes, ``wait()`` means "the child exited" and draining gets a short grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+
+from .base import ToolCall, beat
+
+#: seconds between heartbeats while a child runs (tests may lower it)
+HEARTBEAT_INTERVAL = 5.0
+#: how long to keep reading pipes after the child exited: a background grandchild
+#: that inherited stdout would otherwise keep us waiting forever
+DRAIN_GRACE = 2.0
+#: after SIGTERM on timeout, how long before SIGKILL
+KILL_GRACE = 2.0
+
+
+class Capture:
+    """Keeps the head and the tail of a byte stream up to ``limit`` bytes in total."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._tail_limit = limit // 4  # the end of stderr is where the error is
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - self._tail_limit - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            if len(self._tail) > self._tail_limit:
+                del self._tail[: len(self._tail) - self._tail_limit]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self._head) + len(self._tail)
+
+    def text(self) -> str:
+        head = self._head.decode("utf-8", "replace")
+        if not self.truncated:
+            return head + self._tail.decode("utf-8", "replace")
+        dropped = self.total - len(self._head) - len(self._tail)
+        return f"{head}\n... [{dropped} bytes truncated] ...\n{self._tail.decode('utf-8', 'replace')}"
+
+
+async def _pump(pipe, feed: Callable[[bytes], None]) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        while chunk := await reader.read(65536):
+            feed(chunk)
+    finally:
+        transport.close()
+
+
+class Pumps:
+    """Readers of raw pipe ends, each feeding a sink until EOF."""
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task] = []
+        self._files: list = []
+
+    def add(self, fd: int, feed: Callable[[bytes], None]) -> asyncio.Task:
+        pipe = os.fdopen(fd, "rb", buffering=0)
+        self._files.append(pipe)
+        task = asyncio.ensure_future(_pump(pipe, feed))
+        self.tasks.append(task)
+        return task
+
+    async def finish(self) -> None:
+        """Let readers hit EOF; give up after ``DRAIN_GRACE`` seconds."""
+        if self.tasks:
+            _, pending = await asyncio.wait(self.tasks, timeout=DRAIN_GRACE)
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.close()
+
+    def close(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        for f in self._files:  # a reader cancelled before it started never closes its pipe
+            with contextlib.suppress(OSError):
+                f.close()
+
+
+async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], out: Capture, err: Capture,
+                stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = ()
+                ) -> tuple[asyncio.subprocess.Process, Pumps]:
+    """Start ``argv`` in a new session with stdout/stderr pumped into the captures."""
+    r_out, w_out = os.pipe()
+    r_err, w_err = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=stdin, stdout=w_out, stderr=w_err, cwd=cwd, env=env,
+            pass_fds=tuple(pass_fds), start_new_session=True,
+        )
+    except BaseException:
+        os.close(r_out)
+        os.close(r_err)
+        raise
+    finally:
+        os.close(w_out)  # only the child may hold the write ends, or EOF never comes
+        os.close(w_err)
+    pumps = Pumps()
+    pumps.add(r_out, out.feed)
+    pumps.add(r_err, err.feed)
+    return proc, pumps
+
+
+async def reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill and wait for a child that is still running (used on cancellation)."""
+    if proc.returncode is None:
+        kill_group(proc)
+        with contextlib.suppress(ProcessLookupError):
+            await asyncio.shield(proc.wait())
+
+
+def kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
+    """Signal the child's whole process group (it is a session leader)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+    with contextlib.suppress(ProcessLookupError):
+        if sig == signal.SIGKILL:
+            proc.kill()  # in case the child left its group
+
+
+async def wait_child(
+    proc: asyncio.subprocess.Process,
+    deadline: float,
+    call: ToolCall,
+    *,
+    term_first: bool,
+    what: str,
+) -> int:
+    """Wait for exit with heartbeats; past ``deadline`` kill the group, raise TimeoutError."""
+    started = time.monotonic()
+    waiter = asyncio.ensure_future(proc.wait())
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if term_first:
+                    kill_group(proc, signal.SIGTERM)
+                    await asyncio.wait({waiter}, timeout=KILL_GRACE)
+                kill_group(proc, signal.SIGKILL)
+                await waiter
+                raise TimeoutError
+            done, _ = await asyncio.wait({waiter}, timeout=min(remaining, HEARTBEAT_INTERVAL))
+            if done:
+                return waiter.result()
+            beat(call, {"tool": what, "elapsed_s": round(time.monotonic() - started, 1)})
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal_name(-returncode)}"
+    return f"exited with status {returncode}"

@@ -1,0 +1,231 @@
+"""Child side of the python tool, run as ``python -c <this file's text> <fd>``.
+
+Standard library only, and as few imports as possible before the user code runs:
+start-up time is paid on every python task.
+
+Protocol: the request JSON arrives on stdin; exactly one response JSON is written to
+the file descriptor named in ``argv[1]``. The user's ``print()`` output stays on the
+real stdout/stderr, which the parent captures separately, so it cannot corrupt the
+response. After responding the child leaves with ``os._exit`` so stray non-daemon
+threads or atexit hooks of user code cannot hang the task.
+"""
+
+import json
+import os
+import sys
+
+MODULE = "__noetl_task__"  # not "__main__": an `if __name__ == "__main__": main()` guard
+# would otherwise run main a second time after we call it ourselves.
+CONVENIENCE = ("json", "os", "datetime", "uuid")  # NoETL's worker pre-binds these
+
+
+def _default(o):
+    if isinstance(o, (set, frozenset)):
+        return list(o)
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        return bytes(o).decode("utf-8", "replace")
+    return str(o)
+
+
+def _sanitize(x, seen):
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if id(x) in seen:
+        return "<cycle>"
+    if isinstance(x, dict):
+        seen.add(id(x))
+        out = {k if isinstance(k, str) else str(k): _sanitize(v, seen) for k, v in x.items()}
+        seen.discard(id(x))
+        return out
+    if isinstance(x, (list, tuple, set, frozenset)):
+        seen.add(id(x))
+        out = [_sanitize(v, seen) for v in x]
+        seen.discard(id(x))
+        return out
+    return _sanitize(_default(x), seen)
+
+
+def _encode(resp):
+    try:
+        return json.dumps(resp, default=_default).encode()
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(_sanitize(resp, set()), default=_default).encode()
+
+
+def _text(exc):
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not hide the error
+        text = repr(exc)
+    return text if len(text) <= 2000 else text[:2000] + "..."
+
+
+def _error(exc, filename, code):
+    """Describe an exception raised by user code: type, message, user line, traceback."""
+    import linecache
+    import traceback
+
+    # Register the source so the traceback shows the user's lines, not just numbers.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    line = None
+    message = _text(exc)
+    if isinstance(exc, SyntaxError):
+        line, message = exc.lineno, exc.msg  # str() would repeat "(<file>, line n)"
+        text = "".join(traceback.format_exception_only(type(exc), exc))
+    else:
+        # Start the traceback at the first user frame: the runner's frames are noise.
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+            tb = tb.tb_next
+        first = tb or exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == filename:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        text = "".join(traceback.format_exception(type(exc), exc, first))
+    return {"ok": False, "kind": "python", "type": type(exc).__name__, "message": message,
+            "line": line, "traceback": text[-4000:]}
+
+
+def _exit_error(exc):
+    code = exc.code
+    return {"ok": False, "kind": "python", "type": "SystemExit",
+            "message": f"the code called sys.exit({code!r})", "line": None, "exit_code": code}
+
+
+def _import_libs(libs, g):
+    """`libs: {alias: module}` / `{alias: {from: pkg, import: name}}` / `[module, ...]`."""
+    import importlib
+
+    if isinstance(libs, str):
+        libs = [libs]
+    if isinstance(libs, list):
+        libs = {str(m).split(".")[0]: m for m in libs}
+        top_level = True
+    else:
+        top_level = False
+    for alias, spec in libs.items():
+        if isinstance(spec, dict):
+            mod = importlib.import_module(spec["from"])
+            g[alias] = getattr(mod, spec.get("import") or alias)
+        elif top_level:
+            importlib.import_module(spec)  # `import a.b` binds `a`, with `a.b` loaded
+            g[alias] = sys.modules[alias]
+        else:
+            g[alias] = importlib.import_module(spec)
+
+
+def _call_main(main, params):
+    import inspect
+
+    try:
+        sig = inspect.signature(main)
+    except (TypeError, ValueError):
+        return main(), None
+    positional, keywords, missing, var_kw = [], {}, [], False
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            var_kw = True
+            continue
+        if p.name in params:
+            value = params[p.name]
+        elif p.default is not p.empty:
+            if p.kind is not p.POSITIONAL_ONLY:
+                continue
+            value = p.default
+        else:
+            missing.append(p.name)
+            continue
+        if p.kind is p.POSITIONAL_ONLY:
+            positional.append(value)
+        else:
+            keywords[p.name] = value
+    if missing:
+        names = ", ".join(repr(n) for n in missing)
+        have = ", ".join(sorted(params)) or "none"
+        return None, {
+            "ok": False, "kind": "config", "type": "MissingParameter", "line": None,
+            "message": f"main() needs parameter(s) {names} but the task's input/args have no such key "
+                       f"(available: {have})",
+        }
+    if var_kw:
+        bound = {p.name for p in sig.parameters.values()}
+        keywords.update({k: v for k, v in params.items() if k not in bound})
+    rv = main(*positional, **keywords)
+    if inspect.isawaitable(rv):
+        import asyncio
+
+        async def _await(aw):
+            return await aw
+
+        rv = asyncio.run(_await(rv))
+    return rv, None
+
+
+def _run(req):
+    import types
+
+    code, filename, params = req["code"], req["filename"], req["params"]
+    module = types.ModuleType(MODULE)  # a real module, so dataclasses/pickle can find it
+    sys.modules[MODULE] = module
+    g = module.__dict__
+    g["input_data"] = params
+    g["args"] = params
+    for name in CONVENIENCE:
+        if name in code and name not in params:  # substring test: cheap, rarely wrong
+            g[name] = __import__(name)
+    g.update(params)  # names from input/args win over everything above
+    prebound_main = g.get("main")
+    try:
+        if req.get("libs"):
+            _import_libs(req["libs"], g)
+        compiled = compile(code, filename, "exec")
+        exec(compiled, g)
+        main = g.get("main")
+        if callable(main) and main is not prebound_main:
+            result, err = _call_main(main, params)
+            if err:
+                return err
+        else:
+            result = g.get("result")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            return _exit_error(exc)
+        result = g.get("result")  # sys.exit(0): the code finished early, successfully
+    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt etc. are user errors too
+        return _error(exc, filename, code)
+    return {"ok": True, "result": result}
+
+
+def _child_main():
+    pid = os.getpid()
+    fd = int(sys.argv[1])
+    os.set_inheritable(fd, False)  # user subprocesses must not hold the response pipe open
+    req = json.loads(sys.stdin.buffer.read())
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # the request is consumed; user `input()` sees EOF
+    os.close(null)
+    # Line buffering keeps printed lines even when the code crashes or calls os._exit.
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr.reconfigure(line_buffering=True)
+    sys.argv = [req["filename"]]
+    resp = _run(req)
+    if os.getpid() != pid:  # a fork made by the user code ran to here: only one may answer
+        os._exit(0)
+    data = _encode(resp)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001,S110 - user may have closed or replaced it
+            pass
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    _child_main()

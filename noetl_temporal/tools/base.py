@@ -1,0 +1,248 @@
+"""The tool interface: one call description, one protocol, one registry, one envelope.
+
+Tools are plain asyncio code with no Temporal imports, so they can be tested and reused
+without a server. The activity wrapper (``noetl_temporal.temporal``) calls ``run_tool``,
+which never raises for a tool failure: every failure becomes a ``status: error`` outcome
+so that task policies (``when: output.error.kind == ...``) can route on it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ToolConfigError, ToolError
+
+log = logging.getLogger(__name__)
+
+#: error keys of ``ToolError.details`` promoted to the top of ``outcome["error"]``
+#: (policies read ``output.error.retry_after`` directly).
+_PROMOTED_DETAILS = ("retry_after",)
+
+
+@dataclass
+class ToolCall:
+    """Facts about this invocation (not the task's configuration)."""
+
+    execution_id: str
+    step: str
+    task: str  # task label
+    attempt: int = 1  # 1-based, Temporal retries included
+    timeout: float | None = None  # seconds for this attempt (None = tool default)
+    heartbeat: Callable[[Any], None] | None = None  # call periodically in long tools
+    workdir: str | None = None
+
+
+@runtime_checkable
+class Tool(Protocol):
+    kind: str
+
+    async def run(self, config: dict, call: ToolCall) -> Any:
+        """Return the ``result``; raise ``ToolError`` subclasses on failure."""
+        ...
+
+
+class ToolResult:
+    """A result plus envelope helpers (``{"http": {...}}``) a tool wants next to it.
+
+    Tools return a bare value when they have no helpers; ``run_tool`` unwraps this.
+    """
+
+    __slots__ = ("result", "extras")
+
+    def __init__(self, result: Any, **extras: Any) -> None:
+        self.result = result
+        self.extras = extras
+
+
+def fail_with(err: ToolError, result: Any = None, **extras: Any) -> ToolError:
+    """Attach a result and envelope helpers to an error before raising it.
+
+    A failed HTTP call still has a body, a failed shell command still has output:
+    policies must be able to inspect them, so they travel in the error outcome.
+    """
+    err.outcome_result = result  # type: ignore[attr-defined]
+    err.outcome_extras = extras  # type: ignore[attr-defined]
+    return err
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _default(o: Any) -> Any:
+    # Sets become lists and bytes text: more useful downstream than their repr.
+    if isinstance(o, (set, frozenset)):
+        return list(o)
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        return bytes(o).decode("utf-8", "replace")
+    return str(o)
+
+
+def _sanitize(x: Any, seen: set[int]) -> Any:
+    """Slow path for what ``json.dumps`` refuses: non-str keys, cycles."""
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else str(x)
+    if id(x) in seen:
+        return "<cycle>"
+    if isinstance(x, dict):
+        seen.add(id(x))
+        out = {str(k) if not isinstance(k, str) else k: _sanitize(v, seen) for k, v in x.items()}
+        seen.discard(id(x))
+        return out
+    if isinstance(x, (list, tuple, set, frozenset)):
+        seen.add(id(x))
+        out_list = [_sanitize(v, seen) for v in x]
+        seen.discard(id(x))
+        return out_list
+    return _sanitize(_default(x), seen)
+
+
+def to_jsonable(x: Any) -> Any:
+    """``json.loads(json.dumps(x, default=str))`` semantics, never raising."""
+    try:
+        return json.loads(json.dumps(x, default=_default))
+    except (TypeError, ValueError, RecursionError):
+        return _sanitize(x, set())
+
+
+# ----------------------------------------------------------------------- registry
+
+TOOLS: dict[str, Tool] = {}
+
+
+def register_tool(tool: Tool) -> Tool:
+    """Register (or replace) the tool for ``tool.kind``; returns it for decorator-ish use."""
+    kind = getattr(tool, "kind", None)
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"tool {tool!r} has no 'kind' string")
+    TOOLS[kind] = tool
+    return tool
+
+
+def get_tool(kind: str) -> Tool:
+    try:
+        return TOOLS[kind]
+    except (KeyError, TypeError):
+        known = ", ".join(sorted(TOOLS)) or "(none registered)"
+        raise ToolConfigError(
+            f"unknown tool kind {kind!r}; known kinds: {known}",
+            fix=f"set 'kind' to one of: {known}",
+        ) from None
+
+
+# --------------------------------------------------------------------- timeouts
+
+
+def resolve_timeout(config: dict, call: ToolCall, default: float) -> float:
+    """The attempt's time budget: the stricter of the task's ``timeout`` and the call's.
+
+    ``call.timeout`` comes from the activity's own limit, so a task may shorten it but
+    never stretch past it.
+    """
+    raw = config.get("timeout")
+    candidates: list[float] = []
+    if raw is not None:
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise ToolConfigError(f"'timeout' must be a number of seconds, got {raw!r}") from None
+        if not value > 0:
+            raise ToolConfigError(f"'timeout' must be > 0 seconds, got {raw!r}")
+        candidates.append(value)
+    if call.timeout is not None and call.timeout > 0:
+        candidates.append(float(call.timeout))
+    return min(candidates) if candidates else float(default)
+
+
+def beat(call: ToolCall, details: Any) -> None:
+    """Heartbeat if the caller asked for it; a failing heartbeat never fails the tool."""
+    if call.heartbeat is None:
+        return
+    try:
+        call.heartbeat(details)
+    except Exception:  # noqa: BLE001 - best effort by design
+        log.debug("heartbeat failed", exc_info=True)
+
+
+# ------------------------------------------------------------------------ envelope
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _error_dict(err: ToolError) -> dict[str, Any]:
+    error: dict[str, Any] = {
+        "kind": err.kind,
+        "retryable": bool(err.retryable),
+        "code": err.code,
+        "message": err.message,
+    }
+    if err.fix:
+        error["fix"] = err.fix
+    details = dict(err.details or {})
+    for key in _PROMOTED_DETAILS:
+        if key in details:
+            error[key] = details.pop(key)
+    if details:
+        error["details"] = details
+    return error
+
+
+def _internal_error(exc: BaseException) -> dict[str, Any]:
+    # A bug in a tool, not a user failure: say what it was, keep the traceback short.
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
+    return {
+        "kind": "internal",
+        "retryable": False,
+        "code": type(exc).__name__,
+        "message": f"{type(exc).__name__}: {exc}",
+        "details": {"traceback": tb[-4000:]},
+    }
+
+
+async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
+    """Run one tool invocation and return its outcome envelope (JSON-serializable).
+
+    Cancellation (``asyncio.CancelledError``) is not a tool failure and propagates,
+    so Temporal activity cancellation keeps working; tools clean up in ``finally``.
+    """
+    started = time.time()
+    t0 = time.perf_counter()
+    outcome: dict[str, Any] = {"status": "ok", "result": None, "error": None}
+    extras: dict[str, Any] = {}
+    try:
+        if config is None:
+            config = {}
+        if not isinstance(config, dict):
+            raise ToolConfigError(f"tool configuration must be a mapping, got {type(config).__name__}")
+        value = await get_tool(kind).run(config, call)
+        if isinstance(value, ToolResult):
+            extras = value.extras
+            value = value.result
+        outcome["result"] = value
+    except ToolError as err:
+        outcome["status"] = "error"
+        outcome["error"] = _error_dict(err)
+        outcome["result"] = getattr(err, "outcome_result", None)
+        extras = getattr(err, "outcome_extras", None) or {}
+    except Exception as exc:  # noqa: BLE001 - the envelope is the contract
+        log.exception("tool %s crashed in %s/%s", kind, call.step, call.task)
+        outcome["status"] = "error"
+        outcome["error"] = _internal_error(exc)
+    outcome["meta"] = {
+        "attempt": call.attempt,
+        "duration_ms": int((time.perf_counter() - t0) * 1000),
+        "started_at": _rfc3339(started),
+    }
+    outcome.update(extras)
+    return to_jsonable(outcome)

@@ -1,0 +1,125 @@
+"""``kind: shell``: run commands with ``/bin/sh -c``.
+
+``cmd`` (string), ``cmds`` (list, run in order, stop at the first failure) or
+``command`` (alias of either). One deadline covers the whole list. Each command runs in
+its own process group so a timeout kills what it spawned too (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from ..errors import ToolConfigError, ToolError, ToolTimeout
+from . import _proc
+from .base import ToolCall, ToolResult, fail_with, resolve_timeout
+
+DEFAULT_TIMEOUT = 300.0
+OUTPUT_LIMIT = 1024 * 1024  # per stream, over all commands
+SHELL = "/bin/sh"
+
+
+def _commands(config: dict) -> list[str]:
+    raw = next((config[k] for k in ("cmds", "cmd", "command") if config.get(k) is not None), None)
+    if raw is None:
+        raise ToolConfigError("shell task has no command", fix="add 'cmd: <command>' or 'cmds: [...]'")
+    items = raw if isinstance(raw, list) else [raw]
+    if not items or not all(isinstance(c, str) and c.strip() for c in items):
+        raise ToolConfigError(f"shell commands must be non-empty strings, got {raw!r}")
+    return items
+
+
+def _env_value(v: Any) -> str:
+    # Templates render native values; the shell only knows strings.
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+
+
+def _env(config: dict) -> dict[str, str]:
+    extra = config.get("env") or {}
+    if not isinstance(extra, dict):
+        raise ToolConfigError("shell task 'env' must be a mapping")
+    inherit = config.get("inherit_env", True)
+    env = dict(os.environ) if inherit not in (False, "false", "False", 0) else {"PATH": os.defpath}
+    for k, v in extra.items():
+        if v is None:
+            env.pop(str(k), None)
+        else:
+            env[str(k)] = _env_value(v)
+    return env
+
+
+def _cwd(config: dict, call: ToolCall) -> str | None:
+    """``cwd``, else the task's workdir (created on demand), else the worker's directory."""
+    cwd = config.get("cwd")
+    if cwd is not None:
+        if not os.path.isdir(str(cwd)):
+            raise ToolConfigError(f"shell 'cwd' {cwd!r} is not a directory")
+        return str(cwd)
+    if call.workdir:
+        os.makedirs(call.workdir, exist_ok=True)
+    return call.workdir
+
+
+class ShellTool:
+    kind = "shell"
+
+    async def run(self, config: dict, call: ToolCall) -> Any:
+        commands = _commands(config)
+        env, cwd = _env(config), _cwd(config, call)
+        timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
+        deadline = time.monotonic() + timeout
+        out, err = _proc.Capture(OUTPUT_LIMIT), _proc.Capture(OUTPUT_LIMIT)
+        returncode = 0
+        for index, command in enumerate(commands):
+            try:
+                returncode = await _run_one(command, env, cwd, deadline, call, out, err)
+            except TimeoutError:
+                result = _result(out, err, None)
+                raise fail_with(
+                    ToolTimeout(f"shell command #{index + 1} ran past the {timeout:g} s timeout; "
+                                f"process group killed: {_short(command)}"),
+                    result, shell={"returncode": None},
+                ) from None
+            if returncode != 0:
+                result = _result(out, err, returncode)
+                tail = [ln for ln in err.text().splitlines() if ln.strip()][-5:]
+                msg = f"shell command #{index + 1} {_proc.describe_exit(returncode)}: {_short(command)}"
+                if tail:
+                    msg += "\n" + "\n".join(tail)
+                raise fail_with(
+                    ToolError(msg, kind="shell", retryable=False, code=returncode,
+                              details={"command_index": index}),
+                    result, shell={"returncode": returncode},
+                )
+        return ToolResult(_result(out, err, returncode), shell={"returncode": returncode})
+
+
+async def _run_one(command: str, env: dict, cwd: str | None, deadline: float, call: ToolCall,
+                   out: _proc.Capture, err: _proc.Capture) -> int:
+    proc, pumps = await _proc.spawn([SHELL, "-c", command], cwd=cwd, env=env, out=out, err=err)
+    try:
+        return await _proc.wait_child(proc, deadline, call, term_first=True, what="shell")
+    finally:
+        await _proc.reap(proc)  # no-op unless we were cancelled
+        await pumps.finish()
+
+
+def _result(out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> dict:
+    return {
+        "stdout": out.text(),
+        "stderr": err.text(),
+        "returncode": returncode,
+        "stdout_truncated": out.truncated,
+        "stderr_truncated": err.truncated,
+    }
+
+
+def _short(command: str, limit: int = 200) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= limit else line[:limit] + "..."

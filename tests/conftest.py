@@ -1,0 +1,51 @@
+"""Shared fixtures: one real Temporal dev server per test session, a fresh task queue
+per test, and a real HTTP server on loopback."""
+
+from __future__ import annotations
+
+import gc
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.runner import RunReport, run_with_client
+from noetl_temporal.temporal.devserver import EmbeddedTemporal
+from tests.support.http_server import HTTPTestServer
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus" / "noetl"
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal():
+    async with EmbeddedTemporal() as env:
+        yield env
+    gc.collect()
+
+
+@pytest.fixture(scope="session")
+def http_server():
+    with HTTPTestServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"tq-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def run_yaml(temporal, task_queue):
+    """``await run_yaml(text, payload=...)`` runs a playbook on the dev server."""
+
+    async def _run(text: str, payload: dict | None = None, **kwargs) -> RunReport:
+        kwargs.setdefault("execution_timeout_s", 60)  # a stuck workflow fails the test, not hangs it
+        loaded = load_playbook_text(textwrap.dedent(text), source="<test>")
+        return await run_with_client(temporal.client, loaded.playbook, task_queue=task_queue,
+                                     payload=payload, **kwargs)
+
+    return _run

@@ -1,0 +1,1 @@
+"""Worker entry points (``python -m workers.main`` or ``noetl-temporal worker``)."""

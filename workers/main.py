@@ -1,0 +1,69 @@
+"""Run a noetl-temporal worker against a Temporal cluster until interrupted.
+
+    python -m workers.main --address 127.0.0.1:7233 --task-queue noetl-playbooks
+
+Scale out by starting more of these, on more machines, against the same cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from noetl_temporal.errors import ConfigError
+from noetl_temporal.temporal.client import connect, resolve_target
+from noetl_temporal.temporal.worker import build_worker
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="noetl-temporal worker",
+                                     description="Serve playbook workflows and tool activities.")
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="Temporal frontend (default: $TEMPORAL_ADDRESS or a config profile)")
+    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
+    parser.add_argument("--task-queue", metavar="Q", help="task queue (default: noetl-playbooks)")
+    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
+    parser.add_argument("--max-concurrent-activities", type=int, default=100, metavar="N",
+                        help="tool tasks this worker runs at once (default: 100)")
+
+
+async def serve(args: argparse.Namespace) -> None:
+    target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
+    if target.address is None:
+        raise ConfigError("a worker needs a Temporal server to poll",
+                          fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
+    client = await connect(target)
+    worker = build_worker(client, task_queue=target.task_queue,
+                          max_concurrent_activities=args.max_concurrent_activities)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"worker polling {target.task_queue} on {target.address} ({target.namespace})",
+          file=sys.stderr, flush=True)
+    async with worker:
+        await stop.wait()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        asyncio.run(serve(args))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
