@@ -104,6 +104,12 @@ COMMANDS: list[Command] = [
     Command("run", "run a playbook as a Temporal workflow (embedded dev server unless an address is "
                    "configured); exit 0 COMPLETED, 1 FAILED/CANCELLED, 2 invalid, 130 interrupted",
             _lazy("cli_run", "add_run_arguments"), _lazy("cli_run", "run_command")),
+    Command("status", "print an execution's status: exactly execution_id, state, current_step, started_at, "
+                      "ended_at, terminal_event, completion_inferred",
+            _lazy("cli_observe", "add_status_arguments"), _lazy("cli_observe", "status_command")),
+    Command("events", "print an execution's canonical events (filters: --type, --entity, --after-seq; "
+                      "--follow to stream)",
+            _lazy("cli_observe", "add_events_arguments"), _lazy("cli_observe", "events_command")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
             _lazy("workers.main", "add_arguments", absolute=True), _lazy("workers.main", "run", absolute=True)),
 ]

@@ -12,7 +12,8 @@
     ├── ToolError                   a tool invocation failed; becomes an error *outcome*
     │   ├── ToolConfigError         the task's configuration is unusable (not retryable)
     │   └── ToolTimeout             the attempt ran past its timeout (retryable)
-    └── ConfigError                 the runtime (CLI/API/worker) is misconfigured
+    ├── ConfigError                 the runtime (CLI/API/worker) is misconfigured
+    └── NotFound                    no execution (or catalog entry) with that id
 
 Tool errors never escape an activity as Python exceptions: the activity turns them into
 the outcome envelope (``status: error``) so task policies can route on them. Only policy
@@ -111,4 +112,8 @@ class ToolTimeout(ToolError):
 
 
 class ConfigError(NoetlError):
+    pass
+
+
+class NotFound(NoetlError):
     pass

@@ -4,6 +4,8 @@ per test, and a real HTTP server on loopback."""
 from __future__ import annotations
 
 import gc
+import os
+import tempfile
 import textwrap
 import uuid
 from pathlib import Path
@@ -15,6 +17,9 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import RunReport, run_with_client
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from tests.support.http_server import HTTPTestServer
+
+# Tests never touch the user's real event store.
+os.environ["NOETL_EVENT_STORE"] = str(Path(tempfile.mkdtemp(prefix="noetl-test-")) / "events.db")
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "noetl"

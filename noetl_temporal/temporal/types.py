@@ -28,3 +28,5 @@ class RunInput:
     # Infra retries added on top of policy attempts (worker lost, activity timeouts).
     infra_attempts: int = 3
     heartbeat_timeout_s: float = 30.0
+    # Write events to the worker's event store as the run progresses (local activity).
+    persist_events: bool = True

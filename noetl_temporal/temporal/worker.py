@@ -16,7 +16,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from ..store.events import EventStore, open_event_store
 from .activities import ACTIVITIES
+from .persistence import EventSink
 from .types import DEFAULT_TASK_QUEUE
 from .workflow import PlaybookWorkflow
 
@@ -50,13 +52,20 @@ def enable_bytecode_cache() -> None:
 
 
 def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
-                 max_concurrent_activities: int = 100, **kwargs: Any) -> Worker:
+                 max_concurrent_activities: int = 100, event_store: EventStore | None = None,
+                 **kwargs: Any) -> Worker:
+    """A worker for playbook workflows, their tool activities and event persistence.
+
+    ``event_store`` defaults to :func:`open_event_store` (``$NOETL_EVENT_STORE`` or the
+    embedded SQLite file).
+    """
     enable_bytecode_cache()
+    sink = EventSink(event_store or open_event_store())
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[PlaybookWorkflow],
-        activities=ACTIVITIES,
+        activities=[*ACTIVITIES, sink.persist_events],
         workflow_runner=sandbox_runner(),
         max_concurrent_activities=max_concurrent_activities,
         **kwargs,

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         TaskFinished,
     )
     from .activities import INTERNAL_ERROR, POLICY_RETRY
+    from .persistence import PERSIST_EVENTS_ACTIVITY
     from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
 
 __all__ = ["PlaybookWorkflow"]
@@ -56,6 +57,8 @@ class PlaybookWorkflow:
         self._activities: dict[str, Any] = {}
         self._cancel_reason: str | None = None
         self._fatal: str | None = None
+        self._flushed = 0          # events already handed to the event store
+        self._persist = True
 
     # ------------------------------------------------------------------ run
 
@@ -64,6 +67,8 @@ class PlaybookWorkflow:
         self._input = inp
         playbook = Playbook.model_validate(inp.playbook)
         self._state = machine.new_state(playbook, inp.execution_id)
+        self._persist = inp.persist_events
+        flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
         self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                          parent_execution_id=inp.parent_execution_id))
         try:
@@ -72,11 +77,14 @@ class PlaybookWorkflow:
             reason = self._cancel_reason or "cancel requested through Temporal"
             self._feed(Cancel(now=_now(), reason=reason))
             await self._settle()
+            await self._drain(flusher)
             raise
         if self._fatal is not None:
             # A bug in the engine: fail this execution loudly instead of retrying the
             # workflow task forever (which would leave it RUNNING with no progress).
+            await self._drain(flusher)
             raise ApplicationError(self._fatal, type="NoetlEngineError", non_retryable=True)
+        await self._drain(flusher)
         return self._output()
 
     def _output(self) -> dict[str, Any]:
@@ -92,6 +100,40 @@ class PlaybookWorkflow:
             "terminal_event": state.terminal_event,
             "event_count": len(state.log.events),
         }
+
+    async def _flush_events(self) -> None:
+        """Hand new events to the event store, in order, in batches, as they appear."""
+        failures = 0
+        while True:
+            await workflow.wait_condition(lambda: self._flushed < len(self._state.log.events))
+            batch = self._state.log.events[self._flushed: self._flushed + 500]
+            try:
+                await workflow.execute_local_activity(
+                    PERSIST_EVENTS_ACTIVITY, batch, start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)))
+            except ActivityError as err:
+                failures += 1
+                workflow.logger.warning("event store write failed (%s); retrying", err.cause or err)
+                if failures >= 5:
+                    workflow.logger.error("event store unavailable: events stay readable live only")
+                    self._persist = False
+                    return
+                await workflow.sleep(timedelta(seconds=min(2 ** failures, 30)))
+                continue
+            failures = 0
+            self._flushed += len(batch)
+
+    async def _drain(self, flusher: Any) -> None:
+        """Before closing: every event is in the store (bounded wait if the store is down)."""
+        if flusher is None or not self._persist:
+            return
+        try:
+            await workflow.wait_condition(
+                lambda: self._flushed >= len(self._state.log.events) or not self._persist,
+                timeout=timedelta(seconds=120))
+        except TimeoutError:
+            workflow.logger.error("closing before all events reached the event store")
+        flusher.cancel()
 
     async def _settle(self) -> None:
         """Give cancelled activities a moment to acknowledge before the workflow closes."""

@@ -1,0 +1,122 @@
+"""``noetl-temporal status ID`` and ``noetl-temporal events ID``.
+
+Both read live state from Temporal when an address is configured and the execution is
+open, and the event store otherwise (an execution run with the embedded dev server is
+still readable from the store after that server stopped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from .errors import ConfigError, NotFound
+
+__all__ = ["add_status_arguments", "status_command", "add_events_arguments", "events_command"]
+
+
+def _connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("execution_id", metavar="ID", help="execution id (printed by `run`)")
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="Temporal frontend (default: $TEMPORAL_ADDRESS or a config profile; "
+                             "without one, only the event store is read)")
+    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
+    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
+    parser.add_argument("--event-store", metavar="URL",
+                        help="event store: SQLite file or postgresql:// DSN (default: $NOETL_EVENT_STORE "
+                             "or ~/.local/share/noetl-temporal/events.db)")
+
+
+def add_status_arguments(parser: argparse.ArgumentParser) -> None:
+    _connection_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the status object as JSON")
+
+
+def add_events_arguments(parser: argparse.ArgumentParser) -> None:
+    _connection_arguments(parser)
+    parser.add_argument("--type", dest="types", action="append", metavar="TYPE",
+                        help="only this event type (canonical, 'task.*', or a legacy name such as "
+                             "step.exit); repeatable")
+    parser.add_argument("--entity", metavar="NAME", help="only events of this entity (step or task name)")
+    parser.add_argument("--after-seq", type=int, default=0, metavar="N", help="only events with seq > N")
+    parser.add_argument("--limit", type=int, default=1000, metavar="N", help="at most N events (default 1000)")
+    parser.add_argument("--follow", "-f", action="store_true", help="keep printing new events until the end")
+    parser.add_argument("--json", action="store_true", help="one JSON event per line")
+
+
+async def _client(args: argparse.Namespace):
+    from .temporal.client import connect, resolve_target
+
+    target = resolve_target(args.address, args.namespace, None, args.profile)
+    if target.address is None:
+        return None
+    return await connect(target)
+
+
+def _store(args: argparse.Namespace):
+    from .store.events import open_event_store
+
+    return open_event_store(args.event_store)
+
+
+def _run(coro) -> int:
+    try:
+        return asyncio.run(coro)
+    except NotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def status_command(args: argparse.Namespace) -> int:
+    from .observe import read_status
+
+    async def go() -> int:
+        status = await read_status(await _client(args), args.execution_id, _store(args))
+        if args.json:
+            print(json.dumps(status, indent=2))
+        else:
+            for key, value in status.items():
+                print(f"{key:<20} {value}")
+        return 0
+
+    return _run(go())
+
+
+def _line(event: dict[str, Any]) -> str:
+    extra = []
+    for key in ("iteration", "attempt", "duration_ms"):
+        if event.get(key) is not None:
+            extra.append(f"{key}={event[key]}")
+    return (f"{event['seq']:>5} {event['timestamp']} {event['event_type']:<24} {event.get('entity_id') or '':<20} "
+            f"{event.get('status') or ''} {' '.join(extra)}").rstrip()
+
+
+def events_command(args: argparse.Namespace) -> int:
+    from .observe import follow_events, read_events
+
+    async def go() -> int:
+        client = await _client(args)
+        store = _store(args)
+
+        def show(event: dict[str, Any]) -> None:
+            print(json.dumps(event, default=str) if args.json else _line(event), flush=True)
+
+        if args.follow:
+            async for event in follow_events(client, args.execution_id, store=store, after_seq=args.after_seq,
+                                             types=args.types, entity=args.entity):
+                show(event)
+            return 0
+        for event in await read_events(client, args.execution_id, store=store, after_seq=args.after_seq,
+                                       limit=args.limit, types=args.types, entity=args.entity):
+            show(event)
+        return 0
+
+    return _run(go())

@@ -1,0 +1,223 @@
+"""Reading an execution's status and events: live from the workflow, else from the store.
+
+Status follows seed 000 strictly: only the playbook lifecycle layer decides it.
+
+* Live (the workflow is open and a worker answers): the engine's own execution state.
+* No live state: Temporal's close status plus the persisted terminal lifecycle event
+  (``playbook.finished`` / ``execution.cancelled``). Step, task, activity or batch events
+  are never consulted. ``completion_inferred`` is true only when a terminal state had to be
+  taken from Temporal's close status because no terminal lifecycle event exists (a
+  terminated or timed-out workflow, an engine failure).
+
+The answer is exactly the seed's minimal model; never variables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from .errors import NotFound
+from .store.events import EventStore
+from .store.legacy import expand_types
+
+__all__ = ["read_status", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close"]
+
+STATUS_FIELDS = ("execution_id", "state", "current_step", "started_at", "ended_at", "terminal_event",
+                 "completion_inferred")
+
+_TERMINAL_STATE = {"playbook.finished": None, "execution.cancelled": "CANCELLED"}
+
+
+def _status(execution_id: str, state: str, *, current_step: str | None = None, started_at: str | None = None,
+            ended_at: str | None = None, terminal_event: str | None = None,
+            completion_inferred: bool = False) -> dict[str, Any]:
+    return {"execution_id": execution_id, "state": state, "current_step": current_step,
+            "started_at": started_at, "ended_at": ended_at, "terminal_event": terminal_event,
+            "completion_inferred": completion_inferred}
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def state_from_close(status: WorkflowExecutionStatus, terminal: dict[str, Any] | None) -> tuple[str, bool]:
+    """(state, completion_inferred) for a closed workflow. Documented in docs/status.md."""
+    if terminal is not None:
+        if terminal["event_type"] == "execution.cancelled":
+            return "CANCELLED", False
+        meta = ((terminal.get("payload") or {}).get("meta") or {})
+        state = meta.get("status") or ("COMPLETED" if terminal.get("status") == "success" else "FAILED")
+        return state, False
+    inferred = {
+        WorkflowExecutionStatus.CANCELED: "CANCELLED",
+        WorkflowExecutionStatus.TERMINATED: "CANCELLED",
+        WorkflowExecutionStatus.TIMED_OUT: "FAILED",
+        WorkflowExecutionStatus.FAILED: "FAILED",
+        WorkflowExecutionStatus.COMPLETED: "FAILED",   # completed without a lifecycle event: not trusted
+    }
+    return inferred.get(status, "FAILED"), True
+
+
+def _not_found(exc: RPCError) -> bool:
+    return exc.status == RPCStatusCode.NOT_FOUND
+
+
+async def read_status(client: Client | None, execution_id: str, store: EventStore | None = None) -> dict[str, Any]:
+    lifecycle = await asyncio.to_thread(store.lifecycle, execution_id) if store else None
+    description = None
+    if client is not None:
+        try:
+            description = await client.get_workflow_handle(execution_id).describe()
+        except RPCError as exc:
+            if not _not_found(exc):
+                raise
+    if description is None:
+        if lifecycle is None:
+            raise NotFound(f"no execution {execution_id!r}",
+                           fix="check the id (noetl-temporal run prints it) and the Temporal address")
+        return _from_lifecycle(execution_id, lifecycle)
+    handle = client.get_workflow_handle(execution_id)  # type: ignore[union-attr]
+    if description.status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
+        try:
+            live = await handle.query("status")
+        except RPCError:
+            live = None  # no worker to answer: fall back to persisted lifecycle signals only
+        if live is not None:
+            return _status(execution_id, live["state"], current_step=live.get("current_step"),
+                           started_at=live.get("started_at"), ended_at=live.get("ended_at"),
+                           terminal_event=live.get("terminal_event"))
+        if lifecycle is not None:
+            return _from_lifecycle(execution_id, lifecycle)
+        return _status(execution_id, "PENDING", started_at=_iso(description.start_time))
+    terminal = lifecycle["terminal"] if lifecycle else None
+    if terminal is None and description.status == WorkflowExecutionStatus.COMPLETED:
+        terminal = await _terminal_from_result(handle)
+    state, inferred = state_from_close(description.status, terminal)
+    return _status(execution_id, state,
+                   current_step=lifecycle["current_step"] if lifecycle else None,
+                   started_at=(lifecycle or {}).get("started_at") or _iso(description.start_time),
+                   ended_at=terminal["timestamp"] if terminal else _iso(description.close_time),
+                   terminal_event=terminal["event_type"] if terminal else None,
+                   completion_inferred=inferred)
+
+
+async def _terminal_from_result(handle: Any) -> dict[str, Any] | None:
+    """The workflow's result records its terminal lifecycle event (readable without a worker)."""
+    try:
+        output = await handle.result()
+    except Exception:
+        return None
+    if not isinstance(output, dict) or not output.get("terminal_event"):
+        return None
+    return {"event_type": output["terminal_event"], "timestamp": output.get("ended_at"),
+            "status": "success" if output.get("state") == "COMPLETED" else "error",
+            "payload": {"meta": {"status": output.get("state")}}}
+
+
+def _from_lifecycle(execution_id: str, lifecycle: dict[str, Any]) -> dict[str, Any]:
+    terminal = lifecycle.get("terminal")
+    if terminal is not None:
+        state, _ = state_from_close(WorkflowExecutionStatus.COMPLETED, terminal)
+        return _status(execution_id, state, current_step=lifecycle.get("current_step"),
+                       started_at=lifecycle.get("started_at"), ended_at=terminal.get("timestamp"),
+                       terminal_event=terminal["event_type"])
+    state = "RUNNING" if lifecycle.get("started") else "PENDING"
+    return _status(execution_id, state, current_step=lifecycle.get("current_step"),
+                   started_at=lifecycle.get("started_at"))
+
+
+async def read_events(client: Client | None, execution_id: str, *, store: EventStore | None = None,
+                      after_seq: int = 0, limit: int = 100, types: list[str] | None = None,
+                      entity: str | None = None) -> list[dict[str, Any]]:
+    """Events with ``seq > after_seq``, filtered, at most ``limit``; live first, then the store."""
+    expand_types(types)  # validate names early: a typo is a clear error, not an empty list
+    live = await _live_open(client, execution_id)
+    if live is not True and store is not None:  # closed, unknown to Temporal, or no Temporal at all
+        stored = await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
+                                         types=types, entity=entity)
+        if stored or await asyncio.to_thread(store.lifecycle, execution_id):
+            return stored
+    if client is None:
+        raise NotFound(f"no execution {execution_id!r} in the event store",
+                       fix="pass --address to ask Temporal, or --event-store to read another store")
+    try:
+        return await _query_events(client, execution_id, after_seq, limit, types, entity)
+    except RPCError as exc:
+        if _not_found(exc):
+            raise NotFound(f"no execution {execution_id!r}") from None
+        if store is not None:  # no worker to answer the query: what the store has
+            return await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
+                                           types=types, entity=entity)
+        raise
+
+
+async def _live_open(client: Client | None, execution_id: str) -> bool | None:
+    """True if the workflow is open, False if closed or unknown to Temporal, None without client."""
+    if client is None:
+        return None
+    try:
+        desc = await client.get_workflow_handle(execution_id).describe()
+    except RPCError as exc:
+        if _not_found(exc):
+            return False
+        raise
+    return desc.status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
+
+
+async def _query_events(client: Client, execution_id: str, after_seq: int, limit: int,
+                        types: list[str] | None, entity: str | None) -> list[dict[str, Any]]:
+    expanded = expand_types(types)
+    wanted, status = expanded if expanded else (None, {})
+    handle = client.get_workflow_handle(execution_id)
+    out: list[dict[str, Any]] = []
+    cursor = after_seq
+    while len(out) < limit:
+        batch = await handle.query("events", args=[cursor, 1000])
+        if not batch:
+            break
+        for event in batch:
+            if wanted is not None and event["event_type"] not in wanted:
+                continue
+            if entity is not None and event.get("entity_id") != entity:
+                continue
+            if status.get(event["event_type"]) not in (None, event.get("status")):
+                continue
+            out.append(event)
+            if len(out) >= limit:
+                break
+        cursor = batch[-1]["seq"]
+    return out
+
+
+async def follow_events(client: Client | None, execution_id: str, *, store: EventStore | None = None,
+                        after_seq: int = 0, types: list[str] | None = None, entity: str | None = None,
+                        poll_s: float = 0.2) -> AsyncIterator[dict[str, Any]]:
+    """Yield events as they happen; ends after the terminal lifecycle event."""
+    cursor = after_seq
+    while True:
+        batch = await read_events(client, execution_id, store=store, after_seq=cursor, limit=500)
+        for event in batch:
+            cursor = event["seq"]
+            if _matches(event, types, entity):
+                yield event
+            if event["event_type"] in ("playbook.processed", "execution.cancelled"):
+                return
+        if not batch:
+            status = await read_status(client, execution_id, store)
+            if status["state"] in ("COMPLETED", "FAILED", "CANCELLED") and status["terminal_event"] is None:
+                return
+            await asyncio.sleep(poll_s)
+
+
+def _matches(event: dict[str, Any], types: list[str] | None, entity: str | None) -> bool:
+    expanded = expand_types(types)
+    if expanded is not None:
+        wanted, status = expanded
+        if event["event_type"] not in wanted or status.get(event["event_type"]) not in (None, event.get("status")):
+            return False
+    return entity is None or event.get("entity_id") == entity

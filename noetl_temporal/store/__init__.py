@@ -1,0 +1,12 @@
+"""Durable stores: the event log (and, in ``catalog``, playbook versions)."""
+
+from .events import (
+           EventStore,
+           PostgresEventStore,
+           SqliteEventStore,
+           default_event_store_url,
+           open_event_store,
+)
+
+__all__ = ["EventStore", "SqliteEventStore", "PostgresEventStore", "open_event_store",
+           "default_event_store_url"]

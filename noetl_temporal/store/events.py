@@ -1,0 +1,248 @@
+"""The durable event log: written as an execution progresses, readable after it closed.
+
+Workers persist each execution's events through a local activity (see
+``noetl_temporal.temporal.persistence``); the API and CLI read them here when no live
+workflow state exists (closed executions, no worker running). Writes are idempotent by
+``(execution_id, event_id)``, so a replayed or retried flush never duplicates an event.
+
+Backends: SQLite (embedded default, one file) and PostgreSQL (``postgresql://`` URL).
+Choose with ``NOETL_EVENT_STORE`` (a file path or a DSN).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import ConfigError
+from .legacy import expand_types
+
+__all__ = ["EventStore", "SqliteEventStore", "PostgresEventStore", "open_event_store",
+           "default_event_store_url", "LIFECYCLE_TERMINAL"]
+
+# The only persisted signals that close an execution (seed 000).
+LIFECYCLE_TERMINAL = ("playbook.finished", "execution.cancelled")
+
+
+def default_event_store_url() -> str:
+    explicit = os.environ.get("NOETL_EVENT_STORE")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "noetl-temporal" / "events.db")
+
+
+class EventStore(Protocol):
+    url: str
+
+    def write(self, events: list[dict[str, Any]]) -> int: ...
+
+    def read(self, execution_id: str, *, after_seq: int = 0, limit: int = 100,
+             types: list[str] | None = None, entity: str | None = None) -> list[dict[str, Any]]: ...
+
+    def lifecycle(self, execution_id: str) -> dict[str, Any] | None: ...
+
+    def close(self) -> None: ...
+
+
+def _filters(types: list[str] | None) -> tuple[set[str] | None, dict[str, str]]:
+    expanded = expand_types(types)
+    if expanded is None:
+        return None, {}
+    return expanded
+
+
+def _keep(event: dict[str, Any], status: dict[str, str]) -> bool:
+    wanted = status.get(event["event_type"])
+    return wanted is None or event.get("status") == wanted
+
+
+class _SqlEventStore:
+    """Shared SQL; subclasses provide the connection and the placeholder style."""
+
+    placeholder = "?"
+    url = ""
+
+    def _execute(self, sql: str, params: tuple = ()) -> list[tuple]:
+        raise NotImplementedError
+
+    def _executemany(self, sql: str, rows: list[tuple]) -> None:
+        raise NotImplementedError
+
+    def _insert_sql(self) -> str:
+        raise NotImplementedError
+
+    def write(self, events: list[dict[str, Any]]) -> int:
+        rows = [(e["execution_id"], e["event_id"], int(e["seq"]), e["event_type"], e.get("entity_type"),
+                 e.get("entity_id"), e.get("status"), e.get("timestamp"),
+                 json.dumps(e, default=str, separators=(",", ":"))) for e in events]
+        if rows:
+            self._executemany(self._insert_sql(), rows)
+        return len(rows)
+
+    def read(self, execution_id: str, *, after_seq: int = 0, limit: int = 100,
+             types: list[str] | None = None, entity: str | None = None) -> list[dict[str, Any]]:
+        wanted, status = _filters(types)
+        p = self.placeholder
+        sql = f"SELECT body FROM noetl_events WHERE execution_id = {p} AND seq > {p}"
+        params: list[Any] = [execution_id, int(after_seq)]
+        if wanted is not None:
+            sql += f" AND event_type IN ({', '.join([p] * len(wanted))})"
+            params += sorted(wanted)
+        if entity is not None:
+            sql += f" AND entity_id = {p}"
+            params.append(entity)
+        sql += f" ORDER BY seq LIMIT {p}"
+        # status narrowing (legacy names) filters after the query: over-fetch a little.
+        params.append(int(limit) * (4 if status else 1))
+        events = [json.loads(row[0]) for row in self._execute(sql, tuple(params))]
+        if status:
+            events = [e for e in events if _keep(e, status)]
+        return events[: int(limit)]
+
+    def lifecycle(self, execution_id: str) -> dict[str, Any] | None:
+        """First and terminal lifecycle facts of an execution, or None if unknown."""
+        p = self.placeholder
+        rows = self._execute(
+            f"SELECT MIN(timestamp), MAX(seq), COUNT(*) FROM noetl_events WHERE execution_id = {p}",
+            (execution_id,))
+        if not rows or not rows[0][2]:
+            return None
+        started_at, last_seq, count = rows[0]
+        names = ", ".join([p] * len(LIFECYCLE_TERMINAL))
+        terminal = self._execute(
+            f"SELECT body FROM noetl_events WHERE execution_id = {p} AND event_type IN ({names}) "
+            f"ORDER BY seq DESC LIMIT 1", (execution_id, *LIFECYCLE_TERMINAL))
+        started = self._execute(
+            f"SELECT body FROM noetl_events WHERE execution_id = {p} AND event_type = {p} "
+            f"ORDER BY seq LIMIT 1", (execution_id, "playbook.started"))
+        step = self._execute(
+            f"SELECT entity_id FROM noetl_events WHERE execution_id = {p} AND event_type = {p} "
+            f"ORDER BY seq DESC LIMIT 1", (execution_id, "step.started"))
+        return {
+            "started_at": json.loads(started[0][0])["timestamp"] if started else started_at,
+            "started": bool(started),
+            "terminal": json.loads(terminal[0][0]) if terminal else None,
+            "current_step": step[0][0] if step else None,
+            "last_seq": last_seq,
+            "count": count,
+        }
+
+
+_SQLITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS noetl_events (
+    execution_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_type TEXT NOT NULL,
+    entity_type TEXT,
+    entity_id TEXT,
+    status TEXT,
+    timestamp TEXT,
+    body TEXT NOT NULL,
+    PRIMARY KEY (execution_id, event_id)
+);
+CREATE INDEX IF NOT EXISTS noetl_events_seq ON noetl_events (execution_id, seq);
+CREATE INDEX IF NOT EXISTS noetl_events_type ON noetl_events (execution_id, event_type);
+CREATE INDEX IF NOT EXISTS noetl_events_entity ON noetl_events (execution_id, entity_type, entity_id);
+CREATE INDEX IF NOT EXISTS noetl_events_type_time ON noetl_events (event_type, timestamp);
+"""
+
+
+class SqliteEventStore(_SqlEventStore):
+    placeholder = "?"
+
+    def __init__(self, path: str) -> None:
+        self.url = path
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SQLITE_SCHEMA)
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot open the event store {path}: {exc}",
+                              fix="set NOETL_EVENT_STORE to a writable file path or a postgresql:// DSN") from None
+
+    def _insert_sql(self) -> str:
+        return ("INSERT OR IGNORE INTO noetl_events (execution_id, event_id, seq, event_type, entity_type, "
+                "entity_id, status, timestamp, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+    def _execute(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def _executemany(self, sql: str, rows: list[tuple]) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(sql, rows)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+_PG_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS noetl_events (
+        execution_id TEXT NOT NULL, event_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        event_type TEXT NOT NULL, entity_type TEXT, entity_id TEXT, status TEXT,
+        timestamp TEXT, body TEXT NOT NULL, PRIMARY KEY (execution_id, event_id))""",
+    "CREATE INDEX IF NOT EXISTS noetl_events_seq ON noetl_events (execution_id, seq)",
+    "CREATE INDEX IF NOT EXISTS noetl_events_type ON noetl_events (execution_id, event_type)",
+    "CREATE INDEX IF NOT EXISTS noetl_events_entity ON noetl_events (execution_id, entity_type, entity_id)",
+]
+
+
+class PostgresEventStore(_SqlEventStore):
+    placeholder = "%s"
+
+    def __init__(self, dsn: str) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            raise ConfigError("PostgreSQL event store needs psycopg",
+                              fix="pip install 'psycopg[binary]'") from None
+        self.url = dsn
+        self._lock = threading.Lock()
+        try:
+            self._conn = psycopg.connect(dsn, autocommit=True)
+            with self._lock:
+                for statement in _PG_SCHEMA:
+                    self._conn.execute(statement)
+        except psycopg.Error as exc:
+            raise ConfigError(f"cannot open the PostgreSQL event store: {exc}".strip(),
+                              fix="check the DSN in NOETL_EVENT_STORE and that the server is up") from None
+
+    def _insert_sql(self) -> str:
+        return ("INSERT INTO noetl_events (execution_id, event_id, seq, event_type, entity_type, entity_id, "
+                "status, timestamp, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (execution_id, event_id) DO NOTHING")
+
+    def _execute(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return list(self._conn.execute(sql, params).fetchall())
+
+    def _executemany(self, sql: str, rows: list[tuple]) -> None:
+        with self._lock, self._conn.transaction(), self._conn.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def open_event_store(url: str | None = None) -> EventStore:
+    """``postgresql://...`` -> PostgreSQL; anything else is a SQLite file path."""
+    url = url or default_event_store_url()
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresEventStore(url)
+    return SqliteEventStore(url)
