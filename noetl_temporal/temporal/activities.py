@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from ..engine.context import outcome_view
 from ..engine.messages import RunTask
@@ -101,7 +101,9 @@ async def run_task(cmd: RunTask) -> dict[str, Any]:
             raise ApplicationError(
                 f"policy retry {attempt}/{allowed} of task '{cmd.task}': "
                 f"{error.get('message') or outcome.get('status')}",
-                history, type=POLICY_RETRY, next_retry_delay=timedelta(seconds=delay))
+                history, type=POLICY_RETRY, next_retry_delay=timedelta(seconds=delay),
+                # an expected retry, not a worker problem: no stack trace in the worker log
+                category=ApplicationErrorCategory.BENIGN)
         exhausted = True
     history.append(record)
     return {"outcome": outcome, "attempts": history, "rule_index": decision.rule_index,

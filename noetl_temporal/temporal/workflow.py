@@ -139,7 +139,7 @@ class PlaybookWorkflow:
         """Give cancelled activities a moment to acknowledge before the workflow closes."""
         pending = [h for h in self._activities.values() if not h.done()]
         if pending:
-            await asyncio.wait(pending, timeout=5)
+            await workflow.wait(pending, timeout=5)
 
     # ------------------------------------------------------------------ engine I/O
 

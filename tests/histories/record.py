@@ -1,0 +1,39 @@
+"""Re-record the replay fixtures: ``python -m tests.histories.record``.
+
+Runs each playbook of ``PLAYBOOKS`` on a fresh dev server and writes its Temporal
+history (``<name>.history.json``) and the event list the run produced
+(``<name>.events.json``). ``tests/temporal/test_replay.py`` replays the histories with
+the current code and demands the identical event list: a change that alters what a
+recorded execution does must be versioned, not slipped in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+from noetl_temporal.dsl import load_playbook
+from noetl_temporal.runner import run_with_client
+from noetl_temporal.temporal.devserver import EmbeddedTemporal
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "retry_loop.yaml"}
+
+
+async def record() -> None:
+    async with EmbeddedTemporal() as env:
+        for name, path in PLAYBOOKS.items():
+            playbook = load_playbook(path).playbook
+            report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
+                                           execution_id=f"replay-{name}")
+            history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
+            (HERE / f"{name}.history.json").write_text(history.to_json())
+            (HERE / f"{name}.events.json").write_text(json.dumps(report.events, indent=1, sort_keys=True))
+            print(f"{name}: {report.state}, {len(report.events)} events")
+
+
+if __name__ == "__main__":
+    asyncio.run(record())

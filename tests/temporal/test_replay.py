@@ -1,0 +1,66 @@
+"""Recorded histories replay with the current code to the identical event list.
+
+Re-record with ``python -m tests.histories.record`` only for a deliberate, versioned change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from noetl_temporal.engine import machine
+from noetl_temporal.temporal.worker import sandbox_runner
+from noetl_temporal.temporal.workflow import PlaybookWorkflow
+
+HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+@pytest.mark.parametrize("name", ["hello", "retry_loop"])
+async def test_recorded_history_replays_to_identical_events(name, monkeypatch):
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    states = []
+    real_step = machine.step
+
+    def spy(state, event):  # the engine module is shared with the sandbox, so this sees the replay
+        states.append(state)
+        return real_step(state, event)
+
+    monkeypatch.setattr(machine, "step", spy)
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history)
+    assert result.replay_failure is None
+    replayed = json.loads(json.dumps(states[-1].log.events, default=str))
+    assert replayed == expected  # worker times too: they replay from recorded activity results
+
+
+async def test_live_run_replays_to_the_same_events(run_yaml, temporal):
+    report = await run_yaml("""
+    workload: {items: [a, b]}
+    workflow:
+      - step: each
+        loop: {in: "{{ workload.items }}", iterator: x, spec: {mode: parallel}}
+        tool: {kind: python, code: "result = x * 2", input: {x: "{{ x }}"}}
+        next: {arcs: [{step: done, when: "{{ event.name == 'loop.done' }}"}]}
+      - step: done
+        tool: {kind: shell, cmd: "echo {{ each.results | join(',') }}"}
+    """)
+    history = await temporal.client.get_workflow_handle(report.execution_id).fetch_history()
+    states = []
+    real_step = machine.step
+
+    def spy(state, event):
+        states.append(state)
+        return real_step(state, event)
+
+    machine.step = spy
+    try:
+        result = await Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner()).replay_workflow(history)
+    finally:
+        machine.step = real_step
+    assert result.replay_failure is None
+    assert json.loads(json.dumps(states[-1].log.events, default=str)) == report.events
