@@ -30,13 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, NoetlError
-
-try:  # the lead adds NotFound to the one exception tree; until then a local stand-in
-    from .errors import NotFound  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - TEMPORARY, remove once errors.NotFound exists
-    class NotFound(NoetlError):  # type: ignore[no-redef]
-        """Something asked for by id/path does not exist."""
+from .errors import ConfigError, NotFound
 
 __all__ = ["Catalog", "NotFound", "default_sqlite_path", "PATH_PATTERN", "catalog_path_of"]
 

@@ -112,6 +112,11 @@ COMMANDS: list[Command] = [
             _lazy("cli_observe", "add_events_arguments"), _lazy("cli_observe", "events_command")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
             _lazy("workers.main", "add_arguments", absolute=True), _lazy("workers.main", "run", absolute=True)),
+    Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",
+            _lazy("cli_api", "add_api_arguments"), _lazy("cli_api", "api_command")),
+    Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
+                   "prints the three URLs and runs until Ctrl-C",
+            _lazy("cli_api", "add_dev_arguments"), _lazy("cli_api", "dev_command")),
 ]
 
 

@@ -24,15 +24,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from ..errors import NoetlError
+from ..errors import NoetlError, NotFound
 from .client import normalized_state
 from .search_attributes import PLAYBOOK_PATH
 from .types import WORKFLOW_NAME, RunInput
-
-try:  # the lead adds NotFound to the one exception tree; until then the catalog's stand-in
-    from ..errors import NotFound  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - TEMPORARY
-    from ..catalog import NotFound  # type: ignore[assignment]
 
 __all__ = ["NotFound", "ExecutionFinished", "Rejected", "ExecutionInfo", "TERMINAL_STATES",
            "describe", "cancel", "pause", "resume", "patch_ctx", "list_executions", "read_input",

@@ -124,22 +124,22 @@ class PlaybookWorkflow:
             self._flushed += len(batch)
 
     async def _drain(self, flusher: Any) -> None:
-        """Before closing: every event is in the store (bounded wait if the store is down)."""
+        """Before closing: every event is in the store."""
         if flusher is None or not self._persist:
             return
-        try:
-            await workflow.wait_condition(
-                lambda: self._flushed >= len(self._state.log.events) or not self._persist,
-                timeout=timedelta(seconds=120))
-        except TimeoutError:
-            workflow.logger.error("closing before all events reached the event store")
+        # Bounded without a timer: the flusher gives up (``_persist = False``) after
+        # repeated store failures, which also ends this wait.
+        await workflow.wait_condition(
+            lambda: self._flushed >= len(self._state.log.events) or not self._persist)
         flusher.cancel()
 
     async def _settle(self) -> None:
         """Give cancelled activities a moment to acknowledge before the workflow closes."""
+        # No timer here: cancelled activities resolve at once (TRY_CANCEL), and a timer
+        # started after the cancel request would make the close order replay-sensitive.
         pending = [h for h in self._activities.values() if not h.done()]
         if pending:
-            await workflow.wait(pending, timeout=5)
+            await workflow.wait_condition(lambda: all(h.done() for h in pending))
 
     # ------------------------------------------------------------------ engine I/O
 

@@ -1,0 +1,255 @@
+"""Request and response models: the API's contract, published as its OpenAPI document.
+
+Why explicit models everywhere: the OpenAPI document is what clients (and the
+property-based test) rely on, so every response, errors included, has a schema. Request
+models forbid unknown fields, so a typo is a 422 that names it instead of being ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from noetl_temporal.catalog import PATH_PATTERN
+
+State = Literal["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"]
+
+#: the largest playbook text accepted inline or into the catalog (characters)
+MAX_PLAYBOOK_CHARS = 512 * 1024
+MAX_INT = 2**31 - 1
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ------------------------------------------------------------------ errors
+
+
+class Diagnostic(BaseModel):
+    """One located validation problem, exactly as ``noetl-temporal validate --json`` prints it."""
+
+    code: str
+    severity: Literal["error", "warning"]
+    message: str
+    path: str = ""
+    line: int | None = None
+    col: int | None = None
+    file: str | None = None
+    fix: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error response: ``detail`` always; ``errors`` for invalid playbooks, ``state`` for 409."""
+
+    detail: Any = Field(description="what went wrong (a list of field errors for malformed requests)")
+    errors: list[Diagnostic] | None = None
+    warnings: list[Diagnostic] | None = None
+    state: State | None = Field(None, description="the execution's state, when it already finished")
+
+
+# ------------------------------------------------------------------ executions
+
+
+class StartExecution(_Request):
+    """Start an execution from inline YAML (``playbook``) or from the catalog (``path``, ``version``)."""
+
+    playbook: str | None = Field(None, max_length=MAX_PLAYBOOK_CHARS, description="playbook YAML text")
+    path: str | None = Field(None, pattern=PATH_PATTERN, description="catalog path of a registered playbook")
+    version: int | None = Field(None, ge=1, le=MAX_INT, description="catalog version (default: latest)")
+    payload: dict[str, Any] = Field(default_factory=dict,
+                                    description="request payload, deep-merged over the playbook's workload")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StartExecution:
+        if (self.playbook is None) == (self.path is None):
+            raise ValueError("give exactly one of 'playbook' (YAML text) or 'path' (a catalog reference)")
+        if self.version is not None and self.path is None:
+            raise ValueError("'version' goes with 'path' (a catalog reference)")
+        return self
+
+
+class Links(BaseModel):
+    status: str
+    events: str
+    stream: str
+
+
+class StartResponse(BaseModel):
+    execution_id: str
+    state: State
+    playbook_path: str | None = None
+    catalog_version: int | None = None
+    links: Links
+
+
+class ExecutionSummary(BaseModel):
+    execution_id: str
+    state: State
+    temporal_status: str
+    playbook_path: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+
+
+class ExecutionList(BaseModel):
+    items: list[ExecutionSummary]
+    next_page_token: str | None = Field(None, description="pass as page_token for the next page")
+
+
+class PlaybookRef(BaseModel):
+    path: str | None = None
+    name: str | None = None
+    source: str | None = Field(None, description="'inline', or 'catalog:<path>@<version>'")
+    catalog_version: int | None = None
+
+
+class TemporalRef(BaseModel):
+    workflow_id: str
+    run_id: str | None = None
+    status: str
+    task_queue: str | None = None
+
+
+class ExecutionDetail(BaseModel):
+    """Summary, steps and timing. Variables (ctx, workload) are in ``/variables``."""
+
+    execution_id: str
+    state: State
+    paused: bool = False
+    current_step: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    terminal_event: str | None = None
+    summary: dict[str, Any] | None = Field(None, description="final summary (total/failed steps, reason)")
+    steps: dict[str, Any] = Field(default_factory=dict)
+    event_count: int | None = None
+    playbook: PlaybookRef
+    temporal: TemporalRef
+
+
+class Status(BaseModel):
+    """Exactly the minimal status model of the status contract (seed 000); never variables."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    execution_id: str
+    state: State
+    current_step: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    terminal_event: str | None = None
+    completion_inferred: bool = False
+
+
+class Event(BaseModel):
+    """A canonical event envelope (seed 001 §2); further envelope fields pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    event_id: str
+    event_type: str
+    seq: int
+    timestamp: str
+    execution_id: str
+    entity_type: str | None = None
+    entity_id: str | None = None
+    status: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+class EventPage(BaseModel):
+    execution_id: str
+    events: list[Event]
+    next_after_seq: int | None = Field(None, description="pass as after_seq for the next page; null at the end")
+
+
+class Variables(BaseModel):
+    """The debug view of an execution's variables, secrets redacted (``***``)."""
+
+    execution_id: str
+    workload: dict[str, Any]
+    ctx: dict[str, Any]
+    redacted: list[str] = Field(description="paths of the values that were hidden")
+
+
+class CancelRequest(_Request):
+    reason: str | None = Field(None, max_length=2000)
+    cascade: Literal[True] = Field(True, description="sub-playbooks (child workflows) are always cancelled "
+                                                     "with their parent")
+
+
+class CancelResponse(BaseModel):
+    execution_id: str
+    state: State = Field(description="CANCELLED once it ended (within the API's wait), else RUNNING")
+    cancel_requested: bool = True
+
+
+class PauseRequest(_Request):
+    reason: str | None = Field(None, max_length=2000)
+
+
+class ControlResponse(BaseModel):
+    execution_id: str
+    state: State
+    paused: bool
+
+
+class CtxPatch(_Request):
+    patch: dict[str, Any] = Field(min_length=1, description="ctx keys to set ('a.b' sets a nested key)")
+
+
+class CtxResponse(BaseModel):
+    execution_id: str
+    ctx: dict[str, Any] = Field(description="the ctx after the patch, secrets redacted")
+    redacted: list[str]
+
+
+# ------------------------------------------------------------------ catalog
+
+
+class RegisterPlaybook(_Request):
+    content: str = Field(min_length=1, max_length=MAX_PLAYBOOK_CHARS, description="playbook YAML text")
+
+
+class Registered(BaseModel):
+    path: str
+    version: int
+    created: bool = Field(description="false when the content equals the latest version")
+    sha256: str
+    created_at: str
+
+
+class CatalogItem(BaseModel):
+    path: str
+    latest_version: int
+    versions: int
+    updated_at: str
+
+
+class CatalogList(BaseModel):
+    items: list[CatalogItem]
+
+
+class CatalogPlaybook(BaseModel):
+    path: str
+    version: int
+    content: str
+    sha256: str
+    created_at: str
+
+
+# ------------------------------------------------------------------ health
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Ready(BaseModel):
+    status: Literal["ready", "unavailable"]
+    temporal: str | None = None
+    namespace: str | None = None
+    catalog: str | None = None
+    detail: str | None = None

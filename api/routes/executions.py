@@ -1,0 +1,155 @@
+"""Start, list and inspect executions: ``/executions``, ``/{id}``, ``/{id}/status``, ``/{id}/variables``.
+
+Why status and variables are separate routes: the status contract (seed 000) says a
+status answer carries lifecycle state only, never execution variables; the variables
+view exists for debugging, and hides secrets.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from fastapi.concurrency import run_in_threadpool
+
+from noetl_temporal.catalog import PATH_PATTERN, catalog_path_of
+from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.engine.context import deep_merge
+from noetl_temporal.redact import redact
+from noetl_temporal.temporal import control
+from noetl_temporal.temporal.client import start_execution
+
+from ..deps import CatalogDep, ClientDep, ExecutionId, LinkDep, SettingsDep
+from ..errors import BadRequest, responses
+from ..models import (
+    ExecutionDetail,
+    ExecutionList,
+    ExecutionSummary,
+    Links,
+    PlaybookRef,
+    StartExecution,
+    StartResponse,
+    State,
+    Status,
+    TemporalRef,
+    Variables,
+)
+from noetl_temporal.observe import read_status
+from ..paging import decode_token, encode_token
+
+router = APIRouter(tags=["executions"])
+
+
+def _links(execution_id: str) -> Links:
+    base = f"/executions/{execution_id}"
+    return Links(status=f"{base}/status", events=f"{base}/events", stream=f"{base}/events/stream")
+
+
+@router.post("/executions", status_code=202, response_model=StartResponse,
+             responses=responses(404, 413, 422, 503),
+             summary="Start an execution (inline YAML or a catalog reference); returns at once")
+async def start(body: StartExecution, response: Response, settings: SettingsDep, link: LinkDep,
+                catalog: CatalogDep) -> StartResponse:
+    version: int | None = None
+    if body.playbook is not None:
+        text, source, label = body.playbook, "inline", "<request>"
+    else:
+        entry = await run_in_threadpool(catalog.get_entry, body.path, body.version)
+        text, version, label = entry["content"], entry["version"], entry["path"]
+        source = f"catalog:{entry['path']}@{version}"
+    loaded = await run_in_threadpool(load_playbook_text, text, label)  # PlaybookInvalid -> 422
+    client = await link.client()
+    handle = await start_execution(client, loaded.playbook, payload=body.payload, task_queue=settings.queue,
+                                   source=source, search_attributes=await link.path_attribute(),
+                                   execution_timeout_s=settings.execution_timeout_s,
+                                   heartbeat_timeout_s=settings.heartbeat_timeout_s)
+    response.headers["Location"] = f"/executions/{handle.id}"
+    return StartResponse(execution_id=handle.id, state="PENDING",
+                         playbook_path=catalog_path_of(loaded.playbook.metadata), catalog_version=version,
+                         links=_links(handle.id))
+
+
+def _utc(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise BadRequest(f"{name} is out of range") from None
+
+
+@router.get("/executions", response_model=ExecutionList, responses=responses(422, 503),
+            summary="List executions, newest first (filter by state, playbook path, start time)")
+async def list_executions(
+    settings: SettingsDep,
+    link: LinkDep,
+    state: Annotated[State | None, Query(description="only executions in this state")] = None,
+    playbook_path: Annotated[str | None, Query(pattern=PATH_PATTERN, description="catalog path / metadata path")] = None,
+    started_after: Annotated[datetime | None, Query(description="RFC 3339; no timezone means UTC")] = None,
+    started_before: Annotated[datetime | None, Query(description="RFC 3339; no timezone means UTC")] = None,
+    page_size: Annotated[int, Query(ge=1, le=100)] = 20,
+    page_token: Annotated[str | None, Query(max_length=8192, description="next_page_token of the previous page")] = None,
+) -> ExecutionList:
+    after, before = _utc(started_after, "started_after"), _utc(started_before, "started_before")
+    client = await link.client()
+    with_path = await link.path_attribute()
+    try:
+        query = control.visibility_query(state=state, playbook_path=playbook_path, started_after=after,
+                                         started_before=before, with_path_attribute=with_path)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    raw = decode_token(page_token, query=f"{query}|{page_size}", secret=settings.page_secret)
+    items, next_raw = await control.list_executions(
+        client, state=state, playbook_path=playbook_path, started_after=after, started_before=before,
+        page_size=page_size, page_token=raw, with_path_attribute=with_path)
+    return ExecutionList(items=[ExecutionSummary(**i) for i in items],
+                         next_page_token=encode_token(next_raw, query=f"{query}|{page_size}",
+                                                      secret=settings.page_secret))
+
+
+def _playbook_ref(inp: Any) -> PlaybookRef:
+    meta = (inp.playbook or {}).get("metadata") or {}
+    version = None
+    source = inp.source
+    if source and source.startswith("catalog:") and "@" in source:
+        tail = source.rsplit("@", 1)[1]
+        version = int(tail) if tail.isdigit() else None
+    return PlaybookRef(path=meta.get("path") or meta.get("name"), name=meta.get("name"), source=source,
+                       catalog_version=version)
+
+
+@router.get("/executions/{execution_id}", response_model=ExecutionDetail, responses=responses(404, 503),
+            summary="Execution detail: summary, steps, timing (no variables)")
+async def detail(execution_id: ExecutionId,
+                 client: ClientDep) -> ExecutionDetail:
+    info, data = await control.read_detail(client, execution_id)
+    inp = await control.read_input(client, execution_id)
+    state = info.state if info.closed else (data.get("state") or "RUNNING")
+    result = data.get("result")
+    return ExecutionDetail(
+        execution_id=execution_id, state=state, paused=bool(data.get("paused")),
+        current_step=data.get("current_step"), started_at=data.get("started_at") or info.started_at,
+        ended_at=data.get("ended_at") or info.ended_at, terminal_event=data.get("terminal_event"),
+        summary=result if isinstance(result, dict) else None, steps=data.get("steps") or {},
+        event_count=data.get("event_count"), playbook=_playbook_ref(inp),
+        temporal=TemporalRef(workflow_id=execution_id, run_id=info.run_id, status=info.temporal_status,
+                             task_queue=info.task_queue))
+
+
+@router.get("/executions/{execution_id}/status", response_model=Status, responses=responses(404, 503),
+            summary="The minimal status model (seed 000): lifecycle state only, never variables")
+async def status(execution_id: ExecutionId, client: ClientDep) -> Status:
+    return Status(**await read_status(client, execution_id, settings.event_store))
+
+
+@router.get("/executions/{execution_id}/variables", response_model=Variables, responses=responses(404, 503),
+            summary="Debug view of workload and ctx, secrets redacted")
+async def variables(execution_id: ExecutionId,
+                    client: ClientDep) -> Variables:
+    inp = await control.read_input(client, execution_id)
+    _, data = await control.read_detail(client, execution_id)
+    workload = deep_merge((inp.playbook or {}).get("workload") or {}, inp.payload or {})
+    hidden: list[str] = []
+    return Variables(execution_id=execution_id, workload=redact(workload, path="workload", hidden=hidden),
+                     ctx=redact(data.get("ctx") or {}, path="ctx", hidden=hidden), redacted=hidden)

@@ -1,0 +1,214 @@
+"""``noetl-temporal api`` and ``noetl-temporal dev``: serve the REST API with uvicorn.
+
+``api`` serves an existing Temporal cluster (``--worker`` adds an in-process worker).
+``dev`` is the one-command local setup: the embedded Temporal dev server with its UI, a
+worker and the API in one process and one event loop; it prints the three URLs and runs
+until Ctrl-C.
+
+Why we bind the listening socket ourselves: a port in use is then a one-line error with
+the fix (uvicorn would ``sys.exit`` from inside the event loop), and the bind rule (no
+public address without a token) is checked before anything listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["add_api_arguments", "api_command", "add_dev_arguments", "dev_command", "bind_socket"]
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1; any other needs --token or "
+                             "--allow-remote-without-token)")
+    parser.add_argument("--port", type=int, default=default_port, help=f"API port (default {default_port})")
+    parser.add_argument("--token", default=None,
+                        help="require 'Authorization: Bearer TOKEN' (default: $NOETL_API_TOKEN; none = no auth)")
+    parser.add_argument("--allow-remote-without-token", action="store_true",
+                        help="allow a non-loopback --host without a token (trusted networks only)")
+    parser.add_argument("--task-queue", metavar="Q", help="task queue (default: noetl-playbooks)")
+    parser.add_argument("--catalog-dsn", metavar="DSN",
+                        help="PostgreSQL DSN for the catalog (default: $NOETL_CATALOG_DSN, else SQLite)")
+    parser.add_argument("--catalog-path", metavar="FILE",
+                        help="SQLite catalog file (default: $NOETL_CATALOG_PATH or "
+                             "~/.local/share/noetl-temporal/catalog.db)")
+    parser.add_argument("--max-body-bytes", type=int, default=1024 * 1024, metavar="N",
+                        help="largest request body accepted (default 1048576); larger ones get 413")
+    parser.add_argument("--execution-timeout", type=float, default=None, metavar="SECONDS",
+                        help="bound every execution started through the API (default: the playbook's own)")
+
+
+def add_api_arguments(parser: argparse.ArgumentParser) -> None:
+    _common(parser, default_port=8080)
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="Temporal frontend (default: $TEMPORAL_ADDRESS, then a Temporal config profile)")
+    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
+    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile to connect with")
+    parser.add_argument("--worker", action="store_true",
+                        help="also run a worker in this process (otherwise run `noetl-temporal worker`)")
+
+
+def add_dev_arguments(parser: argparse.ArgumentParser) -> None:
+    _common(parser, default_port=8080)
+    parser.add_argument("--temporal-port", type=int, default=7233,
+                        help="Temporal frontend port (default 7233; a free port if that one is taken)")
+    parser.add_argument("--ui-port", type=int, default=8233,
+                        help="Temporal UI port (default 8233; a free port if that one is taken)")
+    parser.add_argument("--db", metavar="FILE", default=None,
+                        help="keep Temporal's state in this SQLite file across restarts (default: in memory)")
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, or ConfigError saying what to do."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                          fix="pick another --port (0 = any free port) or stop what uses it") from None
+    sock.listen(128)
+    return sock
+
+
+def _port_or_free(port: int) -> int:
+    from .temporal.devserver import free_port
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return free_port()
+    return port
+
+
+def _settings(args: argparse.Namespace, **kwargs: Any) -> Any:
+    from api.settings import Settings
+
+    from .catalog import Catalog
+
+    return Settings(catalog=Catalog.from_config(args.catalog_dsn, args.catalog_path), token=args.token,
+                    max_body_bytes=args.max_body_bytes, execution_timeout_s=args.execution_timeout, **kwargs)
+
+
+def _token(args: argparse.Namespace) -> None:
+    args.token = args.token or os.environ.get("NOETL_API_TOKEN") or None
+
+
+async def _serve(app: Any, sock: socket.socket, on_started: Any = None) -> None:
+    """Run uvicorn on our socket until SIGINT/SIGTERM (uvicorn's handlers end serve())."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.05)
+    if server.started and on_started:
+        on_started(sock.getsockname()[1])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        server.should_exit = True
+        waiter.cancel()
+        await task
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
+
+
+async def _api(args: argparse.Namespace) -> None:
+    from api.app import create_app
+
+    from .temporal.client import connect, resolve_target
+    from .temporal.worker import build_worker
+
+    target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
+    if target.address is None:
+        raise ConfigError("noetl-temporal api needs a Temporal server",
+                          fix="pass --address HOST:PORT (or set TEMPORAL_ADDRESS), or run `noetl-temporal dev` "
+                              "for an embedded one")
+    sock = bind_socket(args.host, args.port)
+    settings = _settings(args, target=target, task_queue=target.task_queue)
+
+    def started(port: int) -> None:
+        print(f"API: {_url(args.host, port)} (docs at /docs) -> Temporal {target.address} "
+              f"({target.namespace}, task queue {target.task_queue}); catalog: {settings.catalog.describe()}"
+              f"{'; auth: bearer token' if args.token else '; auth: off'}", flush=True)
+
+    if not args.worker:
+        await _serve(create_app(settings), sock, started)
+        return
+    client = await connect(target)
+    settings.client = client
+    async with build_worker(client, task_queue=target.task_queue):
+        await _serve(create_app(settings), sock, started)
+
+
+async def _dev(args: argparse.Namespace) -> None:
+    from api.app import create_app
+
+    from .temporal.client import resolve_target
+    from .temporal.devserver import EmbeddedTemporal
+    from .temporal.worker import build_worker
+
+    queue = resolve_target(task_queue=args.task_queue).task_queue
+    sock = bind_socket(args.host, args.port)  # fail fast, before starting Temporal
+    embedded = EmbeddedTemporal(ui=True, port=_port_or_free(args.temporal_port),
+                                ui_port=_port_or_free(args.ui_port), database=args.db)
+    print("starting the Temporal dev server ...", file=sys.stderr, flush=True)
+    async with embedded:
+        settings = _settings(args, client=embedded.client, task_queue=queue)
+        async with build_worker(embedded.client, task_queue=queue):
+            def started(port: int) -> None:
+                print(f"Temporal: {embedded.address} (namespace {embedded.namespace}, task queue {queue})")
+                print(f"Temporal UI: {embedded.ui_url}")
+                print(f"API: {_url(args.host, port)} (docs at /docs)")
+                print(f"catalog: {settings.catalog.describe()}; auth: {'bearer token' if args.token else 'off'}; "
+                      "Ctrl-C stops everything", flush=True)
+
+            await _serve(create_app(settings), sock, started)
+    print("stopped", file=sys.stderr, flush=True)
+
+
+def _run(main: Any, args: argparse.Namespace) -> int:
+    from api.security import check_bind
+
+    _token(args)
+    try:
+        check_bind(args.host, args.token, args.allow_remote_without_token)
+        asyncio.run(main(args))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def api_command(args: argparse.Namespace) -> int:
+    return _run(_api, args)
+
+
+def dev_command(args: argparse.Namespace) -> int:
+    return _run(_dev, args)
