@@ -37,6 +37,7 @@ __all__ = [
     "evaluate_condition",
     "check_syntax",
     "referenced_names",
+    "reads_name",
     "is_template",
     "TemplateError",
 ]
@@ -199,17 +200,34 @@ def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
 
 
 def render_value(value: Any, context: Mapping[str, Any], *, where: str | None = None,
-                 seed: Any = None, now: Callable[[], Any] | None = None) -> Any:
-    """Render every string inside ``value`` (dicts and lists recursively); keys stay as they are."""
+                 seed: Any = None, now: Callable[[], Any] | None = None,
+                 defer: Callable[[str], bool] | None = None) -> Any:
+    """Render every string inside ``value`` (dicts and lists recursively); keys stay as they are.
+
+    ``defer(text)`` true leaves that string as it is (rendered later, elsewhere).
+    """
     if isinstance(value, str):
+        if defer is not None and defer(value):
+            return value
         return render(value, context, where=where, seed=seed, now=now)
     if isinstance(value, Mapping):
-        return {k: render_value(v, context, where=f"{where}.{k}" if where else str(k), seed=seed, now=now)
+        return {k: render_value(v, context, where=f"{where}.{k}" if where else str(k), seed=seed, now=now,
+                                defer=defer)
                 for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [render_value(v, context, where=f"{where}[{i}]" if where else f"[{i}]", seed=seed, now=now)
+        return [render_value(v, context, where=f"{where}[{i}]" if where else f"[{i}]", seed=seed, now=now,
+                             defer=defer)
                 for i, v in enumerate(value)]
     return value
+
+
+def reads_name(name: str) -> Callable[[str], bool]:
+    """A ``defer`` predicate: the template reads the top-level ``name``."""
+
+    def predicate(text: str) -> bool:
+        return is_template(text) and name in text and name in _names_in(text)
+
+    return predicate
 
 
 def truthy(value: Any) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 from ..dsl.models import Playbook, Step, Task
 from ..errors import TemplateError
 from ..status import ExecutionStatus, StepStatus, WorkflowStatus, transition
-from ..templates import evaluate_condition, referenced_names, render_value
+from ..templates import evaluate_condition, reads_name, referenced_names, render_value
 from .context import build_context, deep_merge, outcome_view, set_path
 from .events import EventLog
 from .graph import StepGraph
@@ -126,6 +126,7 @@ def _emit(state: ExecutionState, event_type: str, **fields: Any) -> dict[str, An
 def _start(state: ExecutionState, event: Start) -> None:
     pb = state.playbook
     state.parent_execution_id = event.parent_execution_id
+    state.source = event.source
     state.started_at = event.now
     _emit(state, "playbook.execution.requested", entity_id=state.execution_id, status="in_progress",
           payload={"inputs": event.payload, "meta": {"playbook": pb.metadata.path or pb.metadata.name,
@@ -699,7 +700,7 @@ def _run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, comman
               task_run_id=task_run_id, iteration=pipe.iteration, status="in_progress",
               payload={"meta": {"kind": task.kind}})
         try:
-            config = _render_config(step_def, task, context)
+            config, secret_context = _render_config(step_def, task, context)
         except TemplateError as exc:
             _apply_outcome(state, run, pipe, task, task_run_id, _error_outcome("template", str(exc)),
                            attempts=[], decision=None, commands=commands)
@@ -719,7 +720,11 @@ def _run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, comman
                                 step_run_id=run.id, task=task.name, kind=task.kind, config=config,
                                 rules=rules, policy_context=_plain(policy_context),
                                 max_attempts=max_policy_attempts(rules), timeout=timeout,
-                                iteration=pipe.iteration))
+                                iteration=pipe.iteration, secret_context=secret_context,
+                                keychain=[k.model_dump(mode="json") for k in state.playbook.keychain],
+                                result_spec=task.spec.result.model_dump(mode="json", exclude_none=True)
+                                if task.spec.result else {},
+                                spec=_layered_spec(state, step_def, task), source=state.source))
         return
 
 
@@ -729,13 +734,54 @@ def _default_timeout(state: ExecutionState) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _render_config(step_def: Step, task: Task, context: dict[str, Any]) -> dict[str, Any]:
+_READS_KEYCHAIN = reads_name("keychain")
+
+
+def _render_config(step_def: Step, task: Task, context: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The task's rendered configuration, and the context its secret templates need.
+
+    Templates that read ``keychain`` are left for the activity, which alone resolves
+    secrets; the other names those templates read are handed over as plain values.
+    """
     config = dict(task.config)
     if step_def.input:
         merged = dict(step_def.input)
         merged.update(config.get("input") or {})
         config["input"] = merged
-    return render_value(config, context, where=f"{step_def.step}.tool.{task.name}")
+    rendered = render_value(config, context, where=f"{step_def.step}.tool.{task.name}", defer=_READS_KEYCHAIN)
+    secret_context: dict[str, Any] = {}
+    deferred = _deferred_strings(config)
+    if deferred:
+        names = referenced_names(deferred) - {"keychain"}
+        secret_context = _plain({k: v for k, v in context.items() if k in names and not callable(v)})
+    return rendered, secret_context
+
+
+def _deferred_strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if _READS_KEYCHAIN(value) else []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _deferred_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _deferred_strings(v)]
+    return []
+
+
+def _layered_spec(state: ExecutionState, step_def: Step, task: Task) -> dict[str, Any]:
+    """Tool knobs: executor.spec < step.spec < loop.spec < task.spec (maps merge, lists replace).
+
+    Control-plane keys (policies, routing, lifecycle) are not tool knobs and are left out.
+    """
+    control = {"policy", "failure", "lifecycle", "entry_step", "final_step", "no_next_is_error",
+               "max_jumps", "max_step_runs", "timeout_s", "mode", "max_in_flight", "result"}
+    layers = [state.playbook.executor.spec.model_dump(mode="json", exclude_none=True),
+              step_def.spec.model_dump(mode="json", exclude_none=True),
+              step_def.loop.spec.model_dump(mode="json", exclude_none=True) if step_def.loop else {},
+              task.spec.model_dump(mode="json", exclude_none=True)]
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = deep_merge(merged, {k: v for k, v in layer.items() if k not in control})
+    return merged
 
 
 def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ class Start:
     now: str
     payload: dict[str, Any] = field(default_factory=dict)
     parent_execution_id: str | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -91,6 +92,16 @@ class RunTask:
     max_attempts: int = 1
     timeout: float | None = None
     iteration: int | None = None
+    # Strings of ``config`` that read ``keychain`` stay unrendered templates: the activity
+    # renders them with the resolved secrets plus ``secret_context`` (the other names
+    # they read), so no secret value ever enters workflow history.
+    secret_context: dict[str, Any] = field(default_factory=dict)
+    keychain: list[dict[str, Any]] = field(default_factory=list)
+    # ``task.spec.result`` (inline_max_bytes, store, select, preview): reference-first results.
+    result_spec: dict[str, Any] = field(default_factory=dict)
+    # Layered tool knobs: kind defaults < executor.spec < step.spec < loop.spec < task.spec.
+    spec: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None       # the playbook file, for sub-playbook paths
 
 
 @dataclass

@@ -89,6 +89,7 @@ class ExecutionState:
     log: EventLog
     now: str = ""
     parent_execution_id: str | None = None
+    source: str | None = None          # the playbook file (sub-playbook paths are relative to it)
     status: ExecutionStatus = ExecutionStatus.PENDING
     workflow_status: WorkflowStatus = WorkflowStatus.PENDING
     workload: dict[str, Any] = field(default_factory=dict)

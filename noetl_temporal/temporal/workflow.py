@@ -70,7 +70,7 @@ class PlaybookWorkflow:
         self._persist = inp.persist_events
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
         self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
-                         parent_execution_id=inp.parent_execution_id))
+                         parent_execution_id=inp.parent_execution_id, source=inp.source))
         try:
             await workflow.wait_condition(lambda: self._state.finished or self._fatal is not None)
         except asyncio.CancelledError:
