@@ -58,6 +58,7 @@ class EventLog:
 
     def __init__(self, execution_id: str) -> None:
         self.execution_id = execution_id
+        self.parent_execution_id: str | None = None   # set for sub-playbook executions
         self.events: list[dict[str, Any]] = []
 
     @property
@@ -74,6 +75,7 @@ class EventLog:
             "event_alias": alias_of(event_type),
             "timestamp": timestamp,
             "execution_id": self.execution_id,
+            **({"parent_execution_id": self.parent_execution_id} if self.parent_execution_id else {}),
             "source": "worker" if event_type in WORKER_EVENTS else "server",
             "entity_type": _ENTITY_OF_PREFIX.get(event_type.split(".", 1)[0], "playbook"),
             "entity_id": entity_id,

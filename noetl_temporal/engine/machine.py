@@ -126,6 +126,7 @@ def _emit(state: ExecutionState, event_type: str, **fields: Any) -> dict[str, An
 def _start(state: ExecutionState, event: Start) -> None:
     pb = state.playbook
     state.parent_execution_id = event.parent_execution_id
+    state.log.parent_execution_id = event.parent_execution_id
     state.source = event.source
     state.started_at = event.now
     _emit(state, "playbook.execution.requested", entity_id=state.execution_id, status="in_progress",

@@ -30,3 +30,4 @@ class RunInput:
     heartbeat_timeout_s: float = 30.0
     # Write events to the worker's event store as the run progresses (local activity).
     persist_events: bool = True
+    depth: int = 0                  # sub-playbook nesting level (0 = top)

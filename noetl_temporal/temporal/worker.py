@@ -19,6 +19,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from ..store.events import EventStore, open_event_store
 from .activities import ACTIVITIES
 from .persistence import EventSink
+from .subplaybooks import resolve_playbook
 from .types import DEFAULT_TASK_QUEUE
 from .workflow import PlaybookWorkflow
 
@@ -65,7 +66,7 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
         client,
         task_queue=task_queue,
         workflows=[PlaybookWorkflow],
-        activities=[*ACTIVITIES, sink.persist_events],
+        activities=[*ACTIVITIES, resolve_playbook, sink.persist_events],
         workflow_runner=sandbox_runner(),
         max_concurrent_activities=max_concurrent_activities,
         **kwargs,

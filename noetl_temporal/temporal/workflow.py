@@ -20,7 +20,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
+from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .persistence import PERSIST_EVENTS_ACTIVITY
+    from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
     from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
 
 __all__ = ["PlaybookWorkflow"]
@@ -154,7 +156,8 @@ class PlaybookWorkflow:
             return
         for command in commands:
             if isinstance(command, RunTask):
-                self._activities[command.task_run_id] = asyncio.ensure_future(self._run_task(command))
+                runner = self._run_child if command.kind == "playbook" else self._run_task
+                self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
             elif isinstance(command, CancelTasks):
                 for task_run_id in command.task_run_ids:
                     handle = self._activities.get(task_run_id)
@@ -195,6 +198,68 @@ class PlaybookWorkflow:
             self._activities.pop(cmd.task_run_id, None)
         if not self._state.finished:
             self._feed(event)
+
+    async def _run_child(self, cmd: RunTask) -> None:
+        """``kind: playbook``: resolve the child, run it as a child workflow, inherit its status."""
+        inp = self._input
+        assert inp is not None
+        path = cmd.config.get("path") or cmd.config.get("playbook")
+        try:
+            event = await self._child_outcome(cmd, inp, path)
+        except asyncio.CancelledError:
+            event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
+                                 outcome=_error("cancelled", "sub-playbook cancelled", retryable=False))
+        finally:
+            self._activities.pop(cmd.task_run_id, None)
+        if not self._state.finished:
+            self._feed(event)
+
+    async def _child_outcome(self, cmd: RunTask, inp: RunInput, path: Any) -> TaskFinished:
+        def finished(outcome: dict[str, Any]) -> TaskFinished:
+            return TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=outcome)
+
+        if inp.depth + 1 > MAX_DEPTH:
+            return finished(_error("recursion", f"sub-playbook nesting deeper than {MAX_DEPTH} "
+                                   f"(at {path!r}): a playbook that calls itself without an exit?",
+                                   retryable=False))
+        try:
+            resolved = await workflow.execute_activity(
+                RESOLVE_PLAYBOOK_ACTIVITY, {"path": path, "version": cmd.config.get("version"),
+                                            "parent_source": cmd.source},
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[
+                    "PlaybookNotFound", "PlaybookInvalid"]))
+        except ActivityError as err:
+            return finished(_error("playbook", str(getattr(err.cause, "message", None) or err.cause or err),
+                                   retryable=False))
+        child_id = f"{inp.execution_id}/{cmd.task_run_id}"
+        child_input = RunInput(execution_id=child_id, playbook=resolved["playbook"],
+                               payload=child_payload(cmd.config), source=resolved["source"],
+                               parent_execution_id=inp.execution_id, infra_attempts=inp.infra_attempts,
+                               heartbeat_timeout_s=inp.heartbeat_timeout_s,
+                               persist_events=inp.persist_events, depth=inp.depth + 1)
+        try:
+            output = await workflow.execute_child_workflow(
+                WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,
+                cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+                parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+                static_summary=f"sub-playbook {path} for {cmd.step}/{cmd.task}")
+        except ChildWorkflowError as err:
+            if isinstance(err.cause, CancelledError):
+                return finished(_error("cancelled", f"sub-playbook {path!r} was cancelled", retryable=False))
+            cause = getattr(err.cause, "message", None) or str(err.cause or err)
+            return finished(_error("playbook", f"sub-playbook {path!r} failed: {cause}", retryable=False))
+        result = child_result(output, cmd.config.get("return_step"))
+        meta = {"child_execution_id": child_id, "child_state": output.get("state"),
+                "child_version": resolved.get("version")}
+        if output.get("state") == "COMPLETED":
+            return finished({"status": "ok", "result": result, "error": None, "meta": meta})
+        reason = (output.get("result") or {}).get("reason") or output.get("state")
+        outcome = _error("playbook", f"sub-playbook {path!r} ended {output.get('state')}: {reason}",
+                         retryable=False)
+        outcome["result"] = result
+        outcome["meta"] = meta
+        return finished(outcome)
 
     def _failed_activity(self, cmd: RunTask, err: ActivityError) -> TaskFinished:
         cause = err.cause
