@@ -63,6 +63,9 @@ def _profile_config(profile: str | None) -> dict[str, Any] | None:
 async def connect(target: Target) -> Client:
     if target.address is None:
         raise ConfigError("no Temporal address", fix="pass --address or set TEMPORAL_ADDRESS")
+    from .runtime import install_runtime
+
+    install_runtime()
     kwargs: dict[str, Any] = dict(target.connect_config or {})
     kwargs["target_host"] = target.address
     kwargs["namespace"] = target.namespace

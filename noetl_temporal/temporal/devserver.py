@@ -79,8 +79,10 @@ class EmbeddedTemporal:
         self.env: WorkflowEnvironment | None = None
 
     async def __aenter__(self) -> EmbeddedTemporal:
+        from .runtime import install_runtime
         from .search_attributes import SEARCH_ATTRIBUTES
 
+        install_runtime()
         port = self.port or free_port()
         ui_port = (self.ui_port or free_port()) if self.ui else None
         with _child_stdout_silenced():
