@@ -49,3 +49,11 @@ def test_diagram_lists_every_transition(layer):
     diagram = mermaid(layer)
     for (src, dst) in TABLES[layer]:
         assert f"{src.value} --> {dst.value}" in diagram
+
+
+def test_docs_status_md_is_generated_from_the_tables():
+    from pathlib import Path
+
+    from noetl_temporal.status import render_docs
+    doc = Path(__file__).resolve().parents[2] / "docs" / "status.md"
+    assert doc.read_text().strip() == render_docs().strip(), "run: python -m noetl_temporal.status > docs/status.md"

@@ -267,3 +267,44 @@ async def test_empty_loop_and_loop_done_routing(run_yaml):
     assert report.steps["after"]["result"] == 0
     loop_events = [e["event_type"] for e in report.events if e["event_type"].startswith("loop.")]
     assert loop_events == ["loop.started", "loop.done"]
+
+
+async def test_streaming_pagination_inside_each_parallel_iteration(run_yaml, http_server, tmp_path):
+    """fetch -> transform -> store -> jump back while has_more, per loop iteration."""
+    out = tmp_path / "store"
+    out.mkdir()
+    report = await run_yaml(f"""
+    workload: {{sources: [{{name: a, total: 23}}, {{name: b, total: 7}}, {{name: c, total: 0}}]}}
+    workflow:
+      - step: drain
+        loop:
+          in: "{{{{ workload.sources }}}}"
+          iterator: src
+          spec: {{mode: parallel, max_in_flight: 3}}
+        tool:
+          - name: fetch
+            kind: http
+            url: "{http_server.url('/paged')}"
+            params: {{page: "{{{{ iter.page | default(1) }}}}", size: 5, total: "{{{{ src.total }}}}"}}
+          - name: transform
+            kind: python
+            input: {{items: "{{{{ fetch.data.data }}}}"}}
+            code: "result = [i['id'] * 10 for i in items]"
+          - name: store
+            kind: shell
+            cmd: "echo '{{{{ transform | join(\\" \\") }}}}' >> {out}/{{{{ src.name }}}}.txt"
+            spec:
+              policy:
+                rules:
+                  - when: "{{{{ fetch.data.paging.hasMore }}}}"
+                    then: {{do: jump, to: fetch, set_iter: {{page: "{{{{ (iter.page | default(1)) + 1 }}}}"}}}}
+                  - else: {{then: {{do: break}}}}
+    """)
+    assert report.state == "COMPLETED", report.error
+    def stored(name):
+        return [int(x) for x in (out / f"{name}.txt").read_text().split()]
+    assert stored("a") == [i * 10 for i in range(1, 24)]
+    assert stored("b") == [i * 10 for i in range(1, 8)]
+    assert stored("c") == []
+    fetches = [e for e in report.events if e["event_type"] == "task.done" and e["entity_id"] == "fetch"]
+    assert sorted(e["iteration"] for e in fetches) == [0, 0, 0, 0, 0, 1, 1, 2]
