@@ -871,10 +871,12 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
               payload={"matched_rule_index": rule_index, "action": {"do": action,
                                                                      **({"to": then.to} if then and then.to else {})}})
     # set_* patches apply before the action: the task's own, then the matched rule's.
-    _apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set")
+    scope = _pipeline_extra(pipe, task, outcome, attempt)
+    _apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
+                   extra=scope)
     if then is not None and not then.is_empty():
         _apply_patches(state, step_def, then, run, pipe, outcome,
-                       where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then")
+                       where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
     if cancelled:
         pipe.cancelled = run.cancelled
         err = dict(outcome.get("error") or {})
@@ -922,12 +924,14 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
 
 
 def _apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepRun,
-                   pipe: PipelineRun | None, outcome: dict[str, Any] | None, where: str) -> None:
+                   pipe: PipelineRun | None, outcome: dict[str, Any] | None, where: str,
+                   extra: dict[str, Any] | None = None) -> None:
     if holder.is_empty():
         return
-    extra = {"output": outcome_view(outcome), "outcome": outcome_view(outcome)}
-    if pipe is not None:
-        extra["_prev"] = pipe.prev
+    if extra is None:
+        extra = {"output": outcome_view(outcome), "outcome": outcome_view(outcome)}
+        if pipe is not None:
+            extra["_prev"] = pipe.prev
     context = _context(state, step_def, args=run.args, pipe=pipe, extra=extra)
     try:
         ctx_patch = render_value(holder.set_ctx, context, where=where)
