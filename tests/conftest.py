@@ -19,7 +19,9 @@ from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from tests.support.http_server import HTTPTestServer
 
 # Tests never touch the user's real event store.
-os.environ["NOETL_EVENT_STORE"] = str(Path(tempfile.mkdtemp(prefix="noetl-test-")) / "events.db")
+_SCRATCH = Path(tempfile.mkdtemp(prefix="noetl-test-"))
+os.environ["NOETL_EVENT_STORE"] = str(_SCRATCH / "events.db")
+os.environ["NOETL_PAYLOAD_STORE"] = str(_SCRATCH / "payloads")
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "noetl"

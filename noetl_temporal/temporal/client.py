@@ -12,6 +12,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from ..dsl.models import Playbook
 from ..errors import ConfigError
+from .claimcheck import data_converter
 from .search_attributes import PLAYBOOK_PATH
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
 
@@ -69,6 +70,7 @@ async def connect(target: Target) -> Client:
     kwargs: dict[str, Any] = dict(target.connect_config or {})
     kwargs["target_host"] = target.address
     kwargs["namespace"] = target.namespace
+    kwargs.setdefault("data_converter", data_converter())
     try:
         return await Client.connect(**kwargs)
     except Exception as exc:

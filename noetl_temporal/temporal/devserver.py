@@ -79,6 +79,7 @@ class EmbeddedTemporal:
         self.env: WorkflowEnvironment | None = None
 
     async def __aenter__(self) -> EmbeddedTemporal:
+        from .claimcheck import data_converter
         from .runtime import install_runtime
         from .search_attributes import SEARCH_ATTRIBUTES
 
@@ -92,6 +93,7 @@ class EmbeddedTemporal:
                 dev_server_extra_args=list(DEV_SERVER_ARGS),
                 dev_server_database_filename=self.database,
                 dev_server_log_level="error",
+                data_converter=data_converter(),
                 search_attributes=SEARCH_ATTRIBUTES,
             )
         self.port, self.ui_port = port, ui_port

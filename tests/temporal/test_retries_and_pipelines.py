@@ -308,3 +308,27 @@ async def test_streaming_pagination_inside_each_parallel_iteration(run_yaml, htt
     assert stored("c") == []
     fetches = [e for e in report.events if e["event_type"] == "task.done" and e["entity_id"] == "fetch"]
     assert sorted(e["iteration"] for e in fetches) == [0, 0, 0, 0, 0, 1, 1, 2]
+
+
+async def test_large_ctx_and_inputs_stay_out_of_history(run_yaml, temporal):
+    """A playbook that grows ctx past Temporal's payload warning limit: the claim check keeps
+    every history payload small while the data still reaches tasks and the result."""
+    report = await run_yaml("""
+    workload: {items: "{{ range(6) | list }}"}
+    workflow:
+      - step: grow
+        loop: {in: "{{ range(6) | list }}", iterator: i}
+        tool:
+          kind: python
+          input: {so_far: "{{ ctx.blob | default('') }}"}
+          code: "result = so_far + 'x' * 300000"
+          spec: {policy: {rules: [{else: {then: {do: continue, set_ctx: {blob: "{{ output.result }}"}}}}]}}
+        next: {arcs: [{step: measure}]}
+      - step: measure
+        tool: {kind: python, code: "result = len(blob)", input: {blob: "{{ ctx.blob }}"}}
+    """)
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["measure"]["result"] == 1_800_000
+    history = await temporal.client.get_workflow_handle(report.execution_id).fetch_history()
+    biggest = max(len(e.SerializeToString()) for e in history.events)
+    assert biggest < 200_000
