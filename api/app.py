@@ -14,6 +14,7 @@ from noetl_temporal.catalog import Catalog
 
 from .errors import install_error_handlers, responses
 from .limits import BodyLimit
+from .methods import install_method_not_allowed
 from .routes import catalog, control, events, executions, health
 from .security import bearer_auth
 from .settings import Settings, TemporalLink
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (executions, events, control, catalog):
         app.include_router(module.router, **protected)
     install_error_handlers(app)
+    install_method_not_allowed(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app
 

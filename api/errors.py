@@ -65,6 +65,12 @@ def install_error_handlers(app: FastAPI) -> None:
         log.warning("service unavailable: %s", exc)
         return _json(503, str(exc))
 
+    for database_error in _database_errors():
+        @app.exception_handler(database_error)
+        async def _database(_: Request, exc: Exception) -> JSONResponse:
+            log.warning("catalog database error: %s", exc)
+            return _json(503, f"the catalog database is unavailable: {type(exc).__name__}")
+
     @app.exception_handler(RPCError)
     async def _rpc(_: Request, exc: RPCError) -> JSONResponse:
         if exc.status == RPCStatusCode.NOT_FOUND:
@@ -73,6 +79,20 @@ def install_error_handlers(app: FastAPI) -> None:
             return _json(422, exc.message)
         log.warning("Temporal error: %s (%s)", exc.message, exc.status)
         return _json(503, f"Temporal did not answer: {exc.message}")
+
+
+def _database_errors() -> list[type[Exception]]:
+    """Operational database errors (server down, file locked): the service's trouble, a 503."""
+    import sqlite3
+
+    errors: list[type[Exception]] = [sqlite3.OperationalError]
+    try:
+        import psycopg
+
+        errors.append(psycopg.OperationalError)
+    except ImportError:  # PostgreSQL support is optional
+        pass
+    return errors
 
 
 _DESCRIPTIONS = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from noetl_temporal.catalog import PATH_PATTERN
 
@@ -52,22 +52,36 @@ class ErrorBody(BaseModel):
 # ------------------------------------------------------------------ executions
 
 
-class StartExecution(_Request):
-    """Start an execution from inline YAML (``playbook``) or from the catalog (``path``, ``version``)."""
+class StartInline(_Request):
+    """Start from playbook YAML sent with the request."""
 
-    playbook: str | None = Field(None, max_length=MAX_PLAYBOOK_CHARS, description="playbook YAML text")
-    path: str | None = Field(None, pattern=PATH_PATTERN, description="catalog path of a registered playbook")
+    playbook: str = Field(max_length=MAX_PLAYBOOK_CHARS, description="playbook YAML text")
+    payload: dict[str, Any] = Field(default_factory=dict,
+                                    description="request payload, deep-merged over the playbook's workload")
+
+
+class StartFromCatalog(_Request):
+    """Start a registered playbook: the latest version, or ``version``."""
+
+    path: str = Field(pattern=PATH_PATTERN, description="catalog path of a registered playbook")
     version: int | None = Field(None, ge=1, le=MAX_INT, description="catalog version (default: latest)")
     payload: dict[str, Any] = Field(default_factory=dict,
                                     description="request payload, deep-merged over the playbook's workload")
 
-    @model_validator(mode="after")
-    def _one_source(self) -> StartExecution:
-        if (self.playbook is None) == (self.path is None):
-            raise ValueError("give exactly one of 'playbook' (YAML text) or 'path' (a catalog reference)")
-        if self.version is not None and self.path is None:
-            raise ValueError("'version' goes with 'path' (a catalog reference)")
-        return self
+
+#: the body of POST /executions: exactly one of the two shapes (unknown fields are refused)
+StartExecution = StartInline | StartFromCatalog
+
+
+def _event_type_names() -> tuple[str, ...]:
+    """Every name an event filter accepts: canonical types, ``prefix.*`` and legacy names."""
+    from noetl_temporal.store.legacy import CANONICAL_EVENT_TYPES, LEGACY_EVENT_NAMES
+
+    prefixes = {".".join(t.split(".")[:i]) + ".*" for t in CANONICAL_EVENT_TYPES for i in range(1, t.count(".") + 1)}
+    return tuple(sorted(set(CANONICAL_EVENT_TYPES) | prefixes | set(LEGACY_EVENT_NAMES)))
+
+
+EventTypeName = Literal.__getitem__(_event_type_names())  # type: ignore[attr-defined]
 
 
 class Links(BaseModel):

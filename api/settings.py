@@ -92,5 +92,5 @@ class TemporalLink:
         return self._path_attribute
 
     async def check(self) -> Any:
-        client = await self.client()
+        client = await asyncio.wait_for(self.client(), timeout=10)
         return await client.service_client.check_health(timeout=timedelta(seconds=3))

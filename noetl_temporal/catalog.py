@@ -24,6 +24,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -76,6 +77,7 @@ class Catalog:
         self.dsn = dsn
         self.sqlite_path = None if dsn else Path(sqlite_path or default_sqlite_path()).expanduser()
         self._ready = False
+        self._lock = threading.Lock()
 
     @classmethod
     def from_config(cls, dsn: str | None = None, sqlite_path: str | None = None) -> Catalog:
@@ -131,20 +133,31 @@ class Catalog:
         text = text.replace("{t}", self.table)
         return text.replace("?", "%s") if self.dsn else text
 
-    def _ensure(self, conn: Any) -> None:
+    def _ensure(self) -> None:
+        """Create the table once, in its own committed transaction (other threads wait)."""
         if self._ready:
             return
-        if self.dsn and "." in self.table:
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.table.split('.')[0]}")
-        conn.execute(self._sql(
-            "CREATE TABLE IF NOT EXISTS {t} (path TEXT NOT NULL, version INTEGER NOT NULL, "
-            "content TEXT NOT NULL, sha256 TEXT NOT NULL, created_at TEXT NOT NULL, "
-            "PRIMARY KEY (path, version))"))
-        self._ready = True
+        with self._lock:
+            if self._ready:
+                return
+            for attempt in range(3):
+                try:
+                    with self._connect() as conn:
+                        if self.dsn and "." in self.table:
+                            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.table.split('.')[0]}")
+                        conn.execute(self._sql(
+                            "CREATE TABLE IF NOT EXISTS {t} (path TEXT NOT NULL, version INTEGER NOT NULL, "
+                            "content TEXT NOT NULL, sha256 TEXT NOT NULL, created_at TEXT NOT NULL, "
+                            "PRIMARY KEY (path, version))"))
+                    break
+                except Exception as exc:  # another process created it at the same moment
+                    if attempt == 2 or not _is_unique_violation(exc):
+                        raise
+            self._ready = True
 
     def _rows(self, sql: str, *params: Any) -> list[tuple]:
+        self._ensure()
         with self._connect() as conn:
-            self._ensure(conn)
             return list(conn.execute(self._sql(sql), params).fetchall())
 
     # ------------------------------------------------------------------ operations
@@ -174,8 +187,8 @@ class Catalog:
         raise ConfigError(f"could not assign a version to {path!r}: {last_error}")
 
     def _insert(self, path: str, text: str, sha: str) -> dict[str, Any]:
+        self._ensure()
         with self._connect() as conn:
-            self._ensure(conn)
             row = conn.execute(self._sql("SELECT version, sha256, created_at FROM {t} WHERE path = ? "
                                          "ORDER BY version DESC LIMIT 1"), (path,)).fetchone()
             if row and row[1] == sha:

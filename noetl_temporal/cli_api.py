@@ -43,8 +43,14 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
     parser.add_argument("--catalog-path", metavar="FILE",
                         help="SQLite catalog file (default: $NOETL_CATALOG_PATH or "
                              "~/.local/share/noetl-temporal/catalog.db)")
+    parser.add_argument("--event-store", metavar="URL",
+                        help="event store the workers write (SQLite file or postgresql:// DSN; default: "
+                             "$NOETL_EVENT_STORE or ~/.local/share/noetl-temporal/events.db)")
     parser.add_argument("--max-body-bytes", type=int, default=1024 * 1024, metavar="N",
                         help="largest request body accepted (default 1048576); larger ones get 413")
+    parser.add_argument("--heartbeat-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="activity heartbeat timeout (default 10); a cancel reaches a running task "
+                             "within about 0.8 x this")
     parser.add_argument("--execution-timeout", type=float, default=None, metavar="SECONDS",
                         help="bound every execution started through the API (default: the playbook's own)")
 
@@ -99,9 +105,12 @@ def _settings(args: argparse.Namespace, **kwargs: Any) -> Any:
     from api.settings import Settings
 
     from .catalog import Catalog
+    from .store.events import open_event_store
 
     return Settings(catalog=Catalog.from_config(args.catalog_dsn, args.catalog_path), token=args.token,
-                    max_body_bytes=args.max_body_bytes, execution_timeout_s=args.execution_timeout, **kwargs)
+                    event_store=open_event_store(args.event_store),
+                    max_body_bytes=args.max_body_bytes, execution_timeout_s=args.execution_timeout,
+                    heartbeat_timeout_s=args.heartbeat_timeout, **kwargs)
 
 
 def _token(args: argparse.Namespace) -> None:
@@ -161,7 +170,7 @@ async def _api(args: argparse.Namespace) -> None:
         return
     client = await connect(target)
     settings.client = client
-    async with build_worker(client, task_queue=target.task_queue):
+    async with build_worker(client, task_queue=target.task_queue, event_store=settings.event_store):
         await _serve(create_app(settings), sock, started)
 
 
@@ -179,7 +188,7 @@ async def _dev(args: argparse.Namespace) -> None:
     print("starting the Temporal dev server ...", file=sys.stderr, flush=True)
     async with embedded:
         settings = _settings(args, client=embedded.client, task_queue=queue)
-        async with build_worker(embedded.client, task_queue=queue):
+        async with build_worker(embedded.client, task_queue=queue, event_store=settings.event_store):
             def started(port: int) -> None:
                 print(f"Temporal: {embedded.address} (namespace {embedded.namespace}, task queue {queue})")
                 print(f"Temporal UI: {embedded.ui_url}")

@@ -22,6 +22,7 @@ from tests.support.http_server import HTTPTestServer
 _SCRATCH = Path(tempfile.mkdtemp(prefix="noetl-test-"))
 os.environ["NOETL_EVENT_STORE"] = str(_SCRATCH / "events.db")
 os.environ["NOETL_PAYLOAD_STORE"] = str(_SCRATCH / "payloads")
+os.environ["NOETL_RESULT_STORE"] = str(_SCRATCH / "results")
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "noetl"

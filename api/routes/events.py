@@ -17,21 +17,21 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 from temporalio.client import Client
 
+from noetl_temporal.observe import follow_events, read_events, read_status
+
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
-from ..models import EventPage
-from noetl_temporal.observe import follow_events, read_events, read_status
+from ..models import EventPage, EventTypeName
 
 router = APIRouter(tags=["events"])
 
-Types = Annotated[list[str] | None, Query(
-    alias="type", max_length=100,
-    description="event types to keep (canonical, e.g. step.done, or legacy names); repeatable or comma-separated")]
+Types = Annotated[list[EventTypeName] | None, Query(
+    alias="type", description="event types to keep: canonical (step.done), a prefix (task.*) or a legacy "
+                              "name (step.exit); repeat the parameter for several")]
 
 
 def _types(values: list[str] | None) -> list[str] | None:
-    out = [t.strip() for value in values or [] for t in value.split(",") if t.strip()]
-    return out or None
+    return list(values) if values else None
 
 
 @router.get("/executions/{execution_id}/events", response_model=EventPage, responses=responses(404, 422, 503),
@@ -39,14 +39,17 @@ def _types(values: list[str] | None) -> list[str] | None:
 async def events(
     execution_id: ExecutionId,
     client: ClientDep,
+    settings: SettingsDep,
     types: Types = None,
     entity: Annotated[str | None, Query(max_length=500, description="only events about this entity (a step name...)")] = None,
     after_seq: Annotated[int, Query(ge=0, le=2**31 - 1, description="return events with seq greater than this")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> EventPage:
-    await read_status(client, execution_id, settings.event_store)  # 404 for unknown ids, even when no event matches
-    batch = await read_events(client, execution_id, after_seq=after_seq, limit=limit, types=_types(types),
-                              entity=entity)
+    wanted = _types(types)
+    store = settings.event_store
+    await read_status(client, execution_id, store)  # 404 for unknown ids, even when no event matches
+    batch = await read_events(client, execution_id, store=store, after_seq=after_seq, limit=limit,
+                              types=wanted, entity=entity)
     return EventPage(execution_id=execution_id, events=batch,
                      next_after_seq=batch[-1]["seq"] if len(batch) == limit else None)
 
@@ -56,13 +59,14 @@ def _sse(event: dict[str, Any]) -> str:
     return f"id: {event.get('seq')}\nevent: {event.get('event_type')}\ndata: {data}\n\n"
 
 
-async def _stream(client: Client, execution_id: str, after_seq: int, types: list[str] | None,
-                  keepalive_s: float) -> AsyncIterator[str]:
+async def _stream(client: Client, store: Any, execution_id: str, after_seq: int, types: list[str] | None,
+                  entity: str | None, keepalive_s: float) -> AsyncIterator[str]:
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=256)
 
     async def pump() -> None:
         try:
-            async for event in follow_events(client, execution_id, after_seq=after_seq, types=types):
+            async for event in follow_events(client, execution_id, store=store, after_seq=after_seq,
+                                             types=types, entity=entity):
                 await queue.put(("event", event))
             await queue.put(("end", None))
         except asyncio.CancelledError:
@@ -104,13 +108,16 @@ async def stream(
     client: ClientDep,
     settings: SettingsDep,
     types: Types = None,
+    entity: Annotated[str | None, Query(max_length=500, description="only events about this entity")] = None,
     after_seq: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=32,
                                        description="resume after this seq (sent by reconnecting clients)")] = None,
 ) -> StreamingResponse:
+    wanted = _types(types)
     await read_status(client, execution_id, settings.event_store)  # a 404 before the stream starts
     if last_event_id and last_event_id.strip().isdigit():
         after_seq = max(after_seq, min(int(last_event_id.strip()), 2**31 - 1))
-    return StreamingResponse(_stream(client, execution_id, after_seq, _types(types), settings.stream_keepalive_s),
+    return StreamingResponse(_stream(client, settings.event_store, execution_id, after_seq, wanted, entity,
+                                     settings.stream_keepalive_s),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from noetl_temporal.catalog import PATH_PATTERN, catalog_path_of
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.context import deep_merge
+from noetl_temporal.observe import read_status
 from noetl_temporal.redact import redact
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
@@ -29,13 +30,13 @@ from ..models import (
     Links,
     PlaybookRef,
     StartExecution,
+    StartInline,
     StartResponse,
     State,
     Status,
     TemporalRef,
     Variables,
 )
-from noetl_temporal.observe import read_status
 from ..paging import decode_token, encode_token
 
 router = APIRouter(tags=["executions"])
@@ -52,7 +53,7 @@ def _links(execution_id: str) -> Links:
 async def start(body: StartExecution, response: Response, settings: SettingsDep, link: LinkDep,
                 catalog: CatalogDep) -> StartResponse:
     version: int | None = None
-    if body.playbook is not None:
+    if isinstance(body, StartInline):
         text, source, label = body.playbook, "inline", "<request>"
     else:
         entry = await run_in_threadpool(catalog.get_entry, body.path, body.version)
@@ -70,13 +71,21 @@ async def start(body: StartExecution, response: Response, settings: SettingsDep,
                          links=_links(handle.id))
 
 
-def _utc(value: datetime | None, name: str) -> datetime | None:
+#: an RFC 3339 date-time (a bare number is not a time here, although pydantic would take it)
+Timestamp = Annotated[str | None, Query(
+    pattern=r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})?$",
+    json_schema_extra={"format": "date-time"},
+    description="RFC 3339 date-time, e.g. 2025-01-31T12:00:00Z (no offset means UTC)")]
+
+
+def _utc(value: str | None, name: str) -> datetime | None:
     if value is None:
         return None
     try:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        when = datetime.fromisoformat(value.replace("z", "Z"))
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
     except (OverflowError, ValueError):
-        raise BadRequest(f"{name} is out of range") from None
+        raise BadRequest(f"{name} is not a valid date-time: {value!r}") from None
 
 
 @router.get("/executions", response_model=ExecutionList, responses=responses(422, 503),
@@ -86,8 +95,8 @@ async def list_executions(
     link: LinkDep,
     state: Annotated[State | None, Query(description="only executions in this state")] = None,
     playbook_path: Annotated[str | None, Query(pattern=PATH_PATTERN, description="catalog path / metadata path")] = None,
-    started_after: Annotated[datetime | None, Query(description="RFC 3339; no timezone means UTC")] = None,
-    started_before: Annotated[datetime | None, Query(description="RFC 3339; no timezone means UTC")] = None,
+    started_after: Timestamp = None,
+    started_before: Timestamp = None,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
     page_token: Annotated[str | None, Query(max_length=8192, description="next_page_token of the previous page")] = None,
 ) -> ExecutionList:
@@ -139,7 +148,7 @@ async def detail(execution_id: ExecutionId,
 
 @router.get("/executions/{execution_id}/status", response_model=Status, responses=responses(404, 503),
             summary="The minimal status model (seed 000): lifecycle state only, never variables")
-async def status(execution_id: ExecutionId, client: ClientDep) -> Status:
+async def status(execution_id: ExecutionId, client: ClientDep, settings: SettingsDep) -> Status:
     return Status(**await read_status(client, execution_id, settings.event_store))
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # Tool kinds the runtime can execute. ``workbook`` is resolved away at load time.
-KNOWN_TOOL_KINDS = ("noop", "python", "shell", "http", "postgres", "duckdb", "playbook")
+KNOWN_TOOL_KINDS = ("noop", "python", "shell", "http", "postgres", "duckdb", "playbook", "result")
 
 
 class _Closed(BaseModel):

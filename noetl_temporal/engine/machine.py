@@ -865,6 +865,12 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
           step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
           status="success" if status == "ok" else "error", duration_ms=(outcome.get("meta") or {}).get("duration_ms"),
           attempt=attempt, payload={"outcome": _short_outcome(outcome)})
+    ref = outcome.get("result_ref")
+    if isinstance(ref, dict):
+        _emit(state, "result.stored", entity_id=f"task:{task.name}:attempt:{attempt}", parent_id=task_run_id,
+              task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
+              payload={"result_ref": {k: v for k, v in ref.items() if k != "preview"},
+                       "extracted": ref.get("extracted")})
     if rules or decision is not None:
         _emit(state, "policy.task.evaluated", entity_id=f"task:{task.name}", parent_id=task_run_id,
               task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",

@@ -10,6 +10,13 @@ Every attempt is recorded (status, timing, error, action) and the record list is
 heartbeated before a retry is raised; heartbeat details survive retries, so the final
 attempt returns the whole history and the workflow emits ``task.attempt.*`` events from it.
 
+Secrets and large results are handled here, and only here: the keychain entries a task
+reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
+configuration, and scrubbed out of the outcome (``***``) before anything is returned,
+heartbeated or logged; ResultRefs in the configuration are read back into their bodies
+before the tool runs, and a result larger than ``inline_max_bytes`` leaves as a ResultRef
+(``noetl_temporal.results``), with ``outcome["result_ref"]`` set for ``result.stored``.
+
 Errors crossing this boundary are typed:
 ``PolicyRetry`` (retryable: a policy asked for another attempt) and
 ``NoetlInternalError`` (non-retryable: a bug in noetl-temporal, not in the playbook).
@@ -19,6 +26,7 @@ Tool failures never cross it as errors: they are outcomes the policy routes on.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,13 +34,18 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from .. import keychain, results
 from ..engine.context import outcome_view
 from ..engine.messages import RunTask
 from ..engine.policy import evaluate_policy, retry_delay
+from ..errors import ToolError
 from ..tools import ToolCall, run_tool
+from ..tools.base import error_outcome
 from .types import RUN_TASK_ACTIVITY
 
-__all__ = ["run_task", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
+log = logging.getLogger(__name__)
+
+__all__ = ["run_task", "execute", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
 
 POLICY_RETRY = "PolicyRetry"
 INTERNAL_ERROR = "NoetlInternalError"
@@ -56,6 +69,48 @@ def _previous_attempts() -> list[dict[str, Any]]:
     return []
 
 
+#: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
+_READS_REFS = frozenset({"result"})
+
+
+async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keychain.Scrubber]:
+    """Secrets rendered in, ResultRefs read back: the configuration the tool gets."""
+    results.check_result_spec(cmd.result_spec)
+    if keychain.needs_keychain(cmd.kind, cmd.config):  # providers may block: off the event loop
+        prepared = await asyncio.to_thread(
+            keychain.prepare, cmd.kind, cmd.config, secret_context=cmd.secret_context,
+            declarations=cmd.keychain)
+        call.keychain = prepared.entries
+        call.secrets = prepared.scrubber.secrets
+        config, scrubber = prepared.config, prepared.scrubber
+    else:
+        config, scrubber = dict(cmd.config), keychain.Scrubber()
+    if cmd.kind not in _READS_REFS:
+        config = await results.resolve_refs(config)
+    return config, scrubber
+
+
+async def execute(cmd: RunTask, call: ToolCall) -> dict[str, Any]:
+    """Prepare, run the tool, scrub secrets, store a large result: the outcome to return."""
+    started = time.time()
+    try:
+        config, scrubber = await _prepare(cmd, call)
+    except ToolError as err:
+        return keychain.Scrubber(call.secrets)(error_outcome(err, call, started=started))
+    outcome = scrubber(await run_tool(cmd.kind, config, call))
+    try:
+        outcome = await asyncio.to_thread(results.externalize, outcome, cmd.result_spec,
+                                          execution_id=cmd.execution_id, task_run_id=cmd.task_run_id,
+                                          attempt=call.attempt)
+    except ToolError as err:
+        outcome = scrubber(error_outcome(err, call, started=started))
+    except OSError as err:  # a full disk, an unreachable store: another attempt may do better
+        outcome = scrubber(error_outcome(
+            ToolError(f"cannot store the task result: {err}", kind="result_store", retryable=True),
+            call, started=started))
+    return outcome
+
+
 @activity.defn(name=RUN_TASK_ACTIVITY)
 async def run_task(cmd: RunTask) -> dict[str, Any]:
     info = activity.info()
@@ -63,20 +118,22 @@ async def run_task(cmd: RunTask) -> dict[str, Any]:
     history = _previous_attempts()
     started = datetime.now(UTC)
     clock = time.monotonic()
+    call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
+                    timeout=cmd.timeout, heartbeat=lambda *d: activity.heartbeat(history, *d))
     beats = asyncio.ensure_future(_heartbeat_loop(history))
     try:
-        outcome = await run_tool(cmd.kind, cmd.config, ToolCall(
-            execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
-            timeout=cmd.timeout, heartbeat=lambda *d: activity.heartbeat(history, *d)))
+        outcome = await execute(cmd, call)
         outcome.setdefault("meta", {})["attempt"] = attempt
         context = dict(cmd.policy_context)
         view = outcome_view(outcome)
         context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
         decision = evaluate_policy(cmd.rules, outcome.get("status", "error"), context)
     except Exception as exc:  # a bug on our side: never retried, always reported with its type
-        raise ApplicationError(f"internal error running task '{cmd.task}' of step '{cmd.step}': "
-                               f"{type(exc).__name__}: {exc}", type=INTERNAL_ERROR,
-                               non_retryable=True) from exc
+        # No exception chaining: Temporal would record the cause's text, which may quote a secret.
+        message = keychain.Scrubber(call.secrets).text(f"internal error running task '{cmd.task}' of step '{cmd.step}': "
+                                f"{type(exc).__name__}: {exc}")
+        log.error("%s", message)
+        raise ApplicationError(message, type=INTERNAL_ERROR, non_retryable=True) from None
     finally:
         beats.cancel()
     record = {

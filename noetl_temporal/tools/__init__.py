@@ -16,12 +16,15 @@ from .base import (
     run_tool,
     to_jsonable,
 )
+from .duckdb import DuckdbTool
 from .http import HttpTool, aclose_clients
 from .noop import NoopTool
+from .postgres import PostgresTool
 from .python import PythonTool
+from .result import ResultTool
 from .shell import ShellTool
 
-for _tool in (NoopTool(), PythonTool(), ShellTool(), HttpTool()):
+for _tool in (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(), DuckdbTool(), ResultTool()):
     register_tool(_tool)
 del _tool
 
@@ -40,4 +43,7 @@ __all__ = [
     "NoopTool",
     "PythonTool",
     "ShellTool",
+    "PostgresTool",
+    "DuckdbTool",
+    "ResultTool",
 ]

@@ -5,6 +5,13 @@ activity kills the whole tree the task started, not just the direct child. Outpu
 drained concurrently and capped, so a chatty child can neither block on a full pipe
 nor make the worker hold unbounded memory.
 
+Children also die with the worker: on Linux each child asks the kernel for SIGKILL when
+its parent dies (``prctl(PR_SET_PDEATHSIG)``), so a SIGKILLed worker leaves no tool
+process running. (That covers the direct child; a grandchild the code started in the
+background is in the child's process group, which a live worker kills on timeout or
+cancel, but it is not covered after a worker crash.) The signal is tied to the thread
+that spawned the child, the event loop's thread, which lives as long as the worker.
+
 The output pipes are created here rather than by asyncio (``stdout=PIPE``): asyncio's
 ``Process.wait()`` only returns once every pipe it owns is closed, so a background
 grandchild that inherited stdout (``sleep 60 &``) would hold the task open. With our
@@ -15,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -106,6 +115,41 @@ class Pumps:
                 f.close()
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl():
+    """libc's ``prctl``, looked up now: a forked child must not have to load anything."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent():
+    """A ``preexec_fn`` that makes the child receive SIGKILL when this process dies (Linux);
+    ``None`` where that is not available."""
+    if _PRCTL is None:
+        return None
+    parent = os.getpid()
+    prctl = _PRCTL
+
+    def preexec() -> None:  # runs in the child between fork and exec: keep it tiny
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request was in place
+            os._exit(137)
+
+    return preexec
+
+
 async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], out: Capture, err: Capture,
                 stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = ()
                 ) -> tuple[asyncio.subprocess.Process, Pumps]:
@@ -115,7 +159,7 @@ async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], ou
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=stdin, stdout=w_out, stderr=w_err, cwd=cwd, env=env,
-            pass_fds=tuple(pass_fds), start_new_session=True,
+            pass_fds=tuple(pass_fds), start_new_session=True, preexec_fn=die_with_parent(),
         )
     except BaseException:
         os.close(r_out)

@@ -14,7 +14,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,6 +38,11 @@ class ToolCall:
     timeout: float | None = None  # seconds for this attempt (None = tool default)
     heartbeat: Callable[[Any], None] | None = None  # call periodically in long tools
     workdir: str | None = None
+    # Keychain entries the activity resolved for this task (``auth: <name>`` of a
+    # postgres task reads them). Never logged, never returned.
+    keychain: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # Secret strings to keep out of logs written here (the activity scrubs the outcome).
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
 @runtime_checkable
@@ -210,6 +215,20 @@ def _internal_error(exc: BaseException) -> dict[str, Any]:
     }
 
 
+def error_outcome(err: ToolError, call: ToolCall, *, started: float | None = None) -> dict:
+    """The outcome envelope of a failure that happened before the tool could run
+    (an unknown keychain entry, an unusable result store ...)."""
+    started = time.time() if started is None else started
+    return to_jsonable({
+        "status": "error",
+        "result": getattr(err, "outcome_result", None),
+        "error": _error_dict(err),
+        "meta": {"attempt": call.attempt, "duration_ms": int((time.time() - started) * 1000),
+                 "started_at": _rfc3339(started)},
+        **(getattr(err, "outcome_extras", None) or {}),
+    })
+
+
 async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
     """Run one tool invocation and return its outcome envelope (JSON-serializable).
 
@@ -236,9 +255,15 @@ async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
         outcome["result"] = getattr(err, "outcome_result", None)
         extras = getattr(err, "outcome_extras", None) or {}
     except Exception as exc:  # noqa: BLE001 - the envelope is the contract
-        log.exception("tool %s crashed in %s/%s", kind, call.step, call.task)
         outcome["status"] = "error"
         outcome["error"] = _internal_error(exc)
+        if call.secrets:  # the traceback may quote a secret: log the scrubbed text only
+            from ..keychain import Scrubber
+
+            log.error("tool %s crashed in %s/%s: %s", kind, call.step, call.task,
+                      Scrubber(call.secrets).text(outcome["error"]["details"]["traceback"]))
+        else:
+            log.exception("tool %s crashed in %s/%s", kind, call.step, call.task)
     outcome["meta"] = {
         "attempt": call.attempt,
         "duration_ms": int((time.perf_counter() - t0) * 1000),

@@ -1,0 +1,341 @@
+"""Reference-first results: large task results live in a result store, not in history.
+
+Temporal refuses payloads over 2 MB and slows down long before that, so a task result
+whose JSON is larger than ``inline_max_bytes`` (``task.spec.result.inline_max_bytes``,
+else ``$NOETL_INLINE_MAX_BYTES``, else 256 KiB) is written to a result store and the
+outcome carries a **ResultRef** instead::
+
+    {"kind": "result_ref",
+     "ref": "noetl://fs/<execution_id>/<task_run_id>-<attempt>.json",
+     "store": "fs" | "postgres",
+     "meta": {"bytes": n, "sha256": "...", "content_type": "application/json"},
+     "extracted": {<name>: <value of each task.spec.result.select expression>},
+     "preview": <first N characters or items>}          # only when preview is asked for
+
+Stores: ``fs`` (default) writes ``$NOETL_RESULT_STORE/<execution_id>/<task_run_id>-<attempt>.json``
+(default directory ``~/.local/share/noetl-temporal/results``; workers that share results
+must share that directory); ``postgres`` writes the table ``noetl_result_store`` of the
+database ``$NOETL_RESULT_STORE_DSN``.
+
+Activities resolve references found in a task's rendered configuration back into their
+bodies before the tool runs (:func:`resolve_refs`), so a 5 MB HTTP response flows to the
+next task through a reference; :func:`resolve_ref` does it for one reference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from .errors import ToolConfigError, ToolError
+from .templates import is_template, render
+
+__all__ = [
+    "DEFAULT_INLINE_MAX_BYTES", "REF_KIND", "is_ref", "inline_max_bytes", "externalize", "resolve_ref",
+    "aresolve_ref", "resolve_refs", "select_values", "make_preview", "open_result_store",
+    "check_result_spec", "ResultStore", "FsResultStore", "PostgresResultStore", "ResultRefError",
+]
+
+DEFAULT_INLINE_MAX_BYTES = 256 * 1024
+DEFAULT_PREVIEW = 1000  # characters (text) or 10 items (lists) when ``preview: true``
+DEFAULT_PREVIEW_ITEMS = 10
+REF_KIND = "result_ref"
+CONTENT_TYPE = "application/json"
+_SCHEME = "noetl://"
+_SAFE = re.compile(r"[^A-Za-z0-9._:=@+-]")
+
+
+class ResultRefError(ToolError):
+    """A reference cannot be read (missing, corrupted, unknown store)."""
+
+    def __init__(self, message: str, *, retryable: bool = False, fix: str | None = None) -> None:
+        super().__init__(message, kind="result_ref", retryable=retryable, fix=fix)
+
+
+def is_ref(value: Any) -> bool:
+    return (isinstance(value, Mapping) and value.get("kind") == REF_KIND
+            and isinstance(value.get("ref"), str) and value["ref"].startswith(_SCHEME))
+
+
+def inline_max_bytes(spec: Mapping[str, Any] | None) -> int:
+    value = (spec or {}).get("inline_max_bytes")
+    if value is None:
+        env = os.environ.get("NOETL_INLINE_MAX_BYTES")
+        value = int(env) if env and env.strip().isdigit() else DEFAULT_INLINE_MAX_BYTES
+    return int(value)
+
+
+# ---------------------------------------------------------------------------- stores
+
+
+class ResultStore(Protocol):
+    name: str
+
+    def put(self, execution_id: str, key: str, body: bytes, meta: dict[str, Any]) -> str:
+        """Store ``body``; return its ``noetl://`` reference."""
+        ...
+
+    def get(self, ref: str) -> bytes: ...
+
+
+def _split(ref: str, store: str) -> tuple[str, str]:
+    rest = ref[len(_SCHEME) + len(store) + 1:]
+    execution_id, _, key = rest.partition("/")
+    if not execution_id or not key or "/" in key or ".." in (execution_id, key) or _SAFE.search(execution_id + key):
+        raise ResultRefError(f"malformed result reference {ref!r}")
+    return execution_id, key
+
+
+def _default_fs_root() -> Path:
+    explicit = os.environ.get("NOETL_RESULT_STORE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "noetl-temporal" / "results"
+
+
+class FsResultStore:
+    """One JSON file per stored result, under ``root/<execution_id>/``."""
+
+    name = "fs"
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else _default_fs_root()
+
+    def put(self, execution_id: str, key: str, body: bytes, meta: dict[str, Any]) -> str:
+        folder = self.root / execution_id
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / key
+        tmp = folder / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(body)
+        os.replace(tmp, target)  # readers never see half a file
+        return f"{_SCHEME}{self.name}/{execution_id}/{key}"
+
+    def get(self, ref: str) -> bytes:
+        execution_id, key = _split(ref, self.name)
+        path = self.root / execution_id / key
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise ResultRefError(f"result {ref} not found under {self.root}",
+                                 fix="every worker must see the same $NOETL_RESULT_STORE directory") from None
+
+
+class PostgresResultStore:
+    """Rows of ``noetl_result_store(ref, execution_id, body, bytes, sha256, content_type, created_at)``."""
+
+    name = "postgres"
+    TABLE = "noetl_result_store"
+    _ready: set[str] = set()
+    _ready_lock = threading.Lock()
+
+    def __init__(self, dsn: str | None = None) -> None:
+        dsn = dsn or os.environ.get("NOETL_RESULT_STORE_DSN")
+        if not dsn:
+            raise ToolConfigError("result store 'postgres' needs a database",
+                                  fix="set $NOETL_RESULT_STORE_DSN to a postgresql:// DSN on the workers")
+        self.dsn = dsn
+
+    def _connect(self):
+        import psycopg
+
+        conn = psycopg.connect(self.dsn, autocommit=True, application_name="noetl-temporal-results")
+        with self._ready_lock:
+            if self.dsn not in self._ready:
+                conn.execute(f"""CREATE TABLE IF NOT EXISTS {self.TABLE} (
+                    ref text PRIMARY KEY, execution_id text NOT NULL, body bytea NOT NULL,
+                    bytes bigint NOT NULL, sha256 text NOT NULL, content_type text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now())""")
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {self.TABLE}_execution "
+                             f"ON {self.TABLE} (execution_id)")
+                self._ready.add(self.dsn)
+        return conn
+
+    def put(self, execution_id: str, key: str, body: bytes, meta: dict[str, Any]) -> str:
+        ref = f"{_SCHEME}{self.name}/{execution_id}/{key}"
+        with self._connect() as conn:
+            conn.execute(
+                f"INSERT INTO {self.TABLE} (ref, execution_id, body, bytes, sha256, content_type) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (ref) DO UPDATE SET body = EXCLUDED.body, "
+                "bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, content_type = EXCLUDED.content_type",
+                (ref, execution_id, body, meta["bytes"], meta["sha256"], meta["content_type"]))
+        return ref
+
+    def get(self, ref: str) -> bytes:
+        _split(ref, self.name)
+        with self._connect() as conn:
+            row = conn.execute(f"SELECT body FROM {self.TABLE} WHERE ref = %s", (ref,)).fetchone()
+        if row is None:
+            raise ResultRefError(f"result {ref} not found in {self.TABLE}")
+        return bytes(row[0])
+
+
+def open_result_store(name: str | None = None) -> ResultStore:
+    """``fs`` (default) or ``postgres``."""
+    name = (name or os.environ.get("NOETL_RESULT_STORE_KIND") or "fs").strip().lower()
+    if name in ("fs", "file", "filesystem"):
+        return FsResultStore()
+    if name in ("postgres", "postgresql", "pg"):
+        return PostgresResultStore()
+    raise ToolConfigError(f"unknown result store {name!r}", fix="use 'fs' (default) or 'postgres'")
+
+
+def check_result_spec(spec: Mapping[str, Any] | None) -> None:
+    """Fail before the tool runs if the result store cannot be used."""
+    if spec and spec.get("store"):
+        open_result_store(str(spec["store"]))
+    select = (spec or {}).get("select") or {}
+    if not isinstance(select, Mapping):
+        raise ToolConfigError("task.spec.result.select must map names to expressions or dotted paths")
+
+
+# ------------------------------------------------------------------ select / preview
+
+
+def _path(value: Any, path: str) -> Any:
+    for part in path.strip().split("."):
+        if part == "":
+            continue
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif isinstance(value, list) and re.fullmatch(r"-?\d+", part):
+            i = int(part)
+            value = value[i] if -len(value) <= i < len(value) else None
+        else:
+            return None
+    return value
+
+
+_DOTTED = re.compile(r"^\s*[\w\-]+(\.[\w\-]+)*\s*$")
+
+
+def select_values(value: Any, select: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``{name: expression | dotted path}`` evaluated against a result.
+
+    A plain dotted path (``data.paging.total``, ``rows.0.id``) walks the value; anything
+    else is a Jinja expression, with or without ``{{ }}`` (``data.items | length``), that
+    sees ``result`` (the whole value) and, for a mapping result, its keys as names. A
+    failing expression yields ``None``.
+    """
+    out: dict[str, Any] = {}
+    for name, expr in (select or {}).items():
+        if not isinstance(expr, str):
+            out[str(name)] = expr
+        elif _DOTTED.match(expr) and not is_template(expr):
+            out[str(name)] = _path(value, expr)
+        else:
+            context = dict(value) if isinstance(value, Mapping) else {}
+            context["result"] = value
+            text = expr if is_template(expr) else "{{ " + expr + " }}"
+            try:
+                out[str(name)] = render(text, context, where=f"result.select.{name}")
+            except Exception:  # noqa: BLE001 - a bad selector must not lose the result
+                out[str(name)] = None
+    return out
+
+
+def make_preview(value: Any, preview: Any) -> Any:
+    """First N characters (strings, or the JSON text of a mapping) or N items (lists)."""
+    if preview is None or preview is False:
+        return None
+    n = int(preview) if not isinstance(preview, bool) else None
+    if isinstance(value, list):
+        return value[: n if n is not None else DEFAULT_PREVIEW_ITEMS]
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text[: n if n is not None else DEFAULT_PREVIEW]
+
+
+# ------------------------------------------------------------------ store / resolve
+
+
+def _key(task_run_id: str, attempt: int) -> str:
+    return _SAFE.sub("_", f"{task_run_id}-{attempt}.json")
+
+
+def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, execution_id: str,
+                task_run_id: str, attempt: int) -> dict[str, Any]:
+    """Move a large ``outcome["result"]`` into the result store (in place; returns the outcome).
+
+    Adds ``outcome["result_ref"]`` (the same ResultRef as the new ``result``) so the
+    workflow can record ``result.stored``.
+    """
+    value = outcome.get("result")
+    if value is None or is_ref(value):
+        return outcome
+    body = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(body) <= inline_max_bytes(spec):
+        return outcome
+    spec = spec or {}
+    store = open_result_store(spec.get("store"))
+    meta = {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest(), "content_type": CONTENT_TYPE}
+    ref = store.put(_SAFE.sub("_", execution_id), _key(task_run_id, attempt), body, meta)
+    result_ref: dict[str, Any] = {"kind": REF_KIND, "ref": ref, "store": store.name, "meta": meta,
+                                  "extracted": select_values(value, spec.get("select"))}
+    preview = make_preview(value, spec.get("preview"))
+    if preview is not None:
+        result_ref["preview"] = preview
+    outcome["result"] = result_ref
+    outcome["result_ref"] = result_ref
+    return outcome
+
+
+def _store_of(ref: str) -> ResultStore:
+    if not isinstance(ref, str) or not ref.startswith(_SCHEME):
+        raise ResultRefError(f"not a result reference: {ref!r}")
+    name = ref[len(_SCHEME):].split("/", 1)[0]
+    if name not in ("fs", "postgres"):
+        raise ResultRefError(f"result reference {ref!r} names an unknown store {name!r}")
+    return open_result_store(name)
+
+
+def resolve_ref(ref: Mapping[str, Any] | str) -> Any:
+    """The body a ResultRef (or its ``noetl://`` string) points to, checked against its sha256."""
+    uri = ref.get("ref") if isinstance(ref, Mapping) else ref
+    body = _store_of(uri).get(uri)  # type: ignore[arg-type]
+    expected = (ref.get("meta") or {}).get("sha256") if isinstance(ref, Mapping) else None
+    if expected and hashlib.sha256(body).hexdigest() != expected:
+        raise ResultRefError(f"result {uri} does not match its sha256 (the stored file changed)")
+    return json.loads(body)
+
+
+async def aresolve_ref(ref: Mapping[str, Any] | str) -> Any:
+    return await asyncio.to_thread(resolve_ref, ref)
+
+
+def _collect(value: Any, found: dict[str, Mapping[str, Any]]) -> None:
+    if is_ref(value):
+        found.setdefault(value["ref"], value)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _collect(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _collect(v, found)
+
+
+def _replace(value: Any, bodies: dict[str, Any]) -> Any:
+    if is_ref(value):
+        return bodies[value["ref"]]
+    if isinstance(value, Mapping):
+        return {k: _replace(v, bodies) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace(v, bodies) for v in value]
+    return value
+
+
+async def resolve_refs(value: Any) -> Any:
+    """``value`` with every ResultRef inside replaced by its body (each read once)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    _collect(value, found)
+    if not found:
+        return value
+    bodies = {uri: await aresolve_ref(ref) for uri, ref in found.items()}
+    return _replace(value, bodies)

@@ -1,0 +1,36 @@
+"""``kind: result``: read a stored result back (all of it, or the parts ``select`` names).
+
+``ref`` is a ResultRef (``ref: "{{ fetch }}"``) or its ``noetl://`` string; a value that
+is not a reference passes through, so the task works whether or not the upstream
+result was large enough to be stored. ``select: {name: expression | dotted.path}`` (expressions without ``{{ }}``, which the engine would render first)
+returns ``{name: value}`` instead of the whole body (see ``results.select_values``).
+
+The activity does not pre-resolve references for this kind: the tool reads them itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import results
+from ..errors import ToolConfigError
+from .base import ToolCall
+
+
+class ResultTool:
+    kind = "result"
+
+    async def run(self, config: dict, call: ToolCall) -> Any:
+        if "ref" not in config:
+            raise ToolConfigError("result task has no 'ref'", fix='add ref: "{{ <step or task name> }}"')
+        ref = config["ref"]
+        if results.is_ref(ref) or (isinstance(ref, str) and ref.startswith("noetl://")):
+            value = await results.aresolve_ref(ref)
+        else:
+            value = await results.resolve_refs(ref)
+        select = config.get("select")
+        if select is None:
+            return value
+        if not isinstance(select, dict):
+            raise ToolConfigError("result 'select' must map names to expressions or dotted paths")
+        return results.select_values(value, select)
