@@ -190,8 +190,8 @@ class Variables(BaseModel):
 
 class CancelRequest(_Request):
     reason: str | None = Field(None, max_length=2000)
-    cascade: Literal[True] = Field(True, description="sub-playbooks (child workflows) are always cancelled "
-                                                     "with their parent")
+    cascade: bool = Field(True, description="also cancel running sub-playbooks (child workflows); "
+                                            "false leaves them running on their own")
 
 
 class CancelResponse(BaseModel):

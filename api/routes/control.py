@@ -27,7 +27,8 @@ router = APIRouter(tags=["control"])
 async def cancel(response: Response, execution_id: ExecutionId, client: ClientDep, settings: SettingsDep,
                  body: Annotated[CancelRequest | None, Body()] = None) -> CancelResponse:
     body = body or CancelRequest()
-    result = await control.cancel(client, execution_id, reason=body.reason, wait_s=settings.cancel_wait_s)
+    result = await control.cancel(client, execution_id, reason=body.reason, cascade=body.cascade,
+                                  wait_s=settings.cancel_wait_s)
     if result["state"] == "CANCELLED":
         response.status_code = 200
     return CancelResponse(**result)

@@ -114,6 +114,10 @@ class AdmitRule(_Closed):
 class AdmitPolicy(_Closed):
     mode: Literal["exclusive"] = "exclusive"
     rules: list[AdmitRule] = Field(default_factory=list)
+    # What a denied token does (seed 004 §3.2): ``pending`` (default) waits for a ctx change
+    # but does not hold the execution open; ``wait`` holds it open until admitted (an
+    # approval gate); ``discard`` drops the token.
+    on_deny: Literal["pending", "wait", "discard"] = "pending"
 
 
 class FailurePolicy(_Closed):

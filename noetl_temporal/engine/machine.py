@@ -202,6 +202,10 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
             state.tokens.remove(token)
             _start_step_run(state, token, commands)
             progress = True
+        elif _on_deny(state, token.step) == "discard":
+            state.tokens.remove(token)
+            state.discarded_steps.append(token.step)
+            progress = True
         else:
             token.denied = True
             token.evaluated_ctx_version = state.ctx_version
@@ -229,9 +233,15 @@ def _admitted(state: ExecutionState, token: Token) -> bool:
     return allowed
 
 
+def _on_deny(state: ExecutionState, step_name: str) -> str:
+    step_def = state.playbook.step_by_name().get(step_name)
+    admit = step_def.spec.policy.admit if step_def and step_def.spec.policy else None
+    return admit.on_deny if admit is not None else "pending"
+
+
 def _active_steps(state: ExecutionState, exclude_join: str) -> set[str]:
     active = {run.step for run in state.step_runs.values()}
-    active |= {t.step for t in state.tokens if not t.denied}
+    active |= {t.step for t in state.tokens if not t.denied or _on_deny(state, t.step) == "wait"}
     active |= {j for j, buf in state.join_buffers.items() if buf and j != exclude_join}
     return active
 
@@ -254,9 +264,9 @@ def _fire_joins(state: ExecutionState) -> bool:
 def _check_quiescence(state: ExecutionState, commands: list[Command]) -> None:
     if state.step_runs or any(state.join_buffers.values()):
         return
-    waiting = [t for t in state.tokens if not t.denied]
+    waiting = [t for t in state.tokens if not t.denied or _on_deny(state, t.step) == "wait"]
     if waiting:
-        return  # only possible while paused: resume will run them
+        return  # paused (resume runs them), or an approval gate waiting for a ctx patch
     final_step = state.playbook.executor.spec.final_step
     if final_step and not state.final_started:
         state.final_started = True
@@ -276,6 +286,7 @@ def _summary(state: ExecutionState) -> dict[str, Any]:
         "failed_steps": failed,
         "steps": {name: info["status"] for name, info in state.steps.items()},
         "denied_steps": sorted({t.step for t in state.tokens if t.denied}),
+        "discarded_steps": sorted(set(state.discarded_steps)),
     }
 
 

@@ -106,6 +106,7 @@ class ExecutionState:
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)   # per step: status, runs, result
     failures: list[dict[str, Any]] = field(default_factory=list)
     absorbed_final_tokens: int = 0
+    discarded_steps: list[str] = field(default_factory=list)   # tokens dropped by on_deny: discard
     paused: bool = False
     stopping: str | None = None        # 'fail_fast' | 'limit' | 'timeout': no new work
     stopping_reason: str | None = None

@@ -130,13 +130,13 @@ async def _closed_meanwhile(client: Client, execution_id: str, action: str, exc:
     return ExecutionFinished(execution_id, info.state, action)
 
 
-async def cancel(client: Client, execution_id: str, *, reason: str | None = None,
+async def cancel(client: Client, execution_id: str, *, reason: str | None = None, cascade: bool = True,
                  wait_s: float = 5.0) -> dict[str, Any]:
     """Cancel: reason signal, then a Temporal cancel request; wait up to ``wait_s`` for the end.
 
     Idempotent: cancelling a CANCELLED execution answers its state again. A COMPLETED or
-    FAILED execution raises :class:`ExecutionFinished`. Child workflows (sub-playbooks)
-    are cancelled with their parent by Temporal's parent-close policy.
+    FAILED execution raises :class:`ExecutionFinished`. Running sub-playbooks (child
+    workflows) are cancelled too unless ``cascade`` is false.
     """
     reason = reason or "cancelled through the API"
     info = await describe(client, execution_id)
@@ -146,7 +146,7 @@ async def cancel(client: Client, execution_id: str, *, reason: str | None = None
         raise ExecutionFinished(execution_id, info.state, "cancel")
     handle = _handle(client, execution_id)
     try:
-        await handle.signal("cancel", reason, rpc_timeout=RPC_TIMEOUT)
+        await handle.signal("cancel", args=[reason, cascade], rpc_timeout=RPC_TIMEOUT)
         await handle.cancel(reason=reason, rpc_timeout=RPC_TIMEOUT)
     except RPCError as exc:
         error = await _closed_meanwhile(client, execution_id, "cancel", exc)

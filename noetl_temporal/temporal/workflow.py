@@ -59,6 +59,8 @@ class PlaybookWorkflow:
         self._activities: dict[str, Any] = {}
         self._cancel_reason: str | None = None
         self._fatal: str | None = None
+        self._cascade = True
+        self._children: set[str] = set()   # task run ids that are sub-playbook child workflows
         self._flushed = 0          # events already handed to the event store
         self._persist = True
 
@@ -157,9 +159,13 @@ class PlaybookWorkflow:
         for command in commands:
             if isinstance(command, RunTask):
                 runner = self._run_child if command.kind == "playbook" else self._run_task
+                if command.kind == "playbook":
+                    self._children.add(command.task_run_id)
                 self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
             elif isinstance(command, CancelTasks):
                 for task_run_id in command.task_run_ids:
+                    if task_run_id in self._children and not self._cascade:
+                        continue  # cancel(cascade=False): the child keeps running (abandoned)
                     handle = self._activities.get(task_run_id)
                     if handle is not None and not handle.done():
                         handle.cancel()
@@ -242,7 +248,9 @@ class PlaybookWorkflow:
             output = await workflow.execute_child_workflow(
                 WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,
                 cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-                parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+                # We cancel children ourselves (cancel, fail_fast, timeouts), so that a
+                # cancel with cascade=False can leave them running after the parent closes.
+                parent_close_policy=ParentClosePolicy.ABANDON,
                 static_summary=f"sub-playbook {path} for {cmd.step}/{cmd.task}")
         except ChildWorkflowError as err:
             if isinstance(err.cause, CancelledError):
@@ -294,9 +302,11 @@ class PlaybookWorkflow:
     # ------------------------------------------------------------------ signals, updates, queries
 
     @workflow.signal(name="cancel")
-    def cancel(self, reason: str | None = None) -> None:
-        """Record why; the caller then sends a Temporal cancel request, which ends the run."""
+    def cancel(self, reason: str | None = None, cascade: bool = True) -> None:
+        """Record why (and whether sub-playbooks go too); the caller then sends a Temporal
+        cancel request, which ends the run. ``cascade=False`` leaves running children alone."""
         self._cancel_reason = reason or "cancelled"
+        self._cascade = bool(cascade)
 
     @workflow.signal(name="pause")
     def pause(self, reason: str | None = None) -> None:

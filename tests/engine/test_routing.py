@@ -433,3 +433,22 @@ def test_join_fed_by_another_join_runs_once():
     feed(r, finished(r.held[0], ok()))
     assert r.steps_started().count("join") == 1
     assert r.status == "COMPLETED"
+
+
+@pytest.mark.parametrize("on_deny, status, denied, discarded", [
+    ("pending", "COMPLETED", ["gated"], []),   # reported, does not hold the execution open
+    ("wait", "RUNNING", ["gated"], []),        # an approval gate: waits for a ctx patch
+    ("discard", "COMPLETED", [], ["gated"]),   # dropped
+])
+def test_on_deny_modes(on_deny, status, denied, discarded):
+    text = ADMIT.replace("        admit:\n", f"        admit:\n          on_deny: {on_deny}\n")
+    r = run(text)
+    assert r.status == status
+    if status == "COMPLETED":
+        assert r.state.result["denied_steps"] == denied
+    if on_deny == "wait":
+        feed(r, PatchCtx(now=NOW, patch={"approved": True}))
+        assert r.steps_started() == ["start", "gated"] and r.status == "COMPLETED"
+    if on_deny == "discard":
+        from noetl_temporal.engine.machine import _summary
+        assert _summary(r.state)["discarded_steps"] == discarded

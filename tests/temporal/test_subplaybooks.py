@@ -158,3 +158,25 @@ async def test_missing_child_is_a_clear_task_error(run_yaml):
     """)
     assert report.state == "FAILED"
     assert "not found as a file" in report.summary["failed_steps"][0]["message"]
+
+
+async def test_cancel_without_cascade_leaves_the_child_running(temporal, task_queue, tmp_path):
+    from noetl_temporal.temporal.control import cancel
+
+    child = CHILD.replace('raise RuntimeError("child was told to fail")', "import time; time.sleep(3)")
+    playbook, source = write(tmp_path, child=child)
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, source=source,
+                                       payload={"fail": True, "items": [2]}, execution_timeout_s=60)
+        child_id = f"{handle.id}/each:run:1:iter:0:task:score:1"
+        for _ in range(200):
+            try:
+                await temporal.client.get_workflow_handle(child_id).describe()
+                break
+            except Exception:
+                await asyncio.sleep(0.05)
+        result = await cancel(temporal.client, handle.id, reason="parent only", cascade=False)
+        assert result["state"] == "CANCELLED"
+        child_handle = temporal.client.get_workflow_handle(child_id)
+        output = await asyncio.wait_for(child_handle.result(), timeout=30)
+        assert output["state"] == "COMPLETED"      # the child finished on its own

@@ -1,0 +1,64 @@
+"""``noetl-temporal cancel|pause|resume|ctx ID``: control a running execution.
+
+The same control module as the REST API (``noetl_temporal.temporal.control``).
+Exit codes: 0 done, 1 the execution is unknown or already finished, 2 usage or connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from .errors import ConfigError, NoetlError, NotFound
+
+__all__ = ["add_control_arguments", "add_ctx_arguments", "control_command"]
+
+
+def add_control_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("execution_id", metavar="ID", help="execution id")
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="Temporal frontend (default: $TEMPORAL_ADDRESS or a config profile)")
+    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
+    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
+    parser.add_argument("--reason", metavar="TEXT", help="why (recorded in the events)")
+    parser.add_argument("--no-cascade", action="store_true",
+                        help="cancel only: leave running sub-playbooks running")
+
+
+def add_ctx_arguments(parser: argparse.ArgumentParser) -> None:
+    add_control_arguments(parser)
+    parser.add_argument("sets", nargs="+", metavar="KEY=VALUE",
+                        help="ctx values to set (VALUE read as YAML); re-evaluates pending admission")
+
+
+def control_command(args: argparse.Namespace) -> int:
+    from .cli_run import parse_payload
+    from .temporal import control
+    from .temporal.client import connect, resolve_target
+
+    async def go() -> dict:
+        target = resolve_target(args.address, args.namespace, None, args.profile)
+        if target.address is None:
+            raise ConfigError("no Temporal server to talk to",
+                              fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS (see `noetl-temporal dev`)")
+        client = await connect(target)
+        if args.command == "cancel":
+            return await control.cancel(client, args.execution_id, reason=args.reason,
+                                        cascade=not args.no_cascade)
+        if args.command == "pause":
+            return await control.pause(client, args.execution_id, reason=args.reason)
+        if args.command == "resume":
+            return await control.resume(client, args.execution_id)
+        return await control.patch_ctx(client, args.execution_id, parse_payload(None, args.sets))
+
+    try:
+        print(json.dumps(asyncio.run(go()), indent=2, default=str))
+        return 0
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (NotFound, NoetlError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
