@@ -98,9 +98,9 @@ _TABLE: list[Code] = [
          "(loop iteration scope); for pipeline-local names use `set:` on a task"),
     # ------------------------------------------------------------------ tools and tasks
     Code("NTL301", _E, "a tool task has no `kind`", "`tool: {url: ..., method: GET}`",
-         "add `kind:` (noop, python, shell, http, postgres, duckdb, playbook, workbook)"),
+         "add `kind:` (noop, python, shell, http, postgres, duckdb, playbook, result, workbook)"),
     Code("NTL302", _E, "unknown tool kind", "`kind: htttp`",
-         "use one of noop, python, shell, http, postgres, duckdb, playbook, workbook"),
+         "use one of noop, python, shell, http, postgres, duckdb, playbook, result, workbook"),
     Code("NTL303", _E, "`tool` has the wrong shape", "`tool: python`, `tool: []`",
          "write a task mapping (`tool: {kind: ...}`) or a list of tasks"),
     Code("NTL304", _E, "two tasks of one step have the same label", "two `- name: fetch` in one pipeline",
