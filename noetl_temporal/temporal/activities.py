@@ -26,6 +26,7 @@ Tool failures never cross it as errors: they are outcomes the policy routes on.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -35,7 +36,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from .. import keychain, results
-from ..engine.context import outcome_view
+from ..engine.context import deep_merge, outcome_view
 from ..engine.messages import RunTask
 from ..engine.policy import evaluate_policy, retry_delay
 from ..errors import ToolError
@@ -76,6 +77,9 @@ _READS_REFS = frozenset({"result"})
 async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keychain.Scrubber]:
     """Secrets rendered in, ResultRefs read back: the configuration the tool gets."""
     results.check_result_spec(cmd.result_spec)
+    knobs = cmd.spec.get(cmd.kind)
+    if isinstance(knobs, dict):  # `spec.<kind>:` defaults from executor/step/loop/task layers
+        cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
     if keychain.needs_keychain(cmd.kind, cmd.config):  # providers may block: off the event loop
         prepared = await asyncio.to_thread(
             keychain.prepare, cmd.kind, cmd.config, secret_context=cmd.secret_context,

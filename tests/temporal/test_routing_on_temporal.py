@@ -201,3 +201,33 @@ async def test_events_are_ordered_gap_free_and_cover_the_run(run_yaml):
         assert needed in types
     assert types.count("playbook.finished") == 1
     assert all(e["timestamp"].endswith("Z") for e in report.events)
+
+
+async def test_spec_layering_gives_tool_defaults_per_kind(run_yaml, http_server):
+    """`spec.<kind>` maps layer executor < step < loop < task (maps merge, lists replace);
+    the task's own configuration wins."""
+    report = await run_yaml(f"""
+    executor:
+      spec:
+        http: {{headers: {{X-Team: data, X-Env: prod}}, params: {{a: "1"}}}}
+    workflow:
+      - step: calls
+        spec:
+          http: {{headers: {{X-Env: staging}}}}
+        loop:
+          in: [1]
+          iterator: n
+          spec: {{http: {{params: {{b: "2"}}}}}}
+        tool:
+          - name: echo
+            kind: http
+            url: "{http_server.url('/echo')}"
+            spec: {{http: {{headers: {{X-Task: t1}}}}}}
+            headers: {{X-Own: mine}}
+    """)
+    assert report.state == "COMPLETED", report.error
+    echoed = report.steps["calls"]["result"]["results"][0]["data"]
+    headers = {k.lower(): v for k, v in echoed["headers"].items()}
+    assert headers["x-team"] == "data" and headers["x-env"] == "staging"
+    assert headers["x-task"] == "t1" and headers["x-own"] == "mine"
+    assert echoed["query"] == {"a": "1", "b": "2"} or echoed["query"] == {"a": ["1"], "b": ["2"]}
