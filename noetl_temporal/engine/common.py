@@ -1,0 +1,89 @@
+"""Small helpers the interpreter's modules share: events, template scope, ctx patches,
+failure records, tokens, and keeping payloads small and JSON-plain.
+
+Nothing here calls back into the other interpreter modules.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..dsl.models import Step
+from .context import build_context, set_path
+from .state import ExecutionState, PipelineRun, Token
+
+__all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
+           "error_envelope", "error_outcome", "short", "short_outcome", "plain"]
+
+
+def emit(state: ExecutionState, event_type: str, **fields: Any) -> dict[str, Any]:
+    return state.log.emit(event_type, timestamp=state.now, **fields)
+
+
+def step_definition(state: ExecutionState, name: str) -> Step:
+    return state.playbook.step_by_name()[name]
+
+
+def template_context(state: ExecutionState, step_def: Step | None, *, args: dict[str, Any] | None = None,
+                     pipe: PipelineRun | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    iterator = step_def.loop.iterator if step_def is not None and step_def.loop is not None else None
+    return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
+                         step_results=state.step_results, args=args,
+                         iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,
+                         pipeline_vars=pipe.vars if pipe else None, spec=state.playbook.spec, extra=extra)
+
+
+def patch_ctx(state: ExecutionState, patch: dict[str, Any]) -> None:
+    """Set dotted keys in ``ctx``; a non-empty patch bumps ``ctx_version`` (denied tokens
+    are re-evaluated when it changes)."""
+    for key, value in patch.items():
+        set_path(state.ctx, key, value)
+    if patch:
+        state.ctx_version += 1
+
+
+def record_failure(state: ExecutionState, step: str, step_run_id: str | None, *, handled: bool,
+                   kind: str | None, message: str | None, **extra: Any) -> None:
+    state.failures.append({"step": step, "step_run_id": step_run_id, "handled": handled,
+                           "kind": kind, "message": message, **extra})
+
+
+def add_token(state: ExecutionState, step_name: str, args: dict[str, Any], source: str | None,
+              *, joined: bool = False, final: bool = False) -> Token:
+    state.token_counter += 1
+    token = Token(id=f"tok:{state.token_counter}", step=step_name, args=args, source=source,
+                  joined=joined, final=final)
+    state.tokens.append(token)
+    return token
+
+
+def error_envelope(kind: str, message: str) -> dict[str, Any]:
+    return {"kind": kind, "retryable": False, "code": None, "message": message}
+
+
+def error_outcome(kind: str, message: str) -> dict[str, Any]:
+    return {"status": "error", "result": None, "error": error_envelope(kind, message),
+            "meta": {"attempt": 1, "duration_ms": 0}}
+
+
+def short(value: Any, limit: int = 2048) -> Any:
+    """Keep event payloads small: large values are summarized, not copied."""
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = str(value)
+    if len(text) <= limit:
+        return value
+    return {"truncated": True, "bytes": len(text), "preview": text[:256]}
+
+
+def short_outcome(outcome: dict[str, Any]) -> dict[str, Any]:
+    summary = {k: v for k, v in outcome.items() if k != "result"}
+    summary["result"] = short(outcome.get("result"))
+    return summary
+
+
+def plain(value: Any) -> Any:
+    """JSON-plain copy for command payloads (activities receive JSON)."""
+    return json.loads(json.dumps(value, default=str))

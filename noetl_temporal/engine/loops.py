@@ -1,0 +1,129 @@
+"""Loop steps: one pipeline run per item of ``loop.in``, ``sequential`` or ``parallel`` (at
+most ``max_in_flight`` at once); ``loop.done`` closes the step with
+``{results, count, done, failed, failed_iterations}``.
+"""
+
+from __future__ import annotations
+
+from ..dsl.models import Step
+from ..errors import TemplateError
+from ..templates import render_value
+from . import pipeline, steps
+from .common import emit, error_envelope, error_outcome, short, template_context
+from .messages import CancelTasks, Command
+from .state import ExecutionState, LoopRun, PipelineRun, StepRun
+
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "iteration_finished"]
+
+DEFAULT_MAX_IN_FLIGHT = 10
+
+
+def start_loop(state: ExecutionState, run: StepRun, step_def: Step, commands: list[Command]) -> None:
+    loop = step_def.loop
+    assert loop is not None
+    context = template_context(state, step_def, args=run.args)
+    try:
+        items = render_value(loop.in_, context, where=f"{step_def.step}.loop.in")
+        if isinstance(items, tuple):
+            items = list(items)
+        if not isinstance(items, list):
+            raise TemplateError(f"loop.in rendered to {type(items).__name__} "
+                                f"({short(items)}), expected a list",
+                                where=f"{step_def.step}.loop.in",
+                                fix="make loop.in a list, e.g. '{{ workload.items }}'")
+    except TemplateError as exc:
+        emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="error",
+             payload={"error": {"kind": "loop", "message": str(exc)}})
+        steps.finish_step_run(state, run, ok=False, result=None,
+                              outcome=error_outcome("loop", str(exc)), commands=commands)
+        return
+    parallel = loop.spec.mode == "parallel"
+    cap = loop.spec.max_in_flight or (DEFAULT_MAX_IN_FLIGHT if parallel else 1)
+    run.loop = LoopRun(items=items, iterator=loop.iterator, parallel=parallel,
+                       max_in_flight=cap if parallel else 1, results=[None] * len(items))
+    emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="in_progress",
+         payload={"meta": {"count": len(items), "mode": loop.spec.mode, "max_in_flight": run.loop.max_in_flight}})
+    _fill_loop(state, run, commands)
+
+
+def _fill_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
+    """Start iterations up to ``max_in_flight``; finish the loop when all are done.
+
+    Inline iterations (noop pipelines) finish while this runs; ``filling`` makes their
+    completion come back here instead of recursing once per item.
+    """
+    loop = run.loop
+    assert loop is not None
+    if loop.filling:
+        return
+    loop.filling = True
+    try:
+        while True:
+            stop_new = run.cancelled or state.stopping is not None
+            while (not stop_new and loop.next_index < len(loop.items)
+                   and len(loop.running) < loop.max_in_flight):
+                index = loop.next_index
+                loop.next_index += 1
+                _start_iteration(state, run, index, commands)
+            if loop.running:
+                return
+            if stop_new or loop.next_index >= len(loop.items):
+                _finish_loop(state, run, commands)
+                return
+    finally:
+        loop.filling = False
+
+
+def _start_iteration(state: ExecutionState, run: StepRun, index: int, commands: list[Command]) -> None:
+    loop = run.loop
+    assert loop is not None
+    item = loop.items[index]
+    scope = {loop.iterator: item, "index": index, "_index": index}
+    pipe = PipelineRun(key=f"{run.id}#{index}", step_run_id=run.id, iteration=index, iter_scope=scope)
+    run.iterations[index] = pipe
+    loop.running.add(index)
+    emit(state, "loop.iteration.scheduled", entity_id=run.step, step_run_id=run.id, iteration=index,
+         status="in_progress")
+    emit(state, "loop.iteration.started", entity_id=run.step, step_run_id=run.id, iteration=index,
+         status="in_progress")
+    pipeline.run_pipeline(state, run, pipe, commands)
+
+
+def iteration_finished(state: ExecutionState, run: StepRun, pipe: PipelineRun,
+                       commands: list[Command]) -> None:
+    loop = run.loop
+    assert loop is not None and pipe.iteration is not None
+    index = pipe.iteration
+    loop.running.discard(index)
+    loop.done_count += 1
+    loop.results[index] = pipe.prev
+    if pipe.failed:
+        loop.failed.append(index)
+    emit(state, "loop.iteration.failed" if pipe.failed else "loop.iteration.done", entity_id=run.step,
+         step_run_id=run.id, iteration=index, status="error" if pipe.failed else "success",
+         payload={"error": pipe.error} if pipe.failed else {"meta": {"result": short(pipe.prev)}})
+    run.iterations.pop(index, None)
+    if pipe.failed and not pipe.cancelled and steps.failure_mode(state, run.step) == "fail_fast":
+        run.cancelled = True  # stop this loop's remaining iterations
+        others = [p.in_flight for p in run.iterations.values() if p.in_flight]
+        if others:
+            commands.append(CancelTasks(task_run_ids=others, reason=f"iteration {index} of "
+                                        f"'{run.step}' failed (fail_fast)"))
+    _fill_loop(state, run, commands)
+
+
+def _finish_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
+    loop = run.loop
+    assert loop is not None
+    ok = not loop.failed and not run.cancelled
+    result = {"results": loop.results, "count": len(loop.items), "done": loop.done_count,
+              "failed": len(loop.failed), "failed_iterations": sorted(loop.failed)}
+    emit(state, "loop.done", entity_id=run.step, step_run_id=run.id, status="success" if ok else "error",
+         payload={"meta": {"count": len(loop.items), "done": loop.done_count, "failed": len(loop.failed)}})
+    error = None
+    if not ok:
+        error = error_envelope("loop", f"{len(loop.failed)} of {len(loop.items)} iterations failed"
+                               if loop.failed else "loop cancelled")
+    outcome = {"status": "ok" if ok else "error", "result": result, "error": error, "meta": {}}
+    steps.finish_step_run(state, run, ok=ok, result=result, outcome=outcome, commands=commands,
+                          loop_done=True)

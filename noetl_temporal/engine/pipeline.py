@@ -1,0 +1,272 @@
+"""Pipelines: a step's labeled tasks run in order, one ``RunTask`` at a time (``noop`` runs
+inline); each task's outcome goes through its policy (``continue``, ``jump``, ``break``,
+``fail``; ``retry`` is the activity's), its ``set`` patches apply before the action, and
+the pipeline's end finishes its step run or loop iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dsl.models import Step, Task
+from ..errors import TemplateError
+from ..templates import render_value
+from . import invocation, loops, steps
+from .common import (
+    emit,
+    error_envelope,
+    error_outcome,
+    patch_ctx,
+    record_failure,
+    short_outcome,
+    step_definition,
+    template_context,
+)
+from .context import outcome_view, set_path
+from .messages import Command, TaskFinished
+from .policy import evaluate_policy
+from .state import ExecutionState, PipelineRun, StepRun
+
+__all__ = ["INLINE_KINDS", "run_pipeline", "task_finished", "apply_patches"]
+
+# Kinds evaluated inside the workflow: no activity, no history cost.
+INLINE_KINDS = frozenset({"noop"})
+
+
+def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, commands: list[Command]) -> None:
+    """Advance a pipeline until it waits on an activity or ends (inline tasks run here)."""
+    step_def = step_definition(state, run.step)
+    tasks = step_def.tool
+    while not pipe.finished:
+        if run.cancelled or run.timed_out:
+            pipe.cancelled = run.cancelled
+            _end_pipeline(state, run, pipe, failed=True,
+                          error={"kind": "timeout" if run.timed_out else "cancelled",
+                                 "message": "step timed out" if run.timed_out else "cancelled"},
+                          commands=commands)
+            return
+        if pipe.pc >= len(tasks):
+            _end_pipeline(state, run, pipe, failed=False, error=None, commands=commands)
+            return
+        task = tasks[pipe.pc]
+        count = pipe.runs.get(task.name, 0) + 1
+        pipe.runs[task.name] = count
+        suffix = f":iter:{pipe.iteration}" if pipe.iteration is not None else ""
+        task_run_id = f"{run.id}{suffix}:task:{task.name}:{count}"
+        context = template_context(state, step_def, args=run.args, pipe=pipe, extra=_pipeline_extra(pipe, task))
+        emit(state, "task.started", entity_id=task.name, parent_id=run.id, step_run_id=run.id,
+             task_run_id=task_run_id, iteration=pipe.iteration, status="in_progress",
+             payload={"meta": {"kind": task.kind}})
+        try:
+            config, secret_context = invocation.render_config(step_def, task, context)
+        except TemplateError as exc:
+            _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
+                           attempts=[], decision=None, commands=commands)
+            continue
+        if task.kind in INLINE_KINDS:
+            outcome = _inline_outcome(task, config)
+            _apply_outcome(state, run, pipe, task, task_run_id, outcome, attempts=[], decision=None,
+                           commands=commands)
+            continue
+        pipe.in_flight = task_run_id
+        state.pipelines[task_run_id] = pipe
+        commands.append(invocation.run_task_command(state, run, pipe, step_def, task, task_run_id, context,
+                                                    config, secret_context))
+        return
+
+
+def _pipeline_extra(pipe: PipelineRun, task: Task, outcome: dict[str, Any] | None = None,
+                    attempt: int = 1) -> dict[str, Any]:
+    view = outcome_view(outcome) if outcome is not None else None
+    return {"_prev": pipe.prev, "_task": task.name, "_attempt": attempt, "output": view, "outcome": view}
+
+
+def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:
+    if "result" in config:
+        result = config["result"]
+    else:
+        merged = {**(config.get("input") or {}), **(config.get("args") or {})}
+        result = merged or None
+    return {"status": "ok", "result": result, "error": None, "meta": {"attempt": 1, "duration_ms": 0}}
+
+
+def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> None:
+    pipe = state.pipelines.pop(event.task_run_id, None)
+    if pipe is None:
+        return  # a late report for a task we no longer wait for (duplicate or cancelled run)
+    pipe.in_flight = None
+    run = state.step_runs.get(pipe.step_run_id)
+    if run is None:
+        return
+    step_def = step_definition(state, run.step)
+    task = step_def.tool[pipe.pc]
+    for attempt in event.attempts:
+        _emit_attempt(state, run, pipe, task, event.task_run_id, attempt)
+    decision = None
+    if event.decided:
+        decision = (event.rule_index, event.action or "continue")
+        if event.exhausted:
+            decision = (event.rule_index, "fail")
+    _apply_outcome(state, run, pipe, task, event.task_run_id, event.outcome, attempts=event.attempts,
+                   decision=decision, commands=commands)
+    if not pipe.finished:
+        run_pipeline(state, run, pipe, commands)
+
+
+def _emit_attempt(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
+                  attempt: dict[str, Any]) -> None:
+    number = attempt.get("attempt")
+    ids = dict(entity_id=task.name, parent_id=task_run_id, step_run_id=run.id, task_run_id=task_run_id,
+               iteration=pipe.iteration, attempt=number)
+    emit(state, "task.attempt.started", status="in_progress",
+         payload={"meta": {"started_at": attempt.get("started_at")}}, **ids)
+    ok = attempt.get("status") == "ok"
+    emit(state, "task.attempt.done" if ok else "task.attempt.failed", status="success" if ok else "error",
+         duration_ms=attempt.get("duration_ms"),
+         payload={"error": attempt.get("error"), "meta": {"action": attempt.get("action"),
+                                                          "next_delay_s": attempt.get("next_delay_s")}},
+         **ids)
+
+
+def _decide(rules: list[Any], status: str, context: dict[str, Any], *, cancelled: bool,
+            decision: tuple[int | None, str] | None) -> tuple[int | None, str]:
+    """The matched rule and action: none for a cancelled task, the activity's decision when
+    it made one, else the policy evaluated here (inline tasks and template errors)."""
+    if cancelled:
+        return None, "fail"
+    if decision is not None:
+        return decision
+    d = evaluate_policy([r.model_dump() for r in rules], status, context)
+    if d.action == "retry":
+        return d.rule_index, "fail"  # inline tasks cannot retry: same outcome every time
+    return d.rule_index, d.action
+
+
+def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
+                   outcome: dict[str, Any], *, attempts: list[dict[str, Any]],
+                   decision: tuple[int | None, str] | None, commands: list[Command]) -> None:
+    step_def = step_definition(state, run.step)
+    status = outcome.get("status", "error")
+    attempt = (outcome.get("meta") or {}).get("attempt") or max(1, len(attempts))
+    rules = task.spec.policy.rules if task.spec.policy else []
+    cancelled = (outcome.get("error") or {}).get("kind") == "cancelled" or run.cancelled or run.timed_out
+    context = template_context(state, step_def, args=run.args, pipe=pipe,
+                               extra=_pipeline_extra(pipe, task, outcome, attempt))
+    rule_index, action = _decide(rules, status, context, cancelled=cancelled, decision=decision)
+    then = rules[rule_index].then if rule_index is not None else None
+    result = outcome.get("result")
+    pipe.last_outcome = outcome
+    pipe.vars[task.name] = result
+    emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
+         step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
+         status="success" if status == "ok" else "error", duration_ms=(outcome.get("meta") or {}).get("duration_ms"),
+         attempt=attempt, payload={"outcome": short_outcome(outcome)})
+    ref = outcome.get("result_ref")
+    if isinstance(ref, dict):
+        emit(state, "result.stored", entity_id=f"task:{task.name}:attempt:{attempt}", parent_id=task_run_id,
+             task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
+             payload={"result_ref": {k: v for k, v in ref.items() if k != "preview"},
+                      "extracted": ref.get("extracted")})
+    if rules or decision is not None:
+        emit(state, "policy.task.evaluated", entity_id=f"task:{task.name}", parent_id=task_run_id,
+             task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
+             payload={"matched_rule_index": rule_index, "action": {"do": action,
+                                                                    **({"to": then.to} if then and then.to else {})}})
+    # set_* patches apply before the action: the task's own, then the matched rule's.
+    scope = _pipeline_extra(pipe, task, outcome, attempt)
+    apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
+                  extra=scope)
+    if then is not None and not then.is_empty():
+        apply_patches(state, step_def, then, run, pipe, outcome,
+                      where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
+    if cancelled:
+        pipe.cancelled = run.cancelled
+        err = dict(outcome.get("error") or {})
+        if run.timed_out:
+            timeout = step_def.spec.lifecycle.timeout_s if step_def.spec.lifecycle else None
+            err = error_envelope("timeout", steps.timeout_message(run, timeout))
+        _end_pipeline(state, run, pipe, failed=True, error=err, commands=commands)
+        return
+    if action == "continue":
+        pipe.prev = result
+        pipe.pc += 1
+    elif action == "break":
+        pipe.prev = result
+        _end_pipeline(state, run, pipe, failed=False, error=None, commands=commands)
+    elif action == "jump":
+        pipe.prev = result
+        _jump(state, run, pipe, step_def, then.to if then else None, commands)
+    else:  # fail, or retry with nothing left
+        error = dict(outcome.get("error") or {})
+        if not error:
+            error = error_envelope("policy", f"task '{task.name}' failed by policy"
+                                   + (f" (rule {rule_index})" if rule_index is not None else ""))
+        if decision is not None and decision[1] == "fail" and attempts and attempts[-1].get("action") == "retry":
+            error["message"] = f"retries exhausted after {len(attempts)} attempts: {error.get('message')}"
+        _end_pipeline(state, run, pipe, failed=True, error=error, commands=commands)
+
+
+def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step, target: str | None,
+          commands: list[Command]) -> None:
+    names = [t.name for t in step_def.tool]
+    pipe.jumps += 1
+    limit = state.playbook.executor.spec.max_jumps
+    if pipe.jumps > limit:
+        _end_pipeline(state, run, pipe, failed=True, commands=commands,
+                      error=error_envelope("jump_limit", f"task policy jumped more than {limit} times in one "
+                                           f"run of '{run.step}' (executor.spec.max_jumps); add a guard that "
+                                           "ends the cycle with do: break"))
+    elif target == "previous":
+        pipe.pc = max(0, pipe.pc - 1)
+    elif target in names:
+        pipe.pc = names.index(target)
+    else:
+        _end_pipeline(state, run, pipe, failed=True, commands=commands,
+                      error=error_envelope("policy", f"jump target {target!r} is not a task of step '{run.step}'"))
+
+
+def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepRun,
+                  pipe: PipelineRun | None, outcome: dict[str, Any] | None, where: str,
+                  extra: dict[str, Any] | None = None) -> None:
+    if holder.is_empty():
+        return
+    if extra is None:
+        extra = {"output": outcome_view(outcome), "outcome": outcome_view(outcome)}
+        if pipe is not None:
+            extra["_prev"] = pipe.prev
+    context = template_context(state, step_def, args=run.args, pipe=pipe, extra=extra)
+    try:
+        ctx_patch = render_value(holder.set_ctx, context, where=where)
+        iter_patch = render_value(holder.set_iter, context, where=where)
+        var_patch = render_value(holder.set_vars, context, where=where)
+    except TemplateError as exc:
+        record_failure(state, run.step, run.id, handled=False, kind="template", message=str(exc))
+        return
+    patch_ctx(state, ctx_patch)
+    if pipe is not None:
+        if pipe.iter_scope is not None:
+            for key, value in iter_patch.items():
+                set_path(pipe.iter_scope, key, value)
+        for key, value in var_patch.items():
+            set_path(pipe.vars, key, value)
+    else:
+        # A step-level `set:` of plain names has no pipeline left to bind into: it
+        # patches ctx, which is where later steps can read it.
+        patch_ctx(state, var_patch)
+
+
+def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, failed: bool,
+                  error: dict[str, Any] | None, commands: list[Command]) -> None:
+    if pipe.finished:
+        return
+    pipe.finished = True
+    pipe.failed = failed
+    pipe.error = error
+    if pipe.iteration is not None:
+        loops.iteration_finished(state, run, pipe, commands)
+        return
+    outcome = dict(pipe.last_outcome or {"meta": {}})
+    outcome["status"] = "error" if failed else "ok"
+    outcome["result"] = pipe.prev if not failed else (pipe.last_outcome or {}).get("result")
+    outcome["error"] = error if failed else None
+    steps.finish_step_run(state, run, ok=not failed, result=outcome["result"], outcome=outcome, commands=commands)

@@ -1,0 +1,132 @@
+"""Step runs: an admitted token becomes a step run (one pipeline, or a loop of them); a
+finished run is recorded, applies its ``set`` patches and routes through ``next.arcs``.
+
+Also the failure mode (``best_effort`` / ``fail_fast``), which stops the execution at the
+first unhandled failure, and step timeouts (``lifecycle.timeout_s``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..status import StepStatus, transition
+from . import loops, pipeline, routing
+from .common import emit, error_outcome, record_failure, short, step_definition
+from .messages import CancelTasks, Command, StartTimer
+from .state import ExecutionState, PipelineRun, StepRun, Token
+
+__all__ = ["start_step_run", "finish_step_run", "record_step", "failure_mode", "stop", "step_timed_out",
+           "timeout_message"]
+
+
+def start_step_run(state: ExecutionState, token: Token, commands: list[Command]) -> None:
+    step_def = step_definition(state, token.step)
+    limit = state.playbook.executor.spec.max_step_runs
+    if state.total_step_runs >= limit:
+        stop(state, "limit", f"more than {limit} step runs (executor.spec.max_step_runs); "
+             "a routing cycle without an exit?", commands)
+        record_failure(state, token.step, None, handled=False, kind="step_run_limit",
+                       message="step run limit reached")
+        return
+    count = state.run_counts.get(token.step, 0) + 1
+    state.run_counts[token.step] = count
+    state.total_step_runs += 1
+    run = StepRun(id=f"{token.step}:run:{count}", step=token.step, args=token.args, final=token.final)
+    state.step_runs[run.id] = run
+    state.current_step = token.step
+    emit(state, "step.scheduled", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
+         status="in_progress", payload={"inputs": {"args": token.args}, "meta": {"token": token.id,
+                                                                              "from": token.source}})
+    run.status = transition("step", run.status, StepStatus.RUNNING)
+    run.started_at = state.now
+    emit(state, "step.started", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
+         status="in_progress")
+    timeout = step_def.spec.lifecycle.timeout_s if step_def.spec.lifecycle else None
+    if timeout:
+        commands.append(StartTimer(timer_id=f"timeout:{run.id}", seconds=timeout, step_run_id=run.id))
+    if step_def.loop is not None:
+        loops.start_loop(state, run, step_def, commands)
+    else:
+        run.main = PipelineRun(key=run.id, step_run_id=run.id)
+        pipeline.run_pipeline(state, run, run.main, commands)
+
+
+def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: Any,
+                    outcome: dict[str, Any] | None, commands: list[Command], loop_done: bool = False) -> None:
+    step_def = step_definition(state, run.step)
+    cancelled = run.cancelled and not ok
+    target = StepStatus.COMPLETED if ok else (StepStatus.CANCELLED if cancelled else StepStatus.FAILED)
+    run.status = transition("step", run.status, target)
+    error = (outcome or {}).get("error") if not ok else None
+    state.step_results[run.step] = result
+    record_step(state, run.step, target, result)
+    emit(state, "step.done" if ok else "step.failed", entity_id=run.step, parent_id=state.execution_id,
+         step_run_id=run.id, status="success" if ok else "error",
+         payload={"outcome": {"status": "ok" if ok else "error", "result": short(result), "error": error}})
+    state.step_runs.pop(run.id, None)
+    if not cancelled:
+        pipeline.apply_patches(state, step_def, step_def, run, None, outcome, where=f"{run.step}.set")
+    if run.final:
+        if not ok:
+            record_failure(state, run.step, run.id, handled=False, kind=(error or {}).get("kind"),
+                           message=(error or {}).get("message"), final_step=True)
+        return
+    if cancelled:
+        record_failure(state, run.step, run.id, handled=True, kind="cancelled", message="cancelled")
+        return
+    event = routing.boundary_event(run.step, ok=ok, loop_done=loop_done, error=error, result=result)
+    handled = routing.route(state, run, step_def, event, outcome)
+    if not ok:
+        record_failure(state, run.step, run.id, handled=handled, kind=(error or {}).get("kind"),
+                       message=(error or {}).get("message"))
+        if not handled and failure_mode(state, run.step) == "fail_fast":
+            stop(state, "fail_fast", f"step '{run.step}' failed (fail_fast): "
+                 f"{(error or {}).get('message')}", commands)
+
+
+def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any) -> None:
+    info = state.steps.setdefault(name, {"status": None, "runs": 0, "result": None})
+    info["status"] = status.value
+    info["runs"] += 1
+    info["result"] = result
+
+
+def failure_mode(state: ExecutionState, step_name: str) -> str:
+    step_def = step_definition(state, step_name)
+    for holder in (step_def.spec.failure, step_def.spec.policy.failure if step_def.spec.policy else None,
+                   state.playbook.executor.spec.failure):
+        if holder is not None:
+            return holder.mode
+    return "best_effort"
+
+
+def stop(state: ExecutionState, why: str, reason: str, commands: list[Command]) -> None:
+    """fail_fast / limits: schedule nothing new and cancel what is in flight."""
+    if state.stopping:
+        return
+    state.stopping = why
+    state.stopping_reason = reason
+    in_flight = list(state.pipelines)
+    if in_flight:
+        commands.append(CancelTasks(task_run_ids=in_flight, reason=reason))
+    for run in state.step_runs.values():
+        run.cancelled = True
+
+
+def timeout_message(run: StepRun, timeout: float | None) -> str:
+    return f"step '{run.step}' exceeded lifecycle.timeout_s={timeout}"
+
+
+def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> None:
+    run = state.step_runs.get(step_run_id)
+    if run is None:
+        return  # finished before the timer fired
+    run.timed_out = True
+    pipes = [run.main] if run.main else list(run.iterations.values())
+    in_flight = [p.in_flight for p in pipes if p and p.in_flight]
+    if in_flight:
+        commands.append(CancelTasks(task_run_ids=in_flight, reason=f"step '{run.step}' timed out"))
+    else:
+        timeout = step_definition(state, run.step).spec.lifecycle.timeout_s  # type: ignore[union-attr]
+        finish_step_run(state, run, ok=False, result=None,
+                        outcome=error_outcome("timeout", timeout_message(run, timeout)), commands=commands)
