@@ -146,6 +146,19 @@ async def read_events(client: Client | None, execution_id: str, *, store: EventS
         raise NotFound(f"no execution {execution_id!r} in the event store",
                        fix="pass --address to ask Temporal, or --event-store to read another store")
     try:
+        if store is not None:
+            # The store holds a gap-free prefix of the log (flushed in order), including
+            # events of earlier runs of a continued-as-new execution, which the live
+            # workflow no longer keeps in memory. Read that prefix, then ask the workflow.
+            lifecycle = await asyncio.to_thread(store.lifecycle, execution_id)
+            if lifecycle and lifecycle["last_seq"] > after_seq:
+                head = await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
+                                               types=types, entity=entity)
+                if len(head) >= limit:
+                    return head
+                tail = await _query_events(client, execution_id, lifecycle["last_seq"], limit - len(head),
+                                           types, entity)
+                return head + tail
         return await _query_events(client, execution_id, after_seq, limit, types, entity)
     except RPCError as exc:
         if _not_found(exc):

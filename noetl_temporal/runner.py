@@ -100,11 +100,15 @@ async def _follow(handle, on_event: Callable[[dict[str, Any]], None], done: asyn
 async def _execute(client: Client, playbook: Playbook, *, target: Target, payload: dict[str, Any],
                    source: str | None, on_event: Callable[[dict[str, Any]], None] | None,
                    search_attributes: bool, execution_id: str | None,
-                   heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None) -> RunReport:
+                   heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None,
+                   continue_as_new_after_events: int = 0) -> RunReport:
     handle = await start_execution(client, playbook, payload=payload, task_queue=target.task_queue,
                                    source=source, search_attributes=search_attributes,
                                    execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
-                                   execution_timeout_s=execution_timeout_s)
+                                   execution_timeout_s=execution_timeout_s,
+                                   continue_as_new_after_events=continue_as_new_after_events)
+    # Queries go to the latest run: a long execution continues as new.
+    handle = client.get_workflow_handle(handle.id)
     done = asyncio.Event()
     follower = asyncio.ensure_future(_follow(handle, on_event, done)) if on_event else None
     error: str | None = None
@@ -144,6 +148,21 @@ async def _safe_query(handle, name: str, *args: Any) -> Any:
 
 
 async def _all_events(handle) -> list[dict[str, Any]]:
+    """The whole log: from the event store (complete once the run closed, across
+    continue-as-new runs), else from the workflow's memory."""
+    from .store.events import open_event_store
+
+    with contextlib.suppress(Exception):
+        store = open_event_store()
+        stored: list[dict[str, Any]] = []
+        while True:
+            batch = await asyncio.to_thread(store.read, handle.id, after_seq=len(stored), limit=5000)
+            if not batch:
+                break
+            stored.extend(batch)
+        if stored and [e["seq"] for e in stored] == list(range(1, len(stored) + 1)) and \
+                stored[-1]["event_type"] in ("playbook.processed", "execution.cancelled"):
+            return stored
     events: list[dict[str, Any]] = []
     while True:
         batch = await _safe_query(handle, "events", len(events), 5000)
@@ -189,10 +208,12 @@ async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str
                           on_event: Callable[[dict[str, Any]], None] | None = None,
                           source: str | None = None, search_attributes: bool = False,
                           execution_id: str | None = None, heartbeat_timeout_s: float = 30.0,
-                          execution_timeout_s: float | None = None) -> RunReport:
+                          execution_timeout_s: float | None = None,
+                          continue_as_new_after_events: int = 0) -> RunReport:
     """Run on an already connected client (tests, embedding)."""
     target = Target(address="(connected)", task_queue=task_queue)
     return await _with_worker(client, playbook, target=target, payload=payload or {}, source=source,
                               worker=worker, on_event=on_event, search_attributes=search_attributes,
                               execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
-                              execution_timeout_s=execution_timeout_s)
+                              execution_timeout_s=execution_timeout_s,
+                              continue_as_new_after_events=continue_as_new_after_events)

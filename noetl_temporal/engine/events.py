@@ -60,15 +60,23 @@ class EventLog:
         self.execution_id = execution_id
         self.parent_execution_id: str | None = None   # set for sub-playbook executions
         self.events: list[dict[str, Any]] = []
+        # Events before ``base`` belong to earlier runs of a continued-as-new execution:
+        # they are in the event store, not in memory.
+        self.base = 0
 
     @property
     def seq(self) -> int:
-        return len(self.events)
+        return self.base + len(self.events)
+
+    def since(self, after_seq: int, limit: int) -> list[dict[str, Any]]:
+        """Events in memory with ``seq > after_seq`` (from ``base`` on), at most ``limit``."""
+        start = max(after_seq - self.base, 0)
+        return self.events[start: start + max(limit, 0)]
 
     def emit(self, event_type: str, *, timestamp: str, entity_id: str | None = None,
              parent_id: str | None = None, status: str | None = None,
              payload: dict[str, Any] | None = None, **correlation: Any) -> dict[str, Any]:
-        seq = len(self.events) + 1
+        seq = self.base + len(self.events) + 1
         event: dict[str, Any] = {
             "event_id": f"{self.execution_id}:{seq}",
             "event_type": event_type,

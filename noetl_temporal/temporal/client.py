@@ -86,10 +86,12 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           task_queue: str = DEFAULT_TASK_QUEUE, execution_id: str | None = None,
                           source: str | None = None, search_attributes: bool = False,
                           heartbeat_timeout_s: float = 30.0,
-                          execution_timeout_s: float | None = None) -> WorkflowHandle:
+                          execution_timeout_s: float | None = None,
+                          continue_as_new_after_events: int = 0) -> WorkflowHandle:
     execution_id = execution_id or new_execution_id()
     inp = RunInput(execution_id=execution_id, playbook=playbook.model_dump(mode="json", by_alias=True),
-                   payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s)
+                   payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s,
+                   continue_as_new_after_events=continue_as_new_after_events)
     extra: dict[str, Any] = {}
     if search_attributes:
         path = playbook.metadata.path or playbook.metadata.name or source or "inline"

@@ -31,3 +31,8 @@ class RunInput:
     # Write events to the worker's event store as the run progresses (local activity).
     persist_events: bool = True
     depth: int = 0                  # sub-playbook nesting level (0 = top)
+    # Continue-as-new once history reaches this many events (0: when Temporal suggests it,
+    # around 4,096 events). Long executions thus never hit Temporal's history limits.
+    continue_as_new_after_events: int = 0
+    # Set by a run that continued as new: the engine state and the work to restart.
+    resume: dict[str, Any] | None = None

@@ -15,6 +15,7 @@ in-flight work, emits ``execution.cancelled`` and closes the workflow as CANCELE
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -25,11 +26,10 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
-    from ..engine import machine
+    from ..engine import machine, snapshot
     from ..engine.messages import (
         Cancel,
         CancelTasks,
-        Finish,
         PatchCtx,
         Pause,
         Resume,
@@ -63,6 +63,9 @@ class PlaybookWorkflow:
         self._children: set[str] = set()   # task run ids that are sub-playbook child workflows
         self._flushed = 0          # events already handed to the event store
         self._persist = True
+        self._draining = False     # continue-as-new pending: park new work
+        self._parked: list[Any] = []
+        self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
 
     # ------------------------------------------------------------------ run
 
@@ -70,13 +73,18 @@ class PlaybookWorkflow:
     async def run(self, inp: RunInput) -> dict[str, Any]:
         self._input = inp
         playbook = Playbook.model_validate(inp.playbook)
-        self._state = machine.new_state(playbook, inp.execution_id)
         self._persist = inp.persist_events
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
-        self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
-                         parent_execution_id=inp.parent_execution_id, source=inp.source))
+        if inp.resume:
+            self._resume(playbook, inp.resume)
+        else:
+            self._state = machine.new_state(playbook, inp.execution_id)
+            self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
+                             parent_execution_id=inp.parent_execution_id, source=inp.source))
         try:
-            await workflow.wait_condition(lambda: self._state.finished or self._fatal is not None)
+            await workflow.wait_condition(lambda: self._done() or self._history_is_long())
+            if not self._done():
+                await self._continue_as_new(flusher)
         except asyncio.CancelledError:
             reason = self._cancel_reason or "cancel requested through Temporal"
             self._feed(Cancel(now=_now(), reason=reason))
@@ -91,6 +99,51 @@ class PlaybookWorkflow:
         await self._drain(flusher)
         return self._output()
 
+    def _done(self) -> bool:
+        return self._state.finished or self._fatal is not None
+
+    # ------------------------------------------------------------------ continue-as-new
+
+    def _history_is_long(self) -> bool:
+        inp = self._input
+        assert inp is not None
+        info = workflow.info()
+        if inp.continue_as_new_after_events:
+            return info.get_current_history_length() >= inp.continue_as_new_after_events
+        return info.is_continue_as_new_suggested()
+
+    async def _continue_as_new(self, flusher: Any) -> None:
+        """Drain, then hand the engine state to a fresh run.
+
+        While draining, new task and timer commands are parked instead of started; once
+        nothing is in flight the state, the parked commands and the timers' remaining time
+        go to the next run, which starts them. Signals keep working meanwhile.
+        """
+        self._draining = True
+        await workflow.wait_condition(lambda: self._done() or not self._busy())
+        if self._done():
+            return
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._drain(flusher)
+        now = workflow.now().timestamp()
+        parked = [_command_dict(c) for c in self._parked]
+        for deadline, timer in self._timers.values():
+            parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
+                                                   step_run_id=timer.step_run_id)))
+        resume = {"state": snapshot.snapshot(self._state), "parked": parked,
+                  "cancel_reason": self._cancel_reason, "cascade": self._cascade}
+        workflow.continue_as_new(dataclasses.replace(self._input, resume=resume))
+
+    def _busy(self) -> bool:
+        return any(not handle.done() for handle in self._activities.values())
+
+    def _resume(self, playbook: Playbook, resume: dict[str, Any]) -> None:
+        self._state = snapshot.restore(playbook, resume["state"])
+        self._cancel_reason = resume.get("cancel_reason")
+        self._cascade = resume.get("cascade", True)
+        for data in resume.get("parked") or []:
+            self._execute(_command_from(data))
+
     def _output(self) -> dict[str, Any]:
         state = self._state
         return {
@@ -102,7 +155,7 @@ class PlaybookWorkflow:
             "started_at": state.started_at,
             "ended_at": state.ended_at,
             "terminal_event": state.terminal_event,
-            "event_count": len(state.log.events),
+            "event_count": state.log.seq,
         }
 
     async def _flush_events(self) -> None:
@@ -157,22 +210,40 @@ class PlaybookWorkflow:
             workflow.logger.exception("engine error")
             return
         for command in commands:
-            if isinstance(command, RunTask):
-                runner = self._run_child if command.kind == "playbook" else self._run_task
-                if command.kind == "playbook":
-                    self._children.add(command.task_run_id)
-                self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
-            elif isinstance(command, CancelTasks):
-                for task_run_id in command.task_run_ids:
-                    if task_run_id in self._children and not self._cascade:
-                        continue  # cancel(cascade=False): the child keeps running (abandoned)
-                    handle = self._activities.get(task_run_id)
-                    if handle is not None and not handle.done():
-                        handle.cancel()
-            elif isinstance(command, StartTimer):
-                asyncio.ensure_future(self._timer(command))
-            elif isinstance(command, Finish):
-                pass  # run() returns once the engine reports finished
+            self._execute(command)
+
+    def _execute(self, command: Any) -> None:
+        if isinstance(command, RunTask | StartTimer) and self._draining:
+            self._parked.append(command)  # started by the next run (continue-as-new)
+        elif isinstance(command, RunTask):
+            runner = self._run_child if command.kind == "playbook" else self._run_task
+            if command.kind == "playbook":
+                self._children.add(command.task_run_id)
+            self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
+        elif isinstance(command, CancelTasks):
+            for task_run_id in command.task_run_ids:
+                self._cancel_task(task_run_id)
+        elif isinstance(command, StartTimer):
+            self._timers[command.timer_id] = (workflow.now().timestamp() + command.seconds, command)
+            asyncio.ensure_future(self._timer(command))
+        # Finish: run() returns once the engine reports finished
+
+    def _cancel_task(self, task_run_id: str) -> None:
+        if task_run_id in self._children and not self._cascade:
+            return  # cancel(cascade=False): the child keeps running (abandoned)
+        parked = [c for c in self._parked if isinstance(c, RunTask) and c.task_run_id == task_run_id]
+        if parked:  # never started: report it cancelled right away
+            self._parked.remove(parked[0])
+            asyncio.ensure_future(self._feed_soon(TaskFinished(
+                task_run_id=task_run_id, now=_now(), outcome=_error("cancelled", "task cancelled", retryable=False))))
+            return
+        handle = self._activities.get(task_run_id)
+        if handle is not None and not handle.done():
+            handle.cancel()
+
+    async def _feed_soon(self, event: Any) -> None:
+        if not self._state.finished:
+            self._feed(event)
 
     async def _run_task(self, cmd: RunTask) -> None:
         inp = self._input
@@ -296,6 +367,7 @@ class PlaybookWorkflow:
 
     async def _timer(self, cmd: StartTimer) -> None:
         await workflow.sleep(timedelta(seconds=cmd.seconds), summary=cmd.timer_id)
+        self._timers.pop(cmd.timer_id, None)
         if not self._state.finished:
             self._feed(StepTimedOut(now=_now(), step_run_id=cmd.step_run_id))
 
@@ -347,8 +419,7 @@ class PlaybookWorkflow:
     def events(self, after_seq: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         if self._state is None:
             return []
-        events = self._state.log.events
-        return events[max(after_seq, 0): max(after_seq, 0) + max(limit, 0)]
+        return self._state.log.since(max(after_seq, 0), limit)
 
     @workflow.query(name="detail")
     def detail(self) -> dict[str, Any]:
@@ -362,3 +433,12 @@ class PlaybookWorkflow:
 def _error(kind: str, message: str, *, retryable: bool) -> dict[str, Any]:
     return {"status": "error", "result": None, "meta": {},
             "error": {"kind": kind, "retryable": retryable, "code": None, "message": message}}
+
+
+def _command_dict(command: RunTask | StartTimer) -> dict[str, Any]:
+    return {"type": type(command).__name__, "fields": dataclasses.asdict(command)}
+
+
+def _command_from(data: dict[str, Any]) -> RunTask | StartTimer:
+    kind = {"RunTask": RunTask, "StartTimer": StartTimer}[data["type"]]
+    return kind(**data["fields"])

@@ -1,0 +1,81 @@
+"""Long executions continue as new: state, in-flight work and events carry over."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+
+from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.observe import read_events, read_status
+from noetl_temporal.store.events import open_event_store
+from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.worker import build_worker
+
+pytestmark = pytest.mark.temporal
+
+LONG = """
+workload: {items: "{{ range(24) | list }}"}
+executor: {spec: {final_step: wrap}}
+workflow:
+  - step: init
+    tool: {kind: noop}
+    set: {ctx.round: 0}
+    next: {arcs: [{step: each}]}
+  - step: each
+    loop:
+      in: "{{ range(24) | list }}"
+      iterator: i
+      spec: {mode: parallel, max_in_flight: 3}
+    tool:
+      - {name: square, kind: shell, cmd: "echo $(( {{ i }} * {{ i }} ))"}
+      - {name: keep, kind: noop, result: "{{ square.stdout | trim | int }}"}
+    next: {arcs: [{step: again}]}
+  - step: again
+    tool: {kind: shell, cmd: "echo round"}
+    set: {ctx.round: "{{ ctx.round + 1 }}"}
+    next: {arcs: [{step: again, when: "{{ ctx.round < 6 }}"}, {step: slow_gate}]}
+  - step: slow_gate
+    spec:
+      lifecycle: {timeout_s: 30}
+      policy: {admit: {on_deny: wait, rules: [{when: "{{ ctx.go }}", then: {allow: true}}]}}
+    tool: {kind: shell, cmd: "echo opened"}
+  - step: wrap
+    tool: {kind: noop, result: "{{ each.results | sum }}"}
+"""
+
+
+async def test_execution_continues_as_new_and_keeps_state_events_and_signals(temporal, task_queue):
+    playbook = load_playbook_text(textwrap.dedent(LONG)).playbook
+    store = open_event_store()
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120,
+                                       continue_as_new_after_events=40)
+        latest = temporal.client.get_workflow_handle(handle.id)
+        for _ in range(300):   # the gate waits for a ctx patch, across runs
+            denied = await read_events(temporal.client, handle.id, store=store, types=["policy.admit.evaluated"],
+                                       entity="slow_gate")
+            if denied:
+                break
+            await asyncio.sleep(0.1)
+        assert denied and denied[0]["payload"]["allowed"] is False
+        assert (await read_status(temporal.client, handle.id, store))["state"] == "RUNNING"
+        await latest.execute_update("patch_ctx", {"go": True})
+        output = await asyncio.wait_for(latest.result(), timeout=60)
+    assert output["state"] == "COMPLETED"
+    assert output["steps"]["wrap"]["result"] == sum(i * i for i in range(24))
+    assert output["steps"]["again"]["runs"] == 6 and output["ctx"]["round"] == 6
+    # the first run really continued as new (more than once)
+    first = temporal.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    assert (await first.describe()).status == WorkflowExecutionStatus.CONTINUED_AS_NEW
+    runs = [w async for w in temporal.client.list_workflows(f"WorkflowId = '{handle.id}'")]
+    assert len(runs) >= 3
+    # one gap-free event log across all runs, terminal exactly once
+    events = await read_events(temporal.client, handle.id, store=store, limit=10_000)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e["event_type"] for e in events].count("playbook.finished") == 1
+    assert sum(1 for e in events if e["event_type"] == "loop.iteration.done") == 24
+    final = await read_status(temporal.client, handle.id, store)
+    assert final["state"] == "COMPLETED" and final["terminal_event"] == "playbook.finished"
