@@ -270,12 +270,13 @@ def check_syntax(text: str) -> str | None:
     return None
 
 
-def _names_in(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _names_in(text: str) -> frozenset[str]:
     try:
         ast = _ENV.parse(text)
     except TemplateSyntaxError:
-        return set()
-    return {n.name for n in ast.find_all(nodes.Name) if n.ctx == "load"}
+        return frozenset()
+    return frozenset(n.name for n in ast.find_all(nodes.Name) if n.ctx == "load")
 
 
 def referenced_names(value: Any) -> set[str]:

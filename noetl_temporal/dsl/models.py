@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 # Tool kinds the runtime can execute. ``workbook`` is resolved away at load time.
 KNOWN_TOOL_KINDS = ("noop", "python", "shell", "http", "postgres", "duckdb", "playbook", "result")
@@ -235,5 +235,10 @@ class Playbook(_Closed):
     spec: dict[str, Any] = Field(default_factory=dict)
     workflow: list[Step] = Field(min_length=1)
 
+    _step_index: dict[str, Step] | None = PrivateAttr(default=None)
+
     def step_by_name(self) -> dict[str, Step]:
-        return {s.step: s for s in self.workflow}
+        """Steps by name; built once per model (the engine asks on every input)."""
+        if self._step_index is None:
+            self._step_index = {s.step: s for s in self.workflow}
+        return self._step_index
