@@ -126,11 +126,21 @@ def run_command(args: argparse.Namespace) -> int:
     except NoetlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    _locate_errors(loaded, report)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, default=str))
     else:
         _print_human(report)
     return EXIT_COMPLETED if report.state == "COMPLETED" else EXIT_FAILED
+
+
+def _locate_errors(loaded: Any, report: Any) -> None:
+    """Runtime errors that name a place in the playbook get its file:line:col."""
+    from .locations import locate_message
+
+    report.error = locate_message(loaded, report.error)
+    for failed in (report.summary or {}).get("failed_steps") or []:
+        failed["message"] = locate_message(loaded, failed.get("message"))
 
 
 def _print_human(report: Any) -> None:

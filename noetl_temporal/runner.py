@@ -199,8 +199,14 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
 async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kwargs: Any) -> RunReport:
     if not worker:
         return await _execute(client, playbook, **kwargs)
-    async with build_worker(client, task_queue=kwargs["target"].task_queue):
-        return await _execute(client, playbook, **kwargs)
+    try:
+        async with build_worker(client, task_queue=kwargs["target"].task_queue):
+            return await _execute(client, playbook, **kwargs)
+    finally:
+        if kwargs["target"].address != "(connected)":  # a CLI run owns its tools' resources
+            from .tools import aclose_clients
+
+            await aclose_clients()
 
 
 async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str,

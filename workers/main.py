@@ -48,8 +48,13 @@ async def serve(args: argparse.Namespace) -> None:
         loop.add_signal_handler(sig, stop.set)
     print(f"worker polling {target.task_queue} on {target.address} ({target.namespace})",
           file=sys.stderr, flush=True)
-    async with worker:
-        await stop.wait()
+    try:
+        async with worker:
+            await stop.wait()
+    finally:
+        from noetl_temporal.tools import aclose_clients
+
+        await aclose_clients()  # pooled HTTP connections and idle python interpreters
 
 
 def run(args: argparse.Namespace) -> int:

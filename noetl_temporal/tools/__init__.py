@@ -5,6 +5,7 @@ returns the outcome envelope for every invocation (``status``, ``result``, ``err
 ``meta`` and a per-kind helper such as ``http``/``py``/``shell``).
 """
 
+from ._pypool import aclose_pool
 from .base import (
     TOOLS,
     Tool,
@@ -17,12 +18,23 @@ from .base import (
     to_jsonable,
 )
 from .duckdb import DuckdbTool
-from .http import HttpTool, aclose_clients
+from .http import HttpTool
+from .http import aclose_clients as _aclose_http_clients
 from .noop import NoopTool
 from .postgres import PostgresTool
 from .python import PythonTool
 from .result import ResultTool
 from .shell import ShellTool
+
+
+async def aclose_clients() -> None:
+    """Release the running loop's pooled tool resources: HTTP clients and idle python
+    processes (call on worker shutdown; later tasks recreate them)."""
+    try:
+        await _aclose_http_clients()
+    finally:
+        await aclose_pool()
+
 
 for _tool in (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(), DuckdbTool(), ResultTool()):
     register_tool(_tool)
@@ -39,6 +51,7 @@ __all__ = [
     "run_tool",
     "to_jsonable",
     "aclose_clients",
+    "aclose_pool",
     "HttpTool",
     "NoopTool",
     "PythonTool",

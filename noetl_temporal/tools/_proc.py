@@ -11,6 +11,8 @@ process running. (That covers the direct child; a grandchild the code started in
 background is in the child's process group, which a live worker kills on timeout or
 cancel, but it is not covered after a worker crash.) The signal is tied to the thread
 that spawned the child, the event loop's thread, which lives as long as the worker.
+The python tool's pooled runners ask for it themselves (``start(...,
+child_sets_pdeathsig=True)``, see ``_pypool``).
 
 The output pipes are created here rather than by asyncio (``stdout=PIPE``): asyncio's
 ``Process.wait()`` only returns once every pipe it owns is closed, so a background
@@ -150,16 +152,24 @@ def die_with_parent():
     return preexec
 
 
-async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], out: Capture, err: Capture,
-                stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = ()
-                ) -> tuple[asyncio.subprocess.Process, Pumps]:
-    """Start ``argv`` in a new session with stdout/stderr pumped into the captures."""
+async def start(argv: Sequence[str], *, cwd: str | None, env: dict[str, str],
+                stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = (),
+                child_sets_pdeathsig: bool = False) -> tuple[asyncio.subprocess.Process, int, int]:
+    """Start ``argv`` in a new session, dying with this process, its stdout/stderr on
+    fresh pipes; returns the process and the read ends (the caller owns them).
+
+    ``child_sets_pdeathsig``: the program asks for the parent-death signal itself, first
+    thing (the python runner does; see ``_pypool``). Without a ``preexec_fn`` the child
+    is started with ``vfork``, which blocks the event loop for a fraction of a
+    millisecond instead of the several a ``fork`` of a large worker takes.
+    """
     r_out, w_out = os.pipe()
     r_err, w_err = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=stdin, stdout=w_out, stderr=w_err, cwd=cwd, env=env,
-            pass_fds=tuple(pass_fds), start_new_session=True, preexec_fn=die_with_parent(),
+            pass_fds=tuple(pass_fds), start_new_session=True,
+            preexec_fn=None if child_sets_pdeathsig else die_with_parent(),
         )
     except BaseException:
         os.close(r_out)
@@ -168,6 +178,14 @@ async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], ou
     finally:
         os.close(w_out)  # only the child may hold the write ends, or EOF never comes
         os.close(w_err)
+    return proc, r_out, r_err
+
+
+async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], out: Capture, err: Capture,
+                stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = ()
+                ) -> tuple[asyncio.subprocess.Process, Pumps]:
+    """Start ``argv`` in a new session with stdout/stderr pumped into the captures."""
+    proc, r_out, r_err = await start(argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds)
     pumps = Pumps()
     pumps.add(r_out, out.feed)
     pumps.add(r_err, err.feed)

@@ -1,16 +1,23 @@
-"""Child side of the python tool, run as ``python -c <this file's text> <fd>``.
+"""Child side of the python tool, run as ``python -c <this file's text> <fd> [warm <ppid>]``.
 
 Standard library only, and as few imports as possible before the user code runs:
-start-up time is paid on every python task.
+start-up time is paid on every python task that does not find a warm process.
 
 Protocol: the request JSON arrives on stdin; exactly one response JSON is written to
 the file descriptor named in ``argv[1]``. The user's ``print()`` output stays on the
 real stdout/stderr, which the parent captures separately, so it cannot corrupt the
 response. After responding the child leaves with ``os._exit`` so stray non-daemon
 threads or atexit hooks of user code cannot hang the task.
+
+Nothing task-specific is known at start: the code, its parameters, its ``argv`` and
+its working directory (``cwd``, entered before the code runs) all come with the
+request. So the parent may start this process ahead of time (``_pypool``, with
+``warm <ppid>``: it sets its own parent-death signal first, then imports the modules
+the runner may need while it waits) and hand it a request later. Either way a process
+serves exactly one request; one that reads EOF instead of a request (its worker closed
+the pool or died) exits quietly.
 """
 
-import json
 import os
 import sys
 
@@ -199,11 +206,51 @@ def _run(req):
     return {"ok": True, "result": result}
 
 
+def _die_with_parent(parent):
+    """SIGKILL when the parent dies (Linux), then make sure it has not died already.
+
+    A pooled process is started without a ``preexec_fn`` (see ``_pypool``), so it asks
+    for the signal itself, before anything else.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+            prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        except (OSError, AttributeError, ImportError):
+            pass
+    if os.getppid() != parent:
+        os._exit(137)
+
+
 def _child_main():
+    global json
+    # The runner's own imports must not come from the directory the process starts in;
+    # the user code gets `''` (its working directory) back in front of the path.
+    path0 = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
+    warm = sys.argv[2:3] == ["warm"]
+    if warm:
+        _die_with_parent(int(sys.argv[3]))
     pid = os.getpid()
     fd = int(sys.argv[1])
     os.set_inheritable(fd, False)  # user subprocesses must not hold the response pipe open
-    req = json.loads(sys.stdin.buffer.read())
+    import json
+
+    if warm:  # waiting anyway: import what the runner may use
+        import importlib  # noqa: F401
+        import inspect  # noqa: F401
+        import linecache  # noqa: F401
+        import traceback  # noqa: F401
+        import types  # noqa: F401
+
+        for name in CONVENIENCE:
+            __import__(name)
+    raw = sys.stdin.buffer.read()
+    if not raw:  # no request: the pool was closed or its worker is gone
+        os._exit(0)
+    req = json.loads(raw)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # the request is consumed; user `input()` sees EOF
     os.close(null)
@@ -211,7 +258,11 @@ def _child_main():
     sys.stdout.reconfigure(line_buffering=True)
     sys.stderr.reconfigure(line_buffering=True)
     sys.argv = [req["filename"]]
-    resp = _run(req)
+    resp = _enter(req.get("cwd"))
+    if resp is None:
+        if path0 is not None:
+            sys.path.insert(0, path0)
+        resp = _run(req)
     if os.getpid() != pid:  # a fork made by the user code ran to here: only one may answer
         os._exit(0)
     data = _encode(resp)
@@ -225,6 +276,18 @@ def _child_main():
     if "logging" in sys.modules:
         sys.modules["logging"].shutdown()
     os._exit(0)
+
+
+def _enter(cwd):
+    """Change into the task's directory; an error response if that is impossible."""
+    if not cwd:
+        return None
+    try:
+        os.chdir(cwd)
+    except OSError as exc:
+        return {"ok": False, "kind": "python", "type": type(exc).__name__, "line": None,
+                "message": f"cannot enter the task's working directory {cwd!r}: {_text(exc)}"}
+    return None
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 A subprocess, not ``exec`` in the worker: a crash, ``os._exit``, ``sys.exit``, a
 segfault, a leaked thread or an endless loop in user code must not take the worker (and
-every other activity on it) down. The cost is one interpreter start per task; see
-``_pyrunner`` for the child side and the protocol.
+every other activity on it) down. The cost is one interpreter per task, usually started
+ahead of time by the warm pool (``_pypool``); see ``_pyrunner`` for the child side and
+the protocol.
 
 Semantics (NoETL's, per the corpus): ``input`` and ``args`` are merged (``args`` wins),
 bound as globals by name and as ``input_data``/``args``; the code sets ``result`` or
@@ -18,18 +19,16 @@ import base64
 import contextlib
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
-from . import _proc
+from . import _proc, _pypool
+from ._pypool import RUNNER  # noqa: F401 - the child's program, re-exported
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
 
-RUNNER = (Path(__file__).with_name("_pyrunner.py")).read_text(encoding="utf-8")
 DEFAULT_TIMEOUT = 300.0
 OUTPUT_LIMIT = 64 * 1024  # per stream; user prints are diagnostics, not data
 
@@ -76,12 +75,11 @@ def _libs(config: dict) -> Any:
 
 
 def _env(config: dict) -> dict[str, str]:
-    env = dict(os.environ)
     extra = config.get("env") or {}
     if not isinstance(extra, dict):
         raise ToolConfigError("python task 'env' must be a mapping")
+    env = _pypool.base_env()  # the worker's environment, PYTHONIOENCODING=utf-8 by default
     env.update({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in extra.items()})
-    env.setdefault("PYTHONIOENCODING", "utf-8")  # prints of any text work under a C/latin-1 locale
     return env
 
 
@@ -116,28 +114,24 @@ class PythonTool:
             "params": to_jsonable(_params(config)),
             "libs": _libs(config),
         }
-        payload = json.dumps(request).encode()
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         env = _env(config)
         with _workdir(call) as cwd:
+            # The runner enters the directory itself, so a pooled process can serve the task.
+            request["cwd"] = os.path.abspath(cwd)
+            payload = json.dumps(request).encode()
             return await self._execute(payload, timeout, env, cwd, call)
 
     async def _execute(self, payload: bytes, timeout: float, env: dict, cwd: str, call: ToolCall) -> Any:
         deadline = time.monotonic() + timeout
         out, err = _proc.Capture(OUTPUT_LIMIT), _proc.Capture(OUTPUT_LIMIT)
         response = bytearray()
-        r_fd, w_fd = os.pipe()
-        try:
-            proc, pumps = await _proc.spawn(
-                [sys.executable, "-c", RUNNER, str(w_fd)], cwd=cwd, env=env, out=out, err=err,
-                stdin=asyncio.subprocess.PIPE, pass_fds=(w_fd,),
-            )
-        except BaseException:
-            os.close(r_fd)
-            raise
-        finally:
-            os.close(w_fd)  # only the child may hold the write end, or EOF never comes
-        pumps.add(r_fd, response.extend)
+        # A warm process when the task's environment is the pool's, else one of its own.
+        runner = _pypool.take(env)
+        if runner is None:
+            runner = await _pypool.start_runner(env, cwd=cwd)
+        proc = runner.proc
+        pumps = runner.attach(out.feed, err.feed, response.extend)
         feeder = asyncio.ensure_future(_feed(proc.stdin, payload))
         timed_out = False
         try:
@@ -146,6 +140,7 @@ class PythonTool:
             timed_out = True
         finally:
             await _proc.reap(proc)  # no-op unless we were cancelled
+            _pypool.refill()
             feeder.cancel()
             await pumps.finish()  # before reporting, so the output is complete
         if timed_out:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,12 @@ PARENT = textwrap.dedent("""
 
     async def main(kind, config):
         call = ToolCall(execution_id="e", step="s", task="t")
+        if kind == "python-pooled":  # fill the pool first, so the task gets a warm process
+            from noetl_temporal.tools import _pypool
+            await run_tool("python", {"code": "result = 1"}, call)
+            while not _pypool.idle_pids():
+                await asyncio.sleep(0.02)
+            kind = "python"
         task = asyncio.ensure_future(run_tool(kind, config, call))
         await task
 
@@ -37,21 +45,48 @@ PARENT = textwrap.dedent("""
     asyncio.run(main(kind, config))
 """)
 
+# A stand-in worker with a full pool of idle python processes. A forked helper keeps
+# copies of every descriptor, so the idle processes' stdin stays open after the worker
+# dies: only the parent-death signal can end them.
+POOL_PARENT = textwrap.dedent("""
+    import asyncio, json, os, sys, time
+    from noetl_temporal.tools import ToolCall, _pypool, run_tool
+
+    async def main(path):
+        out = await run_tool("python", {"code": "result = 1"}, ToolCall(execution_id="e", step="s", task="t"))
+        assert out["status"] == "ok", out
+        while len(_pypool.idle_pids()) < 2:
+            await asyncio.sleep(0.02)
+        pooled = _pypool.idle_pids()
+        holder = os.fork()
+        if holder == 0:
+            time.sleep(60)
+            os._exit(0)
+        with open(path + ".tmp", "w") as fh:
+            json.dump({"pooled": pooled, "holder": holder}, fh)
+        os.rename(path + ".tmp", path)
+        await asyncio.sleep(60)
+
+    asyncio.run(main(sys.argv[1]))
+""")
+
 
 def _child_pid(path: str, parent: subprocess.Popen) -> int:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        if os.path.exists(path) and open(path).read().strip():
-            return int(open(path).read().strip())
+        text = Path(path).read_text().strip() if os.path.exists(path) else ""
+        if text:
+            return int(text)
         assert parent.poll() is None, parent.stderr.read().decode() if parent.stderr else "parent exited"
         time.sleep(0.05)
     raise AssertionError("the tool child never started")
 
 
-@pytest.mark.parametrize("kind", ["shell", "python"])
+@pytest.mark.parametrize("kind", ["shell", "python", "python-pooled"])
 async def test_child_dies_when_the_worker_is_killed(kind: str, tmp_path) -> None:
     pidfile = str(tmp_path / "child.pid")
     parent = subprocess.Popen([sys.executable, "-c", PARENT, kind, pidfile], cwd=REPO,
+                              env={**os.environ, "NOETL_PYTHON_POOL": "2"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     child = None
     try:
@@ -64,5 +99,39 @@ async def test_child_dies_when_the_worker_is_killed(kind: str, tmp_path) -> None
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        if parent.stderr is not None:
+            parent.stderr.close()
         if child is not None and pid_alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+async def test_idle_pooled_processes_die_when_the_worker_is_killed(tmp_path) -> None:
+    info = tmp_path / "pool.json"
+    parent = subprocess.Popen([sys.executable, "-c", POOL_PARENT, str(info)], cwd=REPO,
+                              env={**os.environ, "NOETL_PYTHON_POOL": "2"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not info.exists():
+            assert parent.poll() is None, parent.stderr.read().decode() if parent.stderr else "parent exited"
+            assert time.monotonic() < deadline, "the pool never filled"
+            time.sleep(0.05)
+        data = json.loads(info.read_text())
+        pooled, holder = data["pooled"], data["holder"]
+        pids = [*pooled, holder]
+        assert len(pooled) == 2 and all(pid_alive(pid) for pid in pids)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+        for pid in pooled:
+            assert await wait_dead(pid, 5), f"idle pooled process {pid} outlived its killed worker"
+        assert pid_alive(holder)  # their stdin was still open: the parent-death signal did it
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if parent.stderr is not None:
+            parent.stderr.close()
+        for pid in pids:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
