@@ -34,5 +34,7 @@ class RunInput:
     # Continue-as-new once history reaches this many events (0: when Temporal suggests it,
     # around 4,096 events). Long executions thus never hit Temporal's history limits.
     continue_as_new_after_events: int = 0
+    # At most this many tasks in flight per execution (0: 1,500, under Temporal's 2,000).
+    max_pending: int = 0
     # Set by a run that continued as new: the engine state and the work to restart.
     resume: dict[str, Any] | None = None

@@ -15,6 +15,7 @@ in-flight work, emits ``execution.cancelled`` and closes the workflow as CANCELE
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 from datetime import timedelta
 from typing import Any
@@ -44,7 +45,11 @@ with workflow.unsafe.imports_passed_through():
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
     from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
 
-__all__ = ["PlaybookWorkflow"]
+__all__ = ["PlaybookWorkflow", "MAX_PENDING"]
+
+# Temporal refuses more than 2,000 pending activities/children per execution; keep a margin
+# for the event-persistence local activity and sub-playbook resolution.
+MAX_PENDING = 1_500
 
 
 def _now() -> str:
@@ -65,6 +70,7 @@ class PlaybookWorkflow:
         self._persist = True
         self._draining = False     # continue-as-new pending: park new work
         self._parked: list[Any] = []
+        self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
 
     # ------------------------------------------------------------------ run
@@ -126,7 +132,7 @@ class PlaybookWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._drain(flusher)
         now = workflow.now().timestamp()
-        parked = [_command_dict(c) for c in self._parked]
+        parked = [_command_dict(c) for c in [*self._queued, *self._parked]]
         for deadline, timer in self._timers.values():
             parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
                                                    step_run_id=timer.step_run_id)))
@@ -216,6 +222,9 @@ class PlaybookWorkflow:
         if isinstance(command, RunTask | StartTimer) and self._draining:
             self._parked.append(command)  # started by the next run (continue-as-new)
         elif isinstance(command, RunTask):
+            if len(self._activities) >= self._max_pending():
+                self._queued.append(command)  # Temporal allows 2,000 pending per execution
+                return
             runner = self._run_child if command.kind == "playbook" else self._run_task
             if command.kind == "playbook":
                 self._children.add(command.task_run_id)
@@ -228,12 +237,22 @@ class PlaybookWorkflow:
             asyncio.ensure_future(self._timer(command))
         # Finish: run() returns once the engine reports finished
 
+    def _max_pending(self) -> int:
+        return min(self._input.max_pending, MAX_PENDING) if self._input and self._input.max_pending else MAX_PENDING
+
+    def _release(self, task_run_id: str) -> None:
+        """A task ended: free its slot and start the oldest queued task, if any."""
+        self._activities.pop(task_run_id, None)
+        while self._queued and len(self._activities) < self._max_pending() and not self._state.finished:
+            self._execute(self._queued.popleft())
+
     def _cancel_task(self, task_run_id: str) -> None:
         if task_run_id in self._children and not self._cascade:
             return  # cancel(cascade=False): the child keeps running (abandoned)
-        parked = [c for c in self._parked if isinstance(c, RunTask) and c.task_run_id == task_run_id]
+        parked = [c for c in [*self._parked, *self._queued]
+                  if isinstance(c, RunTask) and c.task_run_id == task_run_id]
         if parked:  # never started: report it cancelled right away
-            self._parked.remove(parked[0])
+            (self._parked if parked[0] in self._parked else self._queued).remove(parked[0])
             asyncio.ensure_future(self._feed_soon(TaskFinished(
                 task_run_id=task_run_id, now=_now(), outcome=_error("cancelled", "task cancelled", retryable=False))))
             return
@@ -272,7 +291,7 @@ class PlaybookWorkflow:
             event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
                                  outcome=_error("cancelled", "task cancelled", retryable=False))
         finally:
-            self._activities.pop(cmd.task_run_id, None)
+            self._release(cmd.task_run_id)
         if not self._state.finished:
             self._feed(event)
 
@@ -287,7 +306,7 @@ class PlaybookWorkflow:
             event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
                                  outcome=_error("cancelled", "sub-playbook cancelled", retryable=False))
         finally:
-            self._activities.pop(cmd.task_run_id, None)
+            self._release(cmd.task_run_id)
         if not self._state.finished:
             self._feed(event)
 

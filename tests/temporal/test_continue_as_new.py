@@ -79,3 +79,41 @@ async def test_execution_continues_as_new_and_keeps_state_events_and_signals(tem
     assert sum(1 for e in events if e["event_type"] == "loop.iteration.done") == 24
     final = await read_status(temporal.client, handle.id, store)
     assert final["state"] == "COMPLETED" and final["terminal_event"] == "playbook.finished"
+
+
+async def test_in_flight_tasks_are_capped_per_execution(temporal, task_queue, tmp_path):
+    """Many parallel branches never exceed the execution's pending-task cap (Temporal allows
+    2,000); the rest wait their turn and all complete."""
+    import dataclasses
+
+    from noetl_temporal.temporal.types import RunInput
+
+    counter = tmp_path / "inflight"
+    counter.write_text("0 0")
+    code = textwrap.indent(textwrap.dedent(f"""\
+        import fcntl, time
+        def bump(d):
+            with open({str(counter)!r}, "r+") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                now, peak = map(int, fh.read().split())
+                now += d
+                fh.seek(0); fh.truncate(); fh.write(f"{{now}} {{max(peak, now)}}")
+        bump(1); time.sleep(0.3); bump(-1)
+        result = 1
+        """), " " * 8)
+    arcs = ", ".join(f"{{step: b{i}}}" for i in range(6))
+    text = "workflow:\n  - step: start\n    tool: {kind: noop}\n" \
+           f"    next: {{spec: {{mode: inclusive}}, arcs: [{arcs}]}}\n"
+    for i in range(6):
+        text += f"  - step: b{i}\n    tool:\n      kind: python\n      code: |\n{code}"
+    playbook = load_playbook_text(text).playbook
+    inp = RunInput(execution_id=f"exec-cap-{task_queue}", playbook=playbook.model_dump(mode="json", by_alias=True),
+                   max_pending=2)
+    async with build_worker(temporal.client, task_queue=task_queue):
+        output = await temporal.client.execute_workflow("NoetlPlaybook", inp, id=inp.execution_id,
+                                                        task_queue=task_queue)
+    assert output["state"] == "COMPLETED"
+    assert all(output["steps"][f"b{i}"]["status"] == "COMPLETED" for i in range(6))
+    now, peak = map(int, counter.read_text().split())
+    assert (now, peak) == (0, 2)
+    assert dataclasses.fields(RunInput)  # RunInput stays a plain dataclass
