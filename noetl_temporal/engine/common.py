@@ -6,7 +6,10 @@ Nothing here calls back into the other interpreter modules.
 
 from __future__ import annotations
 
+import itertools
 import json
+import uuid as uuid_module
+from datetime import datetime
 from typing import Any
 
 from ..dsl.models import Step
@@ -28,10 +31,28 @@ def step_definition(state: ExecutionState, name: str) -> Step:
 def template_context(state: ExecutionState, step_def: Step | None, *, args: dict[str, Any] | None = None,
                      pipe: PipelineRun | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     iterator = step_def.loop.iterator if step_def is not None and step_def.loop is not None else None
-    return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
-                         step_results=state.step_results, args=args,
-                         iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,
-                         pipeline_vars=pipe.vars if pipe else None, spec=state.playbook.spec, extra=extra)
+    context = build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
+                            step_results=state.step_results, args=args,
+                            iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,
+                            pipeline_vars=pipe.vars if pipe else None, spec=state.playbook.spec, extra=extra)
+    context.update(_replay_safe_functions(state))
+    return context
+
+
+def _replay_safe_functions(state: ExecutionState) -> dict[str, Any]:
+    """``now()`` and ``uuid()`` for templates, derived from workflow time and the event
+    sequence only, so a replay renders exactly the same values."""
+    calls = itertools.count()
+    moment = datetime.fromisoformat(state.now.replace("Z", "+00:00")) if state.now else None
+
+    def now() -> datetime | None:
+        return moment
+
+    def uuid() -> str:
+        return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL,
+                                     f"noetl:{state.execution_id}:{state.log.seq}:{next(calls)}"))
+
+    return {"now": now, "uuid": uuid}
 
 
 def patch_ctx(state: ExecutionState, patch: dict[str, Any]) -> None:

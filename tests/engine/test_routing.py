@@ -452,3 +452,15 @@ def test_on_deny_modes(on_deny, status, denied, discarded):
     if on_deny == "discard":
         from noetl_temporal.engine.machine import _summary
         assert _summary(r.state)["discarded_steps"] == discarded
+
+
+def test_now_and_uuid_are_replay_safe():
+    text = """
+    workflow:
+      - step: s
+        tool: {kind: noop, result: "{{ now().year }}|{{ uuid() }}|{{ uuid() }}"}
+    """
+    first = run(text).state.step_results["s"]
+    second = run(text).state.step_results["s"]
+    year, u1, u2 = first.split("|")
+    assert year == "2026" and u1 != u2 and first == second   # same inputs, same values
