@@ -189,6 +189,8 @@ class Catalog:
     def _insert(self, path: str, text: str, sha: str) -> dict[str, Any]:
         self._ensure()
         with self._connect() as conn:
+            if self.dsn:  # one registration per path at a time (SQLite: BEGIN IMMEDIATE does this)
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{self.table}:{path}",))
             row = conn.execute(self._sql("SELECT version, sha256, created_at FROM {t} WHERE path = ? "
                                          "ORDER BY version DESC LIMIT 1"), (path,)).fetchone()
             if row and row[1] == sha:
