@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import time
@@ -181,11 +182,20 @@ async def start(argv: Sequence[str], *, cwd: str | None, env: dict[str, str],
     return proc, r_out, r_err
 
 
+# util-linux's setpriv asks for the parent-death signal and then execs the program, so a
+# spawn needs no ``preexec_fn``: the child starts with vfork, which keeps the worker's event
+# loop free (a fork of a large worker blocks it for several milliseconds per task).
+_SETPRIV = shutil.which("setpriv") if _PRCTL is not None else None
+
+
 async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], out: Capture, err: Capture,
                 stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = ()
                 ) -> tuple[asyncio.subprocess.Process, Pumps]:
     """Start ``argv`` in a new session with stdout/stderr pumped into the captures."""
-    proc, r_out, r_err = await start(argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds)
+    if _SETPRIV is not None:
+        argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
+    proc, r_out, r_err = await start(argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds,
+                                     child_sets_pdeathsig=_SETPRIV is not None)
     pumps = Pumps()
     pumps.add(r_out, out.feed)
     pumps.add(r_err, err.feed)
