@@ -23,7 +23,7 @@ SELF_CONTAINED = [
     "e2e_fanout_reduce_phase6", "e2e_user_profile_scorer", "nn_arc_when_call_done",
     "nn_conditional_with_fallback", "nn_dead_end_unmatched_arc", "nn_quiet_branch_end",
     "nn_policy_set_ctx_sync", "nn_step_result_reference", "nn_shell_terminal_step_done",
-    "nn_inclusive_fanout_metadata", "nn_fanout_no_reducer",
+    "nn_inclusive_fanout_metadata", "nn_fanout_no_reducer", "e2e_duckdb_retry_query",
 ]
 
 
@@ -82,3 +82,16 @@ async def test_python_retry_counts_real_attempts(temporal, task_queue):
     succeeded = any(e["event_type"] == "task.attempt.done" and e["entity_id"] == "start_task"
                     for e in report.events)
     assert report.state == ("COMPLETED" if succeeded else "FAILED")   # random by design (INDEX.md)
+
+
+async def test_postgres_corpus_playbook_with_a_keychain_entry_from_the_environment(temporal, task_queue,
+                                                                                    monkeypatch):
+    """`auth: pg_k8s` resolves from NOETL_KEYCHAIN_PG_K8S (see docs/keychain.md)."""
+    import json
+
+    from tests.support.postgres import fields, require_dsn
+
+    monkeypatch.setenv("NOETL_KEYCHAIN_PG_K8S", json.dumps(fields(require_dsn())))
+    report = await run(temporal, task_queue, "e2e_postgres_retry_connection")
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["start"]["result"]["rows"] == [{"test_value": 1}]
