@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .persistence import PERSIST_EVENTS_ACTIVITY
+    from .search_attributes import NOETL_STATE, PLAYBOOK_PATH
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
     from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
 
@@ -87,6 +88,7 @@ class PlaybookWorkflow:
             self._state = machine.new_state(playbook, inp.execution_id)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source))
+            self._mark_state()
         try:
             await workflow.wait_condition(lambda: self._done() or self._history_is_long())
             if not self._done():
@@ -96,14 +98,24 @@ class PlaybookWorkflow:
             self._feed(Cancel(now=_now(), reason=reason))
             await self._settle()
             await self._drain(flusher)
+            self._mark_state()
             raise
         if self._fatal is not None:
             # A bug in the engine: fail this execution loudly instead of retrying the
             # workflow task forever (which would leave it RUNNING with no progress).
             await self._drain(flusher)
+            self._mark_state("FAILED")
             raise ApplicationError(self._fatal, type="NoetlEngineError", non_retryable=True)
         await self._drain(flusher)
+        self._mark_state()
         return self._output()
+
+    def _mark_state(self, state: str | None = None) -> None:
+        """Keep the ``NoetlState`` search attribute current (Temporal UI / visibility filter),
+        where the cluster has it registered: the client set ``NoetlPlaybookPath`` at start."""
+        if PLAYBOOK_PATH not in workflow.info().typed_search_attributes:
+            return
+        workflow.upsert_search_attributes([NOETL_STATE.value_set(state or self._state.status.value)])
 
     def _done(self) -> bool:
         return self._state.finished or self._fatal is not None

@@ -166,3 +166,18 @@ def test_legacy_names_filter_to_canonical_events(tmp_path):
     assert [e["event_type"] for e in store.read(ex, types=["retry.processed"])] == ["task.attempt.failed"]
     with pytest.raises(ValueError, match="unknown event type"):
         store.read(ex, types=["nonsense.thing"])
+
+
+async def test_noetl_state_search_attribute_follows_the_execution(temporal, task_queue):
+    """Where the cluster has our search attributes, the Temporal UI can filter by NoetlState."""
+    from noetl_temporal.temporal.search_attributes import NOETL_STATE
+
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start(temporal, task_queue, """
+        workflow:
+          - step: boom
+            tool: {kind: python, code: "raise ValueError('x')"}
+        """, search_attributes=True)
+        await handle.result()
+    desc = await handle.describe()
+    assert desc.typed_search_attributes.get(NOETL_STATE) == "FAILED"
