@@ -174,8 +174,11 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
                                                                     **({"to": then.to} if then and then.to else {})}})
     # set_* patches apply before the action: the task's own, then the matched rule's.
     scope = _pipeline_extra(pipe, task, outcome, attempt)
+    # NoETL's task sequences bind a task's own plain-name `set:` (`fetch_result: "{{ output }}"`)
+    # to the task's *result*; its `ctx.`/`iter.` keys and policy `then.set` see the envelope.
+    result_scope = dict(scope, output=outcome.get("result"), outcome=outcome.get("result"))
     apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
-                  extra=scope)
+                  extra=scope, vars_extra=result_scope)
     if then is not None and not then.is_empty():
         apply_patches(state, step_def, then, run, pipe, outcome,
                       where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
@@ -227,7 +230,9 @@ def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step
 
 def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepRun,
                   pipe: PipelineRun | None, outcome: dict[str, Any] | None, where: str,
-                  extra: dict[str, Any] | None = None) -> None:
+                  extra: dict[str, Any] | None = None, vars_extra: dict[str, Any] | None = None) -> None:
+    """Render and apply ``set_ctx``/``set_iter``/``set_vars``; ``vars_extra`` (if given) is
+    the scope for the plain names instead of ``extra``."""
     if holder.is_empty():
         return
     if extra is None:
@@ -235,10 +240,11 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
         if pipe is not None:
             extra["_prev"] = pipe.prev
     context = template_context(state, step_def, args=run.args, pipe=pipe, extra=extra)
+    vars_context = context if vars_extra is None else dict(context, **vars_extra)
     try:
         ctx_patch = render_value(holder.set_ctx, context, where=where)
         iter_patch = render_value(holder.set_iter, context, where=where)
-        var_patch = render_value(holder.set_vars, context, where=where)
+        var_patch = render_value(holder.set_vars, vars_context, where=where)
     except TemplateError as exc:
         record_failure(state, run.step, run.id, handled=False, kind="template", message=str(exc))
         return

@@ -1,0 +1,311 @@
+"""A loopback stand-in for NoETL's paginated test server (corpus INDEX.md,
+"External services used by this corpus"), written from the contract described there.
+
+Standard library only (``ThreadingHTTPServer`` in a daemon thread), HTTP/1.1 with
+keep-alive, like ``tests.support.http_server``::
+
+    with PaginatedAPIServer() as api:
+        api.base_url            # http://127.0.0.1:<port>; playbooks get it as ``api_url``
+
+The data set is 35 items; pages hold 10 items unless the request says otherwise; pages
+are 1-based.
+
+=================================================  =========================================================
+``GET /api/v1/assessments?page&pageSize``          ``{data: [{id, name, score}], paging: {hasMore, page,
+                                                   pageSize, total}}``
+``GET /api/v1/users?offset&limit``                 ``{users: [{id, name, email}], has_more, offset, limit,
+                                                   total}``
+``GET /api/v1/events?cursor&limit``                ``{events: [{id, type, name}], next_cursor}``; the cursor
+                                                   is base64 of the next page number (an empty or missing
+                                                   cursor is page 1), ``null`` on the last page
+``GET /api/v1/flaky?page&pageSize&fail_on=1,2``    500 on the *first* request for each page listed in
+                                                   ``fail_on``, then ``{data, paging: {hasMore, page,
+                                                   pageSize}}``; the attempt counters are server-global
+``POST /api/v1/flaky/reset``                       clears the flaky counters
+``GET /api/v1/rate-limited?page&pageSize``         **Choice:** the first request for each ``page`` gets 429
+                                                   with ``Retry-After: 1``, later ones the assessments page,
+                                                   so a retry policy gets through on its second attempt
+``POST /api/v1/rate-limited/reset``                clears the rate-limit counters
+``GET /api/v1/errors?error_type=T``                ``auth`` 401, ``forbidden`` 403, ``not_found`` 404,
+                                                   ``bad_request``/``validation`` 400, ``server`` 500,
+                                                   ``unavailable`` 503, ``rate_limit`` 429; anything else 400
+=================================================  =========================================================
+
+``hits(path)`` counts requests per path (``/api/v1/flaky``), for assertions.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+TOTAL_ITEMS = 35
+DEFAULT_PAGE_SIZE = 10
+RETRY_AFTER_S = 1
+
+_ERRORS = {
+    "auth": (401, "unauthorized", "authentication required"),
+    "forbidden": (403, "forbidden", "access denied"),
+    "not_found": (404, "not_found", "resource not found"),
+    "bad_request": (400, "bad_request", "invalid request"),
+    "validation": (400, "validation_error", "validation failed"),
+    "server": (500, "internal_error", "internal server error"),
+    "unavailable": (503, "service_unavailable", "service unavailable"),
+    "rate_limit": (429, "rate_limited", "too many requests"),
+}
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _int(q: dict[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = q.get(name, "")
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"'{name}' must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise BadRequest(f"'{name}' must be >= {minimum}, got {value}")
+    return value
+
+
+def _window(start: int, size: int) -> range:
+    """Item ids (1-based) of the slice starting at 0-based ``start``."""
+    return range(start + 1, min(start + size, TOTAL_ITEMS) + 1)
+
+
+def _assessment(i: int) -> dict[str, Any]:
+    return {"id": i, "name": f"Assessment {i}", "score": 50 + (i * 7) % 50}
+
+
+def _page(q: dict[str, str]) -> tuple[int, int]:
+    return _int(q, "page", 1, minimum=1), _int(q, "pageSize", DEFAULT_PAGE_SIZE, minimum=1)
+
+
+def _encode_cursor(page: int) -> str:
+    return base64.b64encode(str(page).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> int:
+    if not cursor:
+        return 1
+    try:
+        page = int(base64.b64decode(cursor.encode(), validate=True).decode())
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise BadRequest(f"invalid cursor {cursor!r}") from None
+    if page < 1:
+        raise BadRequest(f"invalid cursor {cursor!r}")
+    return page
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, addr: tuple[str, int]) -> None:
+        super().__init__(addr, _Handler)
+        self.lock = threading.Lock()
+        self.flaky: Counter[int] = Counter()  # page -> requests since the last reset
+        self.limited: Counter[int] = Counter()  # page -> requests since the last reset
+        self.hits: Counter[str] = Counter()  # path -> requests
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output clean
+        pass
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _dispatch(self) -> None:
+        parts = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)  # keep the connection usable; bodies are not used
+        path = parts.path.rstrip("/") or "/"
+        with self.server.lock:
+            self.server.hits[path] += 1
+        route = _ROUTES.get((self.command, path))
+        if route is None:
+            allowed = sorted(m for m, p in _ROUTES if p == path)
+            if allowed:
+                return self._send(405, {"error": "method_not_allowed", "allowed": allowed},
+                                  headers={"Allow": ", ".join(allowed)})
+            return self._send(404, {"error": "not_found", "path": parts.path})
+        try:
+            route(self, q)
+        except BadRequest as exc:
+            self._send(400, {"error": "bad_request", "message": str(exc)})
+
+    # ------------------------------------------------------------------ endpoints
+
+    def assessments(self, q: dict[str, str]) -> None:
+        page, size = _page(q)
+        start = (page - 1) * size
+        self._send(200, {
+            "data": [_assessment(i) for i in _window(start, size)],
+            "paging": {"hasMore": start + size < TOTAL_ITEMS, "page": page, "pageSize": size,
+                       "total": TOTAL_ITEMS},
+        })
+
+    def users(self, q: dict[str, str]) -> None:
+        offset = _int(q, "offset", 0, minimum=0)
+        limit = _int(q, "limit", DEFAULT_PAGE_SIZE, minimum=1)
+        self._send(200, {
+            "users": [{"id": i, "name": f"User {i}", "email": f"user{i}@example.test"}
+                      for i in _window(offset, limit)],
+            "has_more": offset + limit < TOTAL_ITEMS,
+            "offset": offset,
+            "limit": limit,
+            "total": TOTAL_ITEMS,
+        })
+
+    def events(self, q: dict[str, str]) -> None:
+        page = _decode_cursor(q.get("cursor", ""))
+        limit = _int(q, "limit", DEFAULT_PAGE_SIZE, minimum=1)
+        start = (page - 1) * limit
+        more = start + limit < TOTAL_ITEMS
+        self._send(200, {
+            "events": [{"id": i, "type": ("created", "updated", "deleted")[i % 3], "name": f"Event {i}"}
+                       for i in _window(start, limit)],
+            "next_cursor": _encode_cursor(page + 1) if more else None,
+        })
+
+    def flaky(self, q: dict[str, str]) -> None:
+        page, size = _page(q)
+        fail_on = set()
+        for part in q.get("fail_on", "").split(","):
+            if part.strip():
+                try:
+                    fail_on.add(int(part))
+                except ValueError:
+                    raise BadRequest(f"'fail_on' must list page numbers, got {q['fail_on']!r}") from None
+        with self.server.lock:
+            self.server.flaky[page] += 1
+            attempt = self.server.flaky[page]
+        if page in fail_on and attempt == 1:
+            return self._send(500, {"error": "internal_error", "message": f"simulated failure on page {page}",
+                                    "page": page, "attempt": attempt})
+        start = (page - 1) * size
+        self._send(200, {
+            "data": [_assessment(i) for i in _window(start, size)],
+            "paging": {"hasMore": start + size < TOTAL_ITEMS, "page": page, "pageSize": size},
+        })
+
+    def flaky_reset(self, q: dict[str, str]) -> None:
+        with self.server.lock:
+            self.server.flaky.clear()
+        self._send(200, {"status": "reset"})
+
+    def rate_limited(self, q: dict[str, str]) -> None:
+        page, _size = _page(q)
+        with self.server.lock:
+            self.server.limited[page] += 1
+            attempt = self.server.limited[page]
+        if attempt == 1:
+            return self._send(429, {"error": "rate_limited", "message": "too many requests",
+                                    "retry_after": RETRY_AFTER_S},
+                              headers={"Retry-After": str(RETRY_AFTER_S)})
+        self.assessments(q)
+
+    def rate_limited_reset(self, q: dict[str, str]) -> None:
+        with self.server.lock:
+            self.server.limited.clear()
+        self._send(200, {"status": "reset"})
+
+    def errors(self, q: dict[str, str]) -> None:
+        kind = q.get("error_type", "")
+        status, code, message = _ERRORS.get(kind, (400, "bad_request", f"unknown error_type {kind!r}"))
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None
+        if status == 401:
+            headers = {"WWW-Authenticate": 'Bearer realm="test"'}
+        self._send(status, {"error": code, "message": message, "error_type": kind}, headers=headers)
+
+
+_ROUTES = {
+    ("GET", "/api/v1/assessments"): _Handler.assessments,
+    ("GET", "/api/v1/users"): _Handler.users,
+    ("GET", "/api/v1/events"): _Handler.events,
+    ("GET", "/api/v1/flaky"): _Handler.flaky,
+    ("POST", "/api/v1/flaky/reset"): _Handler.flaky_reset,
+    ("GET", "/api/v1/rate-limited"): _Handler.rate_limited,
+    ("POST", "/api/v1/rate-limited/reset"): _Handler.rate_limited_reset,
+    ("GET", "/api/v1/errors"): _Handler.errors,
+}
+
+
+class PaginatedAPIServer:
+    """Start/stop the paginated test server on a free port of 127.0.0.1 (also a context manager)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._addr = (host, port)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> PaginatedAPIServer:
+        self._server = _Server(self._addr)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="paginated-api",
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> PaginatedAPIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def hits(self, path: str) -> int:
+        assert self._server is not None
+        with self._server.lock:
+            return self._server.hits[path]
+
+    def reset(self) -> None:
+        """Clear the flaky and rate-limit counters (and the hit counts)."""
+        assert self._server is not None
+        with self._server.lock:
+            self._server.flaky.clear()
+            self._server.limited.clear()
+            self._server.hits.clear()
