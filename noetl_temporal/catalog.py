@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, NotFound
+from .paths import data_dir
 
 __all__ = ["Catalog", "NotFound", "default_sqlite_path", "PATH_PATTERN", "catalog_path_of"]
 
@@ -44,8 +45,7 @@ _RETRIES = 5  # concurrent registrations of one path race for the next version n
 
 def default_sqlite_path() -> Path:
     """``$XDG_DATA_HOME/noetl-temporal/catalog.db`` (``~/.local/share/...`` by default)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "noetl-temporal" / "catalog.db"
+    return data_dir() / "catalog.db"
 
 
 def catalog_path_of(metadata: Any) -> str | None:

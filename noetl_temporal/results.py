@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import ToolConfigError, ToolError
+from .paths import data_dir
 from .templates import is_template, render
 
 __all__ = [
@@ -97,8 +98,7 @@ def _default_fs_root() -> Path:
     explicit = os.environ.get("NOETL_RESULT_STORE")
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "noetl-temporal" / "results"
+    return data_dir() / "results"
 
 
 class FsResultStore:

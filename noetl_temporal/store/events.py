@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ConfigError
+from ..paths import data_dir
 from .legacy import expand_types
 
 __all__ = ["EventStore", "SqliteEventStore", "PostgresEventStore", "open_event_store",
@@ -32,8 +33,7 @@ def default_event_store_url() -> str:
     explicit = os.environ.get("NOETL_EVENT_STORE")
     if explicit:
         return explicit
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return str(Path(base) / "noetl-temporal" / "events.db")
+    return str(data_dir() / "events.db")
 
 
 class EventStore(Protocol):

@@ -23,6 +23,8 @@ from pathlib import Path
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import DataConverter, PayloadCodec
 
+from ..paths import data_dir
+
 __all__ = ["ClaimCheckCodec", "data_converter", "DEFAULT_THRESHOLD", "default_payload_store"]
 
 DEFAULT_THRESHOLD = 128 * 1024
@@ -33,8 +35,7 @@ def default_payload_store() -> str:
     explicit = os.environ.get("NOETL_PAYLOAD_STORE")
     if explicit:
         return explicit
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return str(Path(base) / "noetl-temporal" / "payloads")
+    return str(data_dir() / "payloads")
 
 
 class _FileStore:
