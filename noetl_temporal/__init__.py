@@ -1,1 +1,57 @@
-"""noetl-temporal: run NoETL v10 playbooks as Temporal workflows."""
+"""noetl-temporal: run NoETL v10 playbooks as Temporal workflows.
+
+Public API (imported lazily, so ``import noetl_temporal`` stays cheap and the workflow
+sandbox only loads what it needs)::
+
+    from noetl_temporal import load_playbook, run_playbook, Target
+    report = asyncio.run(run_playbook(load_playbook("p.yaml").playbook, target=Target(address=None)))
+
+    from noetl_temporal import build_worker, PlaybookWorkflow, ACTIVITIES, connect, start_execution
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    # the playbook language
+    "load_playbook", "load_playbook_text", "validate_text", "playbook_json_schema", "Playbook",
+    "Diagnostic",
+    # running
+    "run_playbook", "run_with_client", "RunReport", "Target",
+    # embedding in a Temporal deployment
+    "PlaybookWorkflow", "ACTIVITIES", "build_worker", "sandbox_runner", "connect", "start_execution",
+    "EmbeddedTemporal", "data_converter",
+    # observing and controlling
+    "read_status", "read_events", "follow_events", "open_event_store",
+    # errors
+    "NoetlError", "PlaybookInvalid", "TemplateError", "ConfigError", "NotFound", "InvalidTransition",
+]
+
+_WHERE = {
+    "load_playbook": "dsl", "load_playbook_text": "dsl", "validate_text": "dsl",
+    "playbook_json_schema": "dsl", "Playbook": "dsl", "Diagnostic": "dsl",
+    "run_playbook": "runner", "run_with_client": "runner", "RunReport": "runner",
+    "Target": "temporal.client", "connect": "temporal.client", "start_execution": "temporal.client",
+    "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
+    "build_worker": "temporal.worker", "sandbox_runner": "temporal.worker",
+    "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.claimcheck",
+    "read_status": "observe", "read_events": "observe", "follow_events": "observe",
+    "open_event_store": "store.events",
+    "NoetlError": "errors", "PlaybookInvalid": "errors", "TemplateError": "errors", "ConfigError": "errors",
+    "NotFound": "errors", "InvalidTransition": "errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'noetl_temporal' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
