@@ -38,6 +38,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.loopback import LoopbackServer
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -145,44 +147,11 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(404, {"error": "no such endpoint", "path": parts.path})
 
 
-class HTTPTestServer:
+class HTTPTestServer(LoopbackServer):
     """Start/stop a test server on a free port of 127.0.0.1 (also a context manager)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._addr = (host, port)
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> HTTPTestServer:
-        self._server = _Server(self._addr)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="http-test-server",
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> HTTPTestServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return self._server.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def url(self, path: str = "/") -> str:
-        return self.base_url + (path if path.startswith("/") else "/" + path)
+    server_class = _Server
+    name = "http-test-server"
 
     def hits(self, key: str) -> int:
         assert self._server is not None

@@ -45,6 +45,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.loopback import LoopbackServer
+
 TOTAL_ITEMS = 35
 DEFAULT_PAGE_SIZE = 10
 RETRY_AFTER_S = 1
@@ -261,41 +263,11 @@ _ROUTES = {
 }
 
 
-class PaginatedAPIServer:
+class PaginatedAPIServer(LoopbackServer):
     """Start/stop the paginated test server on a free port of 127.0.0.1 (also a context manager)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._addr = (host, port)
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> PaginatedAPIServer:
-        self._server = _Server(self._addr)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="paginated-api",
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> PaginatedAPIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return self._server.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    server_class = _Server
+    name = "paginated-api"
 
     def hits(self, path: str) -> int:
         assert self._server is not None
