@@ -6,12 +6,17 @@ Used when no Temporal address is configured. The server runs only as long as the
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import sysconfig
+import tempfile
+import time
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
@@ -41,25 +46,6 @@ def temporal_cli_path() -> str:
                           "or pass --address HOST:PORT of a running Temporal server")
 
 
-@contextlib.contextmanager
-def _child_stdout_silenced():
-    """The dev server prints a banner on the stdout it inherits; ``--json`` output owns ours.
-
-    File descriptor 1 points at /dev/null while the server process is spawned, so only the
-    child inherits it; our own stdout is restored right after.
-    """
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -77,27 +63,57 @@ class EmbeddedTemporal:
         self.ui_port = ui_port
         self.database = database
         self.env: WorkflowEnvironment | None = None
+        self._proc: subprocess.Popen | None = None
 
     async def __aenter__(self) -> EmbeddedTemporal:
+        from temporalio.client import Client
+
         from .claimcheck import data_converter
         from .runtime import install_runtime
-        from .search_attributes import SEARCH_ATTRIBUTES
 
         install_runtime()
-        port = self.port or free_port()
-        ui_port = (self.ui_port or free_port()) if self.ui else None
-        with _child_stdout_silenced():
-            self.env = await WorkflowEnvironment.start_local(
-                namespace=self.namespace, port=port, ui=self.ui, ui_port=ui_port,
-                dev_server_existing_path=temporal_cli_path(),
-                dev_server_extra_args=list(DEV_SERVER_ARGS),
-                dev_server_database_filename=self.database,
-                dev_server_log_level="error",
-                data_converter=data_converter(),
-                search_attributes=SEARCH_ATTRIBUTES,
-            )
-        self.port, self.ui_port = port, ui_port
+        self.port = self.port or free_port()
+        self.ui_port = (self.ui_port or free_port()) if self.ui else None
+        self._log = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(
+            self._argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
+            # Its own session: Ctrl-C on the terminal reaches us, not the server, so a run is
+            # cancelled cleanly before the server stops. setpriv: it dies if we are killed.
+            start_new_session=True)
+        deadline = time.monotonic() + 60
+        while True:
+            if self._proc.poll() is not None:
+                self._log.seek(0)
+                tail = self._log.read()[-2000:].decode("utf-8", "replace").strip()
+                raise ConfigError(f"the Temporal dev server exited at start (code {self._proc.returncode}): {tail}",
+                                  fix="check that the ports are free, or pass --address of a running server")
+            try:
+                client = await Client.connect(self.address, namespace=self.namespace,
+                                              data_converter=data_converter())
+                await client.count_workflows()  # the frontend answers: the namespace is ready
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    await self.__aexit__()
+                    raise ConfigError("the Temporal dev server did not come up within 60 s") from None
+                await asyncio.sleep(0.05)
+        self.env = WorkflowEnvironment.from_client(client)
         return self
+
+    def _argv(self) -> list[str]:
+        from .search_attributes import SEARCH_ATTRIBUTES
+
+        argv = [temporal_cli_path(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(self.port),
+                "--log-level", "error", *DEV_SERVER_ARGS]
+        argv += ["--ui-port", str(self.ui_port), "--ui-ip", "127.0.0.1"] if self.ui else ["--headless"]
+        if self.namespace != "default":
+            argv += ["--namespace", self.namespace]
+        if self.database:
+            argv += ["--db-filename", self.database]
+        for key in SEARCH_ATTRIBUTES:
+            argv += ["--search-attribute", f"{key.name}=Keyword"]
+        setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+        return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
 
     @property
     def client(self):
@@ -113,6 +129,23 @@ class EmbeddedTemporal:
         return f"http://127.0.0.1:{self.ui_port}" if self.ui and self.ui_port else None
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.env is not None:
-            await self.env.shutdown()
-            self.env = None
+        """Stop the server we started (by its process group, never by name)."""
+        self.env = None
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            # In-memory state dies with the server anyway: kill at once. With a database
+            # file, let it shut down cleanly first.
+            first = signal.SIGTERM if self.database else signal.SIGKILL
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, first)
+            for _ in range(100):
+                if proc.poll() is not None:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.close()
