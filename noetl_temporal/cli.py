@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,5 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     return args.run(args)
 
 
+def console() -> None:
+    """The ``noetl-temporal`` executable: ``main()``, then exit without interpreter finalization.
+
+    The Temporal SDK's native runtime keeps threads that can abort a finalizing
+    interpreter (``PyGILState_Release``) right after a command used a client; every
+    command has finished its work and output by now, so skipping finalization loses nothing.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()
