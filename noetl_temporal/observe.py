@@ -211,12 +211,13 @@ async def follow_events(client: Client | None, execution_id: str, *, store: Even
                         after_seq: int = 0, types: list[str] | None = None, entity: str | None = None,
                         poll_s: float = 0.2) -> AsyncIterator[dict[str, Any]]:
     """Yield events as they happen; ends after the terminal lifecycle event."""
+    expanded = expand_types(types)  # once, not per event
     cursor = after_seq
     while True:
         batch = await read_events(client, execution_id, store=store, after_seq=cursor, limit=500)
         for event in batch:
             cursor = event["seq"]
-            if _matches(event, types, entity):
+            if _matches(event, expanded, entity):
                 yield event
             if event["event_type"] in ("playbook.processed", "execution.cancelled"):
                 return
@@ -227,8 +228,7 @@ async def follow_events(client: Client | None, execution_id: str, *, store: Even
             await asyncio.sleep(poll_s)
 
 
-def _matches(event: dict[str, Any], types: list[str] | None, entity: str | None) -> bool:
-    expanded = expand_types(types)
+def _matches(event: dict[str, Any], expanded: tuple[set[str], dict[str, str]] | None, entity: str | None) -> bool:
     if expanded is not None:
         wanted, status = expanded
         if event["event_type"] not in wanted or status.get(event["event_type"]) not in (None, event.get("status")):

@@ -126,7 +126,7 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
         done.set()
         if follower is not None:
             await follower
-    events = await _all_events(handle)
+    events = await _all_events(client, handle.id)
     desc_state = output.get("state") if output else None
     if not output:
         detail = await _safe_query(handle, "detail") or {}
@@ -140,32 +140,26 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
                      error=error, events=events)
 
 
-async def _safe_query(handle, name: str, *args: Any) -> Any:
+async def _safe_query(handle, name: str) -> Any:
     try:
-        return await handle.query(name, args=list(args)) if args else await handle.query(name)
+        return await handle.query(name)
     except Exception:
         return None
 
 
-async def _all_events(handle) -> list[dict[str, Any]]:
-    """The whole log: from the event store (complete once the run closed, across
-    continue-as-new runs), else from the workflow's memory."""
+async def _all_events(client: Client, execution_id: str) -> list[dict[str, Any]]:
+    """The whole log, through the same reader as ``noetl-temporal events``: the event store
+    (complete across continue-as-new runs), then the workflow for anything not stored."""
+    from .observe import read_events
     from .store.events import open_event_store
 
-    with contextlib.suppress(Exception):
+    try:
         store = open_event_store()
-        stored: list[dict[str, Any]] = []
-        while True:
-            batch = await asyncio.to_thread(store.read, handle.id, after_seq=len(stored), limit=5000)
-            if not batch:
-                break
-            stored.extend(batch)
-        if stored and [e["seq"] for e in stored] == list(range(1, len(stored) + 1)) and \
-                stored[-1]["event_type"] in ("playbook.processed", "execution.cancelled"):
-            return stored
+    except Exception:  # no usable local store: the workflow's memory still answers
+        store = None
     events: list[dict[str, Any]] = []
     while True:
-        batch = await _safe_query(handle, "events", len(events), 5000)
+        batch = await read_events(client, execution_id, store=store, after_seq=len(events), limit=1000)
         if not batch:
             return events
         events.extend(batch)

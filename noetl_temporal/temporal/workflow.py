@@ -265,16 +265,14 @@ class PlaybookWorkflow:
                   if isinstance(c, RunTask) and c.task_run_id == task_run_id]
         if parked:  # never started: report it cancelled right away
             (self._parked if parked[0] in self._parked else self._queued).remove(parked[0])
-            asyncio.ensure_future(self._feed_soon(TaskFinished(
-                task_run_id=task_run_id, now=_now(), outcome=_error("cancelled", "task cancelled", retryable=False))))
+            asyncio.ensure_future(self._report_soon(_cancelled(parked[0], "task cancelled")))
             return
         handle = self._activities.get(task_run_id)
         if handle is not None and not handle.done():
             handle.cancel()
 
-    async def _feed_soon(self, event: Any) -> None:
-        if not self._state.finished:
-            self._feed(event)
+    async def _report_soon(self, event: TaskFinished) -> None:
+        self._report(event)  # on the next turn of the loop: not inside the current _feed
 
     async def _run_task(self, cmd: RunTask) -> None:
         inp = self._input
@@ -300,11 +298,13 @@ class PlaybookWorkflow:
         except ActivityError as err:
             event = self._failed_activity(cmd, err)
         except asyncio.CancelledError:
-            event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
-                                 outcome=_error("cancelled", "task cancelled", retryable=False))
+            event = _cancelled(cmd, "task cancelled")
         finally:
             self._release(cmd.task_run_id)
-        if not self._state.finished:
+        self._report(event)
+
+    def _report(self, event: TaskFinished) -> None:
+        if not self._state.finished:  # late results after the end change nothing
             self._feed(event)
 
     async def _run_child(self, cmd: RunTask) -> None:
@@ -315,12 +315,10 @@ class PlaybookWorkflow:
         try:
             event = await self._child_outcome(cmd, inp, path)
         except asyncio.CancelledError:
-            event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
-                                 outcome=_error("cancelled", "sub-playbook cancelled", retryable=False))
+            event = _cancelled(cmd, "sub-playbook cancelled")
         finally:
             self._release(cmd.task_run_id)
-        if not self._state.finished:
-            self._feed(event)
+        self._report(event)
 
     async def _child_outcome(self, cmd: RunTask, inp: RunInput, path: Any) -> TaskFinished:
         def finished(outcome: dict[str, Any]) -> TaskFinished:
@@ -374,8 +372,7 @@ class PlaybookWorkflow:
     def _failed_activity(self, cmd: RunTask, err: ActivityError) -> TaskFinished:
         cause = err.cause
         if isinstance(cause, CancelledError):
-            return TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
-                                outcome=_error("cancelled", "task cancelled", retryable=False))
+            return _cancelled(cmd, "task cancelled")
         attempts: list[dict[str, Any]] = []
         if isinstance(cause, ApplicationError) and cause.type == POLICY_RETRY and cause.details:
             attempts = list(cause.details[0]) if isinstance(cause.details[0], list) else []
@@ -464,6 +461,11 @@ class PlaybookWorkflow:
 def _error(kind: str, message: str, *, retryable: bool) -> dict[str, Any]:
     return {"status": "error", "result": None, "meta": {},
             "error": {"kind": kind, "retryable": retryable, "code": None, "message": message}}
+
+
+def _cancelled(cmd: RunTask, message: str) -> TaskFinished:
+    return TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
+                        outcome=_error("cancelled", message, retryable=False))
 
 
 def _command_dict(command: RunTask | StartTimer) -> dict[str, Any]:
