@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import importlib
 import math
 import time
 import uuid
@@ -145,3 +146,11 @@ async def with_heartbeats(work: Awaitable[T], call: ToolCall, what: str) -> T:
         if not task.done():
             task.cancel()
             await asyncio.wait({task})
+
+
+def data_driver(module: str, kind: str, what: str) -> Any:
+    """Import an optional database driver, or fail the task with the install command."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:  # pragma: no cover - the data extra is part of dev installs
+        raise ToolConfigError(f"the {kind} tool needs {what}", fix="pip install 'noetl-temporal[data]'") from None

@@ -32,15 +32,6 @@ from .base import ToolCall, fail_with, resolve_timeout
 INTERRUPT_GRACE = 5.0
 
 
-def _duckdb():
-    try:
-        import duckdb
-    except ImportError:  # pragma: no cover - the data extra is part of dev installs
-        raise ToolConfigError("the duckdb tool needs the duckdb package",
-                              fix="pip install 'noetl-temporal[data]'") from None
-    return duckdb
-
-
 def _database(config: dict, call: ToolCall) -> str:
     raw = config.get("database", config.get("db"))
     if raw is None or raw == "" or raw == ":memory:":
@@ -123,7 +114,7 @@ class DuckdbTool:
     kind = "duckdb"
 
     async def run(self, config: dict, call: ToolCall) -> Any:
-        duckdb = _duckdb()
+        duckdb = _sql.data_driver("duckdb", "duckdb", "the duckdb package")
         sql = _sql.statements(config, self.kind)
         params = _sql.params(config, sql, self.kind)
         work = _Run(duckdb, _database(config, call), _sql.flag(config.get("read_only")), sql, params,

@@ -42,15 +42,6 @@ def retryable_sqlstate(code: str | None) -> bool:
     return bool(code) and (code in RETRYABLE_SQLSTATES or code.startswith("08"))
 
 
-def _psycopg():
-    try:
-        import psycopg
-    except ImportError:  # pragma: no cover - the data extra is part of dev installs
-        raise ToolConfigError("the postgres tool needs psycopg 3",
-                              fix="pip install 'noetl-temporal[data]'") from None
-    return psycopg
-
-
 def connection_params(config: dict, call: ToolCall) -> tuple[str, dict[str, Any]]:
     """``(conninfo, keyword overrides)`` from ``auth`` / ``dsn`` / ``connection``."""
     auth = config.get("auth")
@@ -127,7 +118,7 @@ class PostgresTool:
     kind = "postgres"
 
     async def run(self, config: dict, call: ToolCall) -> Any:
-        psycopg = _psycopg()
+        psycopg = _sql.data_driver("psycopg", "postgres", "psycopg 3")
         sql = _sql.statements(config, self.kind)
         params = _sql.params(config, sql, self.kind)
         autocommit = _sql.flag(config.get("autocommit"))
