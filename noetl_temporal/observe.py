@@ -157,9 +157,9 @@ async def read_events(client: Client | None, execution_id: str, *, store: EventS
                 if len(head) >= limit:
                     return head
                 tail = await _query_events(client, execution_id, lifecycle["last_seq"], limit - len(head),
-                                           types, entity)
+                                           types, entity, store)
                 return head + tail
-        return await _query_events(client, execution_id, after_seq, limit, types, entity)
+        return await _query_events(client, execution_id, after_seq, limit, types, entity, store)
     except RPCError as exc:
         if _not_found(exc):
             raise NotFound(f"no execution {execution_id!r}") from None
@@ -183,7 +183,8 @@ async def _live_open(client: Client | None, execution_id: str) -> bool | None:
 
 
 async def _query_events(client: Client, execution_id: str, after_seq: int, limit: int,
-                        types: list[str] | None, entity: str | None) -> list[dict[str, Any]]:
+                        types: list[str] | None, entity: str | None,
+                        store: EventStore | None = None) -> list[dict[str, Any]]:
     expanded = expand_types(types)
     wanted, status = expanded if expanded else (None, {})
     handle = client.get_workflow_handle(execution_id)
@@ -193,6 +194,12 @@ async def _query_events(client: Client, execution_id: str, after_seq: int, limit
         batch = await handle.query("events", args=[cursor, 1000])
         if not batch:
             break
+        if batch[0]["seq"] > cursor + 1 and store is not None:
+            # Persisted and forgotten by the workflow (it keeps a bounded tail in memory)
+            # since the store was read: the gap is in the store now.
+            gap = await asyncio.to_thread(store.read, execution_id, after_seq=cursor,
+                                          limit=batch[0]["seq"] - cursor - 1)
+            batch = [e for e in gap if e["seq"] < batch[0]["seq"]] + batch
         for event in batch:
             if wanted is not None and event["event_type"] not in wanted:
                 continue

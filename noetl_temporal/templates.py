@@ -165,12 +165,19 @@ class _Seeded:
         return self._now()
 
 
-def _with_runtime(context: Mapping[str, Any], seed: Any, now: Callable[[], Any] | None) -> dict:
-    runtime = _Seeded(seed, now)
-    ctx = dict(context)
-    ctx.setdefault("now", runtime.now)
-    ctx.setdefault("random_choice", runtime.choice)
-    return ctx
+def _scope_for(text: str, context: Mapping[str, Any], seed: Any,
+               now: Callable[[], Any] | None) -> dict[str, Any]:
+    """Only the names the template reads: the caller's context may be a large lazy view
+    (every step result is a bare name), and copying all of it per render was the cost."""
+    scope: dict[str, Any] = {}
+    runtime: _Seeded | None = None
+    for name in _names_in(text):
+        if name in context:
+            scope[name] = context[name]
+        elif name in ("now", "random_choice"):
+            runtime = runtime or _Seeded(seed, now)
+            scope[name] = runtime.now if name == "now" else runtime.choice
+    return scope
 
 
 def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
@@ -178,9 +185,9 @@ def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
     """Render one string. A single ``{{ expr }}`` returns the native value."""
     if not is_template(text):
         return text
-    ctx = _with_runtime(context, seed, now)
     try:
         expr = _single_expression(text)
+        ctx = _scope_for(text, context, seed, now)
         if expr is not None:
             return _native(_compile_expr(expr)(**ctx))
         return _compile_template(text).render(**ctx)

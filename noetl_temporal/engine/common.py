@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..dsl.models import Step
-from .context import build_context, set_path
+from .context import Scope, build_context, set_path
 from .state import ExecutionState, PipelineRun, Token
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
@@ -25,28 +25,29 @@ def emit(state: ExecutionState, event_type: str, **fields: Any) -> dict[str, Any
 
 
 def step_definition(state: ExecutionState, name: str) -> Step:
-    return state.playbook.step_by_name()[name]
+    return state.graph.steps[name]
 
 
 def template_context(state: ExecutionState, step_def: Step | None, *, args: dict[str, Any] | None = None,
-                     pipe: PipelineRun | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                     pipe: PipelineRun | None = None, extra: dict[str, Any] | None = None) -> Scope:
     iterator = step_def.loop.iterator if step_def is not None and step_def.loop is not None else None
-    context = build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
-                            step_results=state.step_results, args=args,
-                            iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,
-                            pipeline_vars=pipe.vars if pipe else None, spec=state.playbook.spec, extra=extra)
-    context.update(_replay_safe_functions(state))
-    return context
+    names = _replay_safe_functions(state)
+    if extra:
+        names.update(extra)
+    return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
+                         step_results=state.step_results, args=args,
+                         iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,
+                         pipeline_vars=pipe.vars if pipe else None, spec=state.playbook.spec, extra=names)
 
 
 def _replay_safe_functions(state: ExecutionState) -> dict[str, Any]:
     """``now()`` and ``uuid()`` for templates, derived from workflow time and the event
     sequence only, so a replay renders exactly the same values."""
     calls = itertools.count()
-    moment = datetime.fromisoformat(state.now.replace("Z", "+00:00")) if state.now else None
+    stamp = state.now
 
     def now() -> datetime | None:
-        return moment
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
 
     def uuid() -> str:
         return str(uuid_module.uuid5(uuid_module.NAMESPACE_URL,

@@ -13,10 +13,10 @@ Names, lowest precedence first (a later layer shadows an earlier one):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["outcome_view", "build_context", "set_path", "deep_merge"]
+__all__ = ["outcome_view", "Scope", "build_context", "set_path", "deep_merge"]
 
 RESERVED = ("workload", "ctx", "iter", "args", "execution_id", "spec", "event", "output",
             "outcome", "_prev", "_task", "_attempt")
@@ -32,31 +32,88 @@ def outcome_view(outcome: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return view
 
 
+class Scope(Mapping[str, Any]):
+    """A read-only view over the template layers, resolved per name on lookup.
+
+    Building a dict of every name for every render cost time proportional to the number
+    of steps (step results are bare names): a 5,000-step chain spent most of its time
+    copying them. A template reads a handful of names; only those are looked up.
+    """
+
+    __slots__ = ("_top", "_layers")
+
+    def __init__(self, top: dict[str, Any], layers: tuple[Mapping[str, Any], ...]) -> None:
+        self._top = top            # reserved names and extras: they always win
+        self._layers = layers      # highest precedence first
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._top:
+            return self._top[key]
+        for layer in self._layers:
+            if key in layer:
+                return layer[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._top or any(key in layer for layer in self._layers)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __iter__(self) -> Iterator[str]:
+        seen: set[str] = set()
+        for layer in (self._top, *self._layers):
+            for key in layer:
+                if key not in seen:
+                    seen.add(key)
+                    yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def with_names(self, extra: Mapping[str, Any]) -> Scope:
+        """The same view with ``extra`` names on top (no copy of the layers)."""
+        return Scope({**self._top, **extra}, self._layers)
+
+    def pick(self, names: Iterable[str]) -> dict[str, Any]:
+        """The values of ``names`` that exist, as a plain dict."""
+        out: dict[str, Any] = {}
+        for name in names:
+            try:
+                out[name] = self[name]
+            except KeyError:
+                pass
+        return out
+
+
 def build_context(*, workload: Mapping[str, Any], ctx: Mapping[str, Any], execution_id: str,
                   step_results: Mapping[str, Any], args: Mapping[str, Any] | None = None,
                   iter_scope: Mapping[str, Any] | None = None, iterator: str | None = None,
                   pipeline_vars: Mapping[str, Any] | None = None, spec: Mapping[str, Any] | None = None,
-                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    context: dict[str, Any] = {}
-    context.update(workload)
-    context.update(step_results)
-    if args:
-        context.update(args)
-    if iter_scope is not None and iterator and iterator in iter_scope:
-        context[iterator] = iter_scope[iterator]
-    if pipeline_vars:
-        context.update(pipeline_vars)
-    context.update({
+                  extra: Mapping[str, Any] | None = None) -> Scope:
+    top: dict[str, Any] = {
         "workload": workload,
         "ctx": ctx,
         "iter": iter_scope if iter_scope is not None else {},
         "args": args or {},
         "execution_id": execution_id,
         "spec": spec or {},
-    })
+    }
     if extra:
-        context.update(extra)
-    return context
+        top.update(extra)
+    layers: list[Mapping[str, Any]] = []
+    if pipeline_vars:
+        layers.append(pipeline_vars)
+    if iter_scope is not None and iterator and iterator in iter_scope:
+        layers.append({iterator: iter_scope[iterator]})
+    if args:
+        layers.append(args)
+    layers.append(step_results)
+    layers.append(workload)
+    return Scope(top, tuple(layers))
 
 
 def set_path(target: dict[str, Any], dotted: str, value: Any) -> None:

@@ -8,6 +8,7 @@ rebuilds exactly the same ids, so an idempotent store keyed by
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 __all__ = ["EventLog", "alias_of", "PAYLOAD_CAP_BYTES", "WORKER_EVENTS"]
@@ -30,27 +31,33 @@ _ENTITY_OF_PREFIX = {
 }
 
 
+@lru_cache(maxsize=256)
 def alias_of(event_type: str) -> str:
     """``task.attempt.failed`` -> ``TaskAttemptFailed``."""
     return "".join(part.capitalize() for part in event_type.split("."))
 
 
+@lru_cache(maxsize=256)
+def _entity_of(event_type: str) -> str:
+    return _ENTITY_OF_PREFIX.get(event_type.split(".", 1)[0], "playbook")
+
+
 def cap_payload(payload: dict[str, Any] | None) -> dict[str, Any]:
+    """The payload as plain JSON values, or a truncated preview when it is too large.
+
+    Encoded once: payloads made only of JSON types (nearly all) are kept as they are.
+    """
     if not payload:
         return {}
-    text = json.dumps(payload, default=str, separators=(",", ":"))
-    if len(text) <= PAYLOAD_CAP_BYTES:
-        return json.loads(text) if _needs_plain(payload) else payload
-    return {"truncated": True, "bytes": len(text), "preview": text[:1024]}
-
-
-def _needs_plain(payload: dict[str, Any]) -> bool:
-    # Fast path: payloads made only of JSON types are kept as they are.
     try:
-        json.dumps(payload)
-        return False
+        text = json.dumps(payload, separators=(",", ":"))
+        plain = False
     except (TypeError, ValueError):
-        return True
+        text = json.dumps(payload, default=str, separators=(",", ":"))
+        plain = True
+    if len(text) > PAYLOAD_CAP_BYTES:
+        return {"truncated": True, "bytes": len(text), "preview": text[:1024]}
+    return json.loads(text) if plain else payload
 
 
 class EventLog:
@@ -60,13 +67,24 @@ class EventLog:
         self.execution_id = execution_id
         self.parent_execution_id: str | None = None   # set for sub-playbook executions
         self.events: list[dict[str, Any]] = []
-        # Events before ``base`` belong to earlier runs of a continued-as-new execution:
-        # they are in the event store, not in memory.
+        # Events up to ``base`` are in the event store, not in memory: earlier runs of a
+        # continued-as-new execution, and events the workflow forgot once persisted.
         self.base = 0
 
     @property
     def seq(self) -> int:
         return self.base + len(self.events)
+
+    def forget(self, upto_seq: int) -> None:
+        """Drop events with ``seq <= upto_seq`` from memory (they are in the event store).
+
+        Keeps workflow memory bounded by the events not yet persisted plus a recent tail,
+        not by the length of the execution.
+        """
+        drop = min(max(upto_seq - self.base, 0), len(self.events))
+        if drop:
+            del self.events[:drop]
+            self.base += drop
 
     def since(self, after_seq: int, limit: int) -> list[dict[str, Any]]:
         """Events in memory with ``seq > after_seq`` (from ``base`` on), at most ``limit``."""
@@ -85,7 +103,7 @@ class EventLog:
             "execution_id": self.execution_id,
             **({"parent_execution_id": self.parent_execution_id} if self.parent_execution_id else {}),
             "source": "worker" if event_type in WORKER_EVENTS else "server",
-            "entity_type": _ENTITY_OF_PREFIX.get(event_type.split(".", 1)[0], "playbook"),
+            "entity_type": _entity_of(event_type),
             "entity_id": entity_id,
             "parent_id": parent_id,
             "seq": seq,

@@ -11,7 +11,7 @@ from typing import Any
 from ..dsl.models import Step, Task
 from ..templates import reads_name, referenced_names, render_value
 from .common import plain
-from .context import deep_merge
+from .context import Scope, deep_merge
 from .messages import RunTask
 from .policy import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
@@ -25,7 +25,7 @@ _CONTROL_KEYS = frozenset({"policy", "failure", "lifecycle", "entry_step", "fina
                            "max_jumps", "max_step_runs", "timeout_s", "mode", "max_in_flight", "result"})
 
 
-def render_config(step_def: Step, task: Task, context: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def render_config(step_def: Step, task: Task, context: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
     """The task's rendered configuration, and the context its secret templates need.
 
     Templates that read ``keychain`` are left for the activity, which alone resolves
@@ -41,7 +41,7 @@ def render_config(step_def: Step, task: Task, context: dict[str, Any]) -> tuple[
     deferred = _deferred_strings(config)
     if deferred:
         names = referenced_names(deferred) - {"keychain"}
-        secret_context = plain({k: v for k, v in context.items() if k in names and not callable(v)})
+        secret_context = plain({k: v for k, v in context.pick(names).items() if not callable(v)})
     return rendered, secret_context
 
 
@@ -56,11 +56,11 @@ def _deferred_strings(value: Any) -> list[str]:
 
 
 def run_task_command(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step, task: Task,
-                     task_run_id: str, context: dict[str, Any], config: dict[str, Any],
+                     task_run_id: str, context: Scope, config: dict[str, Any],
                      secret_context: dict[str, Any]) -> RunTask:
     rules = [r.model_dump() for r in task.spec.policy.rules] if task.spec.policy else []
     names = referenced_names([r.get("when") for r in rules]) - set(_OUTCOME_NAMES)
-    policy_context = {k: v for k, v in context.items() if k in names}
+    policy_context = context.pick(names)
     timeout = task.spec.timeout or step_def.spec.timeout or _default_timeout(state)
     return RunTask(task_run_id=task_run_id, execution_id=state.execution_id, step=run.step,
                    step_run_id=run.id, task=task.name, kind=task.kind, config=config,

@@ -8,12 +8,12 @@ from __future__ import annotations
 from ..dsl.models import Step
 from ..errors import TemplateError
 from ..templates import render_value
-from . import pipeline, steps
+from . import budget, pipeline, steps
 from .common import emit, error_envelope, error_outcome, short, template_context
 from .messages import CancelTasks, Command
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "iteration_finished"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "fill_loop", "iteration_finished"]
 
 DEFAULT_MAX_IN_FLIGHT = 10
 
@@ -43,10 +43,10 @@ def start_loop(state: ExecutionState, run: StepRun, step_def: Step, commands: li
                        max_in_flight=cap if parallel else 1, results=[None] * len(items))
     emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="in_progress",
          payload={"meta": {"count": len(items), "mode": loop.spec.mode, "max_in_flight": run.loop.max_in_flight}})
-    _fill_loop(state, run, commands)
+    fill_loop(state, run, commands)
 
 
-def _fill_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
+def fill_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
     """Start iterations up to ``max_in_flight``; finish the loop when all are done.
 
     Inline iterations (noop pipelines) finish while this runs; ``filling`` makes their
@@ -62,6 +62,10 @@ def _fill_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> 
             stop_new = run.cancelled or state.stopping is not None
             while (not stop_new and loop.next_index < len(loop.items)
                    and len(loop.running) < loop.max_in_flight):
+                if budget.exhausted(state):
+                    budget.park_loop(state, run.id)  # Proceed fills it on a later activation
+                    return
+                budget.spend(state)
                 index = loop.next_index
                 loop.next_index += 1
                 _start_iteration(state, run, index, commands)
@@ -109,7 +113,7 @@ def iteration_finished(state: ExecutionState, run: StepRun, pipe: PipelineRun,
         if others:
             commands.append(CancelTasks(task_run_ids=others, reason=f"iteration {index} of "
                                         f"'{run.step}' failed (fail_fast)"))
-    _fill_loop(state, run, commands)
+    fill_loop(state, run, commands)
 
 
 def _finish_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:

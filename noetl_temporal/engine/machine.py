@@ -28,7 +28,7 @@ from typing import Any
 from ..dsl.models import AdmitPolicy, Playbook, Step
 from ..status import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..templates import evaluate_condition
-from . import pipeline, steps
+from . import budget, loops, pipeline, steps
 from .common import add_token, emit, patch_ctx, template_context
 from .context import deep_merge
 from .events import EventLog
@@ -42,6 +42,7 @@ from .messages import (
     Input,
     PatchCtx,
     Pause,
+    Proceed,
     Resume,
     Start,
     StepTimedOut,
@@ -66,6 +67,7 @@ def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Comm
     if state.finished:
         return state, commands  # terminal exactly once: late inputs change nothing
     state.now = event.now
+    budget.refill(state)
     if isinstance(event, Start):
         _start(state, event)
     elif isinstance(event, TaskFinished):
@@ -89,8 +91,29 @@ def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Comm
         return state, commands
     elif isinstance(event, StepTimedOut):
         steps.step_timed_out(state, event.step_run_id, commands)
+    elif isinstance(event, Proceed):
+        _proceed(state, commands)
     _pump(state, commands)
+    budget.request_yield(state, commands)
     return state, commands
+
+
+def _proceed(state: ExecutionState, commands: list[Command]) -> None:
+    """Resume the inline work an earlier input parked when its budget ran out."""
+    state.yield_requested = False
+    parked, state.parked_pipelines = state.parked_pipelines, []
+    for step_run_id, iteration in parked:
+        run = state.step_runs.get(step_run_id)
+        if run is None:
+            continue
+        pipe = run.main if iteration is None else run.iterations.get(int(iteration))
+        if pipe is not None and not pipe.finished and pipe.in_flight is None:
+            pipeline.run_pipeline(state, run, pipe, commands)
+    loops_to_fill, state.parked_loops = state.parked_loops, []
+    for step_run_id in loops_to_fill:
+        run = state.step_runs.get(step_run_id)
+        if run is not None and run.loop is not None:
+            loops.fill_loop(state, run, commands)
 
 
 def _start(state: ExecutionState, event: Start) -> None:
@@ -158,6 +181,8 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
             state.join_buffers.setdefault(token.step, []).append(token)
             progress = True
             continue
+        if budget.exhausted(state):
+            continue  # left for Proceed: only starting a step run costs budget
         allowed = token.final or _admitted(state, token)
         if allowed:
             state.tokens.remove(token)
@@ -174,7 +199,7 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
 
 
 def _admit_policy(state: ExecutionState, step_name: str) -> tuple[Step | None, AdmitPolicy | None]:
-    step_def = state.playbook.step_by_name().get(step_name)
+    step_def = state.graph.steps.get(step_name)
     return step_def, (step_def.spec.policy.admit if step_def and step_def.spec.policy else None)
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut",
-    "RunTask", "CancelTasks", "StartTimer", "Finish", "Input", "Command",
+    "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
+    "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
 ]
 
 
@@ -71,7 +71,14 @@ class StepTimedOut:
     step_run_id: str
 
 
-Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut
+@dataclass
+class Proceed:
+    """Go on with the work a ``Yield`` left over (the shell feeds it on a later activation)."""
+
+    now: str
+
+
+Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed
 
 
 # ----------------------------------------------------------------------------- commands
@@ -123,4 +130,11 @@ class Finish:
     result: dict[str, Any]
 
 
-Command = RunTask | CancelTasks | StartTimer | Finish
+@dataclass
+class Yield:
+    """The input used up its work budget with inline work left (a long noop chain, a large
+    loop): end this workflow activation and feed ``Proceed`` on the next one. Keeps every
+    activation short, far below Temporal's deadlock detector (2 s)."""
+
+
+Command = RunTask | CancelTasks | StartTimer | Yield | Finish

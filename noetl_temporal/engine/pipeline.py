@@ -11,7 +11,7 @@ from typing import Any
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
-from . import invocation, loops, steps
+from . import budget, invocation, loops, steps
 from .common import (
     emit,
     error_envelope,
@@ -49,6 +49,11 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, command
             _end_pipeline(state, run, pipe, failed=False, error=None, commands=commands)
             return
         task = tasks[pipe.pc]
+        if task.kind in INLINE_KINDS:
+            if budget.exhausted(state):
+                budget.park_pipeline(state, pipe)  # Proceed runs it on a later activation
+                return
+            budget.spend(state)
         count = pipe.runs.get(task.name, 0) + 1
         pipe.runs[task.name] = count
         suffix = f":iter:{pipe.iteration}" if pipe.iteration is not None else ""
@@ -240,7 +245,7 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
         if pipe is not None:
             extra["_prev"] = pipe.prev
     context = template_context(state, step_def, args=run.args, pipe=pipe, extra=extra)
-    vars_context = context if vars_extra is None else dict(context, **vars_extra)
+    vars_context = context if vars_extra is None else context.with_names(vars_extra)
     try:
         ctx_patch = render_value(holder.set_ctx, context, where=where)
         iter_patch = render_value(holder.set_iter, context, where=where)

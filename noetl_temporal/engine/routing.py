@@ -12,7 +12,7 @@ from ..dsl.models import Step
 from ..errors import TemplateError
 from ..templates import evaluate_condition, render_value
 from .common import add_token, emit, patch_ctx, record_failure, template_context
-from .context import outcome_view, set_path
+from .context import Scope, outcome_view, set_path
 from .state import ExecutionState, StepRun
 
 __all__ = ["EventName", "boundary_event", "route"]
@@ -104,7 +104,7 @@ def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, 
     return any(_guard_is_failure_specific(f["when"], context, event, outcome) for f in fired)
 
 
-def _guard_is_failure_specific(when: str | None, context: dict[str, Any], event: dict[str, Any],
+def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str, Any],
                                outcome: dict[str, Any] | None) -> bool:
     """A fired arc handles a failure when its guard matched *because* of the failure.
 
@@ -118,6 +118,6 @@ def _guard_is_failure_specific(when: str | None, context: dict[str, Any], event:
     ok_name = "loop.done" if name == "loop.done" else "step.done"
     ok_event = dict(event, name=EventName(ok_name, ("call.done", "step.done")), status="ok", error=None)
     ok_outcome = outcome_view(dict(outcome or {}, status="ok", error=None))
-    ok_context = dict(context, event=ok_event, output=ok_outcome, outcome=ok_outcome)
+    ok_context = context.with_names({"event": ok_event, "output": ok_outcome, "outcome": ok_outcome})
     matched_on_success, _ = evaluate_condition(when, ok_context)
     return not matched_on_success

@@ -116,6 +116,12 @@ class ExecutionState:
     ended_at: str | None = None
     terminal_event: str | None = None
     result: dict[str, Any] | None = None
+    # Work budget of the current input (see ``budget.py``); work past it is parked here
+    # and picked up by ``Proceed``.
+    budget: int = 0
+    parked_pipelines: list[list[Any]] = field(default_factory=list)   # [step_run_id, iteration]
+    parked_loops: list[str] = field(default_factory=list)             # loop step runs to refill
+    yield_requested: bool = False
 
     @property
     def finished(self) -> bool:

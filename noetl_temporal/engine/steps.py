@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..status import StepStatus, transition
-from . import loops, pipeline, routing
+from . import budget, loops, pipeline, routing
 from .common import emit, error_outcome, record_failure, short, step_definition
 from .messages import CancelTasks, Command, StartTimer
 from .state import ExecutionState, PipelineRun, StepRun, Token
@@ -28,6 +28,7 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
         record_failure(state, token.step, None, handled=False, kind="step_run_limit",
                        message="step run limit reached")
         return
+    budget.spend(state)
     count = state.run_counts.get(token.step, 0) + 1
     state.run_counts[token.step] = count
     state.total_step_runs += 1

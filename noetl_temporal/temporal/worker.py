@@ -18,6 +18,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from ..store.events import EventStore, open_event_store
 from .activities import ACTIVITIES
+from .pacing import yield_activation
 from .persistence import EventSink
 from .subplaybooks import resolve_playbook
 from .types import DEFAULT_TASK_QUEUE
@@ -66,7 +67,7 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
         client,
         task_queue=task_queue,
         workflows=[PlaybookWorkflow],
-        activities=[*ACTIVITIES, resolve_playbook, sink.persist_events],
+        activities=[*ACTIVITIES, resolve_playbook, sink.persist_events, yield_activation],
         workflow_runner=sandbox_runner(),
         max_concurrent_activities=max_concurrent_activities,
         **kwargs,

@@ -33,14 +33,17 @@ with workflow.unsafe.imports_passed_through():
         CancelTasks,
         PatchCtx,
         Pause,
+        Proceed,
         Resume,
         RunTask,
         Start,
         StartTimer,
         StepTimedOut,
         TaskFinished,
+        Yield,
     )
     from .activities import INTERNAL_ERROR, POLICY_RETRY
+    from .pacing import YIELD_ACTIVITY
     from .persistence import PERSIST_EVENTS_ACTIVITY
     from .search_attributes import NOETL_STATE, PLAYBOOK_PATH
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
@@ -51,6 +54,11 @@ __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
 # Temporal refuses more than 2,000 pending activities/children per execution; keep a margin
 # for the event-persistence local activity and sub-playbook resolution.
 MAX_PENDING = 1_500
+
+# Persisted events the workflow still keeps in memory for the ``events`` query; older ones
+# are read from the event store. Bounds workflow memory on long executions.
+EVENTS_KEPT_IN_MEMORY = 2_000
+EVENT_BATCH = 500
 
 
 def _now() -> str:
@@ -67,7 +75,7 @@ class PlaybookWorkflow:
         self._fatal: str | None = None
         self._cascade = True
         self._children: set[str] = set()   # task run ids that are sub-playbook child workflows
-        self._flushed = 0          # events already handed to the event store
+        self._flushed_seq = 0      # events up to this seq are in the event store
         self._persist = True
         self._draining = False     # continue-as-new pending: park new work
         self._parked: list[Any] = []
@@ -89,6 +97,7 @@ class PlaybookWorkflow:
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source))
             self._mark_state()
+        self._flushed_seq = self._state.log.base
         try:
             await workflow.wait_condition(lambda: self._done() or self._history_is_long())
             if not self._done():
@@ -161,6 +170,8 @@ class PlaybookWorkflow:
         self._cascade = resume.get("cascade", True)
         for data in resume.get("parked") or []:
             self._execute(_command_from(data))
+        if self._state.yield_requested:
+            self._feed(Proceed(now=_now()))  # the previous run ended before its Proceed
 
     def _output(self) -> dict[str, Any]:
         state = self._state
@@ -180,8 +191,9 @@ class PlaybookWorkflow:
         """Hand new events to the event store, in order, in batches, as they appear."""
         failures = 0
         while True:
-            await workflow.wait_condition(lambda: self._flushed < len(self._state.log.events))
-            batch = self._state.log.events[self._flushed: self._flushed + 500]
+            log = self._state.log
+            await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
+            batch = log.since(self._flushed_seq, EVENT_BATCH)
             try:
                 await workflow.execute_local_activity(
                     PERSIST_EVENTS_ACTIVITY, batch, start_to_close_timeout=timedelta(seconds=30),
@@ -196,7 +208,8 @@ class PlaybookWorkflow:
                 await workflow.sleep(timedelta(seconds=min(2 ** failures, 30)))
                 continue
             failures = 0
-            self._flushed += len(batch)
+            self._flushed_seq = batch[-1]["seq"]
+            log.forget(self._flushed_seq - EVENTS_KEPT_IN_MEMORY)
 
     async def _drain(self, flusher: Any) -> None:
         """Before closing: every event is in the store."""
@@ -205,7 +218,7 @@ class PlaybookWorkflow:
         # Bounded without a timer: the flusher gives up (``_persist = False``) after
         # repeated store failures, which also ends this wait.
         await workflow.wait_condition(
-            lambda: self._flushed >= len(self._state.log.events) or not self._persist)
+            lambda: self._flushed_seq >= self._state.log.seq or not self._persist)
         flusher.cancel()
 
     async def _settle(self) -> None:
@@ -244,6 +257,8 @@ class PlaybookWorkflow:
         elif isinstance(command, CancelTasks):
             for task_run_id in command.task_run_ids:
                 self._cancel_task(task_run_id)
+        elif isinstance(command, Yield):
+            asyncio.ensure_future(self._proceed_later())
         elif isinstance(command, StartTimer):
             self._timers[command.timer_id] = (workflow.now().timestamp() + command.seconds, command)
             asyncio.ensure_future(self._timer(command))
@@ -392,6 +407,13 @@ class PlaybookWorkflow:
             message = f"{cause.type}: {message}"
         return TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
                             outcome=_error(kind, message, retryable=False))
+
+    async def _proceed_later(self) -> None:
+        """The engine used up one input's work budget: go on in a later activation."""
+        await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
+                                              summary="noetl: continue inline work")
+        if not self._state.finished:
+            self._feed(Proceed(now=_now()))
 
     async def _timer(self, cmd: StartTimer) -> None:
         await workflow.sleep(timedelta(seconds=cmd.seconds), summary=cmd.timer_id)

@@ -14,10 +14,12 @@ from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import (
     CancelTasks,
     Finish,
+    Proceed,
     RunTask,
     Start,
     StartTimer,
     TaskFinished,
+    Yield,
 )
 from noetl_temporal.engine.policy import evaluate_policy
 
@@ -72,6 +74,7 @@ def run(text: str, tool: Callable[[RunTask], dict] | None = None, *, payload: di
     r.tool = tool or (lambda cmd: ok({"step": cmd.step, "task": cmd.task}))  # type: ignore[attr-defined]
     r.hold = hold or (lambda cmd: False)  # type: ignore[attr-defined]
     r.held = []  # type: ignore[attr-defined]
+    r.yields = 0  # type: ignore[attr-defined]
     feed(r, Start(execution_id=execution_id, now=NOW, payload=payload or {}))
     return r
 
@@ -93,6 +96,9 @@ def feed(r: Run, event: Any) -> None:
                 r.timers.append(c)
             elif isinstance(c, Finish):
                 r.finish = c
+            elif isinstance(c, Yield):
+                r.yields += 1  # type: ignore[attr-defined]
+                queue.append(Proceed(now=NOW))
 
 
 def finished(cmd: RunTask, outcome: dict[str, Any]) -> TaskFinished:
