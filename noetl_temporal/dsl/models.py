@@ -15,6 +15,7 @@ a typo is a located validation error rather than a silently ignored key.
 
 from __future__ import annotations
 
+import gc
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -242,3 +243,19 @@ class Playbook(_Closed):
         if self._step_index is None:
             self._step_index = {s.step: s for s in self.workflow}
         return self._step_index
+
+
+def playbook_from_definition(data: dict[str, Any]) -> Playbook:
+    """Rebuild a validated playbook from its JSON definition (the workflow's input).
+
+    The garbage collector is paused meanwhile: validating a 10,000-step definition makes
+    hundreds of thousands of objects, and the collections they trigger in a worker's large
+    heap cost several times the validation itself, inside one workflow activation.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return Playbook.model_validate(data)
+    finally:
+        if enabled:
+            gc.enable()

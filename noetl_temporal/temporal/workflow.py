@@ -26,7 +26,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from ..dsl.models import Playbook
+    from ..dsl.models import Playbook, playbook_from_definition
     from ..engine import machine, snapshot
     from ..engine.messages import (
         Cancel,
@@ -87,7 +87,7 @@ class PlaybookWorkflow:
     @workflow.run
     async def run(self, inp: RunInput) -> dict[str, Any]:
         self._input = inp
-        playbook = Playbook.model_validate(inp.playbook)
+        playbook = playbook_from_definition(inp.playbook)
         self._persist = inp.persist_events
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
         if inp.resume:

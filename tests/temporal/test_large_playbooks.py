@@ -45,3 +45,51 @@ async def test_a_5000_step_noop_chain_completes_in_short_activations(temporal, t
     assert facts["task_failures"] == 0, facts
     # The work was split into several activations by the engine's budget.
     assert facts["yields"] >= 5, facts
+
+
+BIG_LOOP_THEN_GATE = """
+workflow:
+  - step: each
+    loop: {in: "{{ range(6000) | list }}", iterator: i, spec: {mode: parallel, max_in_flight: 50}}
+    tool: {kind: noop, result: "{{ i * 2 }}"}
+    next: {arcs: [{step: gate}]}
+  - step: gate
+    spec:
+      policy: {admit: {on_deny: wait, rules: [{when: "{{ ctx.go }}", then: {allow: true}}]}}
+    tool: {kind: noop, result: "{{ each.results | sum }}"}
+"""
+
+
+async def test_a_big_loop_keeps_workflow_memory_bounded_and_events_gap_free(temporal, task_queue):
+    """30,000 events: the workflow forgets the persisted ones (it keeps a bounded tail),
+    readers still get one gap-free log from the store plus the live tail."""
+    import asyncio
+
+    from noetl_temporal.observe import read_events
+    from noetl_temporal.store.events import open_event_store
+    from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.temporal.workflow import EVENTS_KEPT_IN_MEMORY
+
+    playbook = load_playbook_text(BIG_LOOP_THEN_GATE, source="<loop>").playbook
+    store = open_event_store()
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120)
+        for _ in range(600):   # wait for the gate to be denied: the loop is done
+            if await read_events(temporal.client, handle.id, store=store, types=["policy.admit.evaluated"]):
+                break
+            await asyncio.sleep(0.1)
+        detail = await handle.query("detail")
+        in_memory = await handle.query("events", args=[0, 100_000])
+        assert detail["event_count"] > 30_000
+        assert len(in_memory) <= EVENTS_KEPT_IN_MEMORY + 2 * 500 + 100, len(in_memory)
+        assert in_memory[0]["seq"] > 1    # the head is only in the store now
+        live = await read_events(temporal.client, handle.id, store=store, limit=100_000)
+        assert [e["seq"] for e in live] == list(range(1, len(live) + 1))
+        await handle.execute_update("patch_ctx", {"go": True})
+        output = await asyncio.wait_for(handle.result(), timeout=60)
+    assert output["state"] == "COMPLETED"
+    assert output["steps"]["gate"]["result"] == sum(i * 2 for i in range(6000))
+    events = await read_events(temporal.client, handle.id, store=store, limit=100_000)
+    assert [e["seq"] for e in events] == list(range(1, output["event_count"] + 1))
+    assert len({e["event_id"] for e in events}) == len(events)
