@@ -245,6 +245,12 @@ class Playbook(_Closed):
         return self._step_index
 
 
+def playbook_definition(playbook: Playbook) -> dict[str, Any]:
+    """The playbook as the workflow's JSON input: defaults left out (a 5,000-step chain is
+    5x smaller, and its input is decoded inside a workflow activation)."""
+    return playbook.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+
+
 def playbook_from_definition(data: dict[str, Any]) -> Playbook:
     """Rebuild a validated playbook from its JSON definition (the workflow's input).
 

@@ -10,7 +10,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from ..dsl.models import Playbook
+from ..dsl.models import Playbook, playbook_definition
 from ..errors import ConfigError
 from .claimcheck import data_converter
 from .search_attributes import PLAYBOOK_PATH
@@ -89,7 +89,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           execution_timeout_s: float | None = None,
                           continue_as_new_after_events: int = 0) -> WorkflowHandle:
     execution_id = execution_id or new_execution_id()
-    inp = RunInput(execution_id=execution_id, playbook=playbook.model_dump(mode="json", by_alias=True),
+    inp = RunInput(execution_id=execution_id, playbook=playbook_definition(playbook),
                    payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s,
                    continue_as_new_after_events=continue_as_new_after_events)
     extra: dict[str, Any] = {}

@@ -19,6 +19,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ..dsl.models import playbook_definition
 from ..errors import NoetlError, NotFound, PlaybookInvalid
 
 __all__ = ["resolve_playbook", "RESOLVE_PLAYBOOK_ACTIVITY", "MAX_DEPTH", "child_result", "child_payload"]
@@ -48,13 +49,13 @@ def _resolve(path: str, version: int | None, parent_source: str | None) -> dict[
         for candidate in _candidate_files(path, parent_source):
             if candidate.is_file():
                 loaded = load_playbook(candidate)
-                return {"playbook": loaded.playbook.model_dump(mode="json", by_alias=True),
+                return {"playbook": playbook_definition(loaded.playbook),
                         "source": str(candidate), "version": None}
     from ..catalog import Catalog
 
     text, found_version = Catalog.from_config().get(path, version)
     loaded = load_playbook_text(text, source=f"catalog:{path}@{found_version}")
-    return {"playbook": loaded.playbook.model_dump(mode="json", by_alias=True),
+    return {"playbook": playbook_definition(loaded.playbook),
             "source": f"catalog:{path}@{found_version}", "version": found_version}
 
 

@@ -60,6 +60,14 @@ MAX_PENDING = 1_500
 EVENTS_KEPT_IN_MEMORY = 2_000
 EVENT_BATCH = 500
 
+# Events are persisted in batches: when EVENT_BATCH are waiting, when the run closes, or
+# after FLUSH_INTERVAL of workflow time. Persisting after every step cost a local activity
+# per step, and a workflow task waits for its local activities before it sends its
+# commands, so every step paid the store's write latency. Live readers query the
+# workflow; the store lags by at most this interval while the execution runs.
+FLUSH_INTERVAL = timedelta(seconds=2)
+BATCHED_FLUSH_PATCH = "noetl-batched-event-flush"
+
 
 def _now() -> str:
     return workflow.now().isoformat().replace("+00:00", "Z")
@@ -78,6 +86,7 @@ class PlaybookWorkflow:
         self._flushed_seq = 0      # events up to this seq are in the event store
         self._persist = True
         self._draining = False     # continue-as-new pending: park new work
+        self._closing = False      # the run is about to close: persist what is left now
         self._parked: list[Any] = []
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
@@ -193,6 +202,8 @@ class PlaybookWorkflow:
         while True:
             log = self._state.log
             await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
+            if workflow.patched(BATCHED_FLUSH_PATCH):
+                await self._gather_events(log)
             batch = log.since(self._flushed_seq, EVENT_BATCH)
             try:
                 await workflow.execute_local_activity(
@@ -211,8 +222,21 @@ class PlaybookWorkflow:
             self._flushed_seq = batch[-1]["seq"]
             log.forget(self._flushed_seq - EVENTS_KEPT_IN_MEMORY)
 
+    async def _gather_events(self, log: Any) -> None:
+        """Wait for a full batch, the close of the run, or FLUSH_INTERVAL, whichever is first."""
+        def ready() -> bool:
+            return self._closing or log.seq - self._flushed_seq >= EVENT_BATCH
+
+        if ready():
+            return
+        try:
+            await workflow.wait_condition(ready, timeout=FLUSH_INTERVAL, timeout_summary="noetl: persist events")
+        except asyncio.TimeoutError:
+            pass
+
     async def _drain(self, flusher: Any) -> None:
         """Before closing: every event is in the store."""
+        self._closing = True
         if flusher is None or not self._persist:
             return
         # Bounded without a timer: the flusher gives up (``_persist = False``) after
