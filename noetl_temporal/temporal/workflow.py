@@ -199,8 +199,8 @@ class PlaybookWorkflow:
     async def _flush_events(self) -> None:
         """Hand new events to the event store, in order, in batches, as they appear."""
         failures = 0
+        log = self._state.log
         while True:
-            log = self._state.log
             await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
             if workflow.patched(BATCHED_FLUSH_PATCH):
                 await self._gather_events(log)
@@ -231,7 +231,7 @@ class PlaybookWorkflow:
             return
         try:
             await workflow.wait_condition(ready, timeout=FLUSH_INTERVAL, timeout_summary="noetl: persist events")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def _drain(self, flusher: Any) -> None:
