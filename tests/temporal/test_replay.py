@@ -19,7 +19,7 @@ from noetl_temporal.temporal.workflow import PlaybookWorkflow
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
 
-@pytest.mark.parametrize("name", ["hello", "retry_loop"])
+@pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook"])
 async def test_recorded_history_replays_to_identical_events(name, monkeypatch):
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
