@@ -22,7 +22,9 @@ from noetl_temporal.temporal.devserver import EmbeddedTemporal
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "retry_loop.yaml",
-             "subplaybook": HERE / "subplaybook.yaml"}
+             # the same run before and after the `readable-child-ids` patch (workflow.py):
+             # `subplaybook` was recorded by the code before it, `subplaybook_patched` after
+             "subplaybook": HERE / "subplaybook.yaml", "subplaybook_patched": HERE / "subplaybook.yaml"}
 
 
 async def record(names: list[str]) -> None:
