@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+
 from ..dsl.models import Playbook
 from ..errors import ConfigError
-from .claimcheck import data_converter
 from . import labels
+from .claimcheck import data_converter
 from .naming import new_execution_id
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
 

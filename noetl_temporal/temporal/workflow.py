@@ -45,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from .metrics import count_execution
     from .naming import child_execution_id
     from .persistence import PERSIST_EVENTS_ACTIVITY, persist_summary
-    from .search_attributes import NOETL_STATE, PLAYBOOK_NAME
+    from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
     from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
 
@@ -132,7 +132,7 @@ class PlaybookWorkflow:
         # Not an RPC: what this run was started with. Old starts set only NoetlPlaybookPath
         # (and registered only it and NoetlState); those upsert NoetlState as before.
         sas = workflow.info().typed_search_attributes
-        return any(pair.key.name in ("NoetlPlaybookPath", PLAYBOOK_NAME.name) for pair in sas)
+        return PLAYBOOK_PATH in sas or PLAYBOOK_NAME in sas
 
     def _show_progress(self) -> None:
         """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause).

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 
-from noetl_temporal.temporal.naming import MAX_SLUG, child_execution_id, new_execution_id, slug
-
 from api.deps import EXECUTION_ID_RE
+from noetl_temporal.temporal.naming import MAX_SLUG, child_execution_id, new_execution_id, slug
 
 
 def test_slug_keeps_the_readable_part():
