@@ -21,6 +21,7 @@ import socket
 import sys
 from typing import Any
 
+from .cli_telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from .errors import ConfigError
 
 __all__ = ["add_api_arguments", "api_command", "add_dev_arguments", "dev_command", "bind_socket"]
@@ -53,6 +54,7 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
                              "within about 0.8 x this")
     parser.add_argument("--execution-timeout", type=float, default=None, metavar="SECONDS",
                         help="bound every execution started through the API (default: the playbook's own)")
+    add_telemetry_arguments(parser)  # metrics of the in-process worker (dev, api --worker)
 
 
 def add_api_arguments(parser: argparse.ArgumentParser) -> None:
@@ -206,6 +208,7 @@ def _run(main: Any, args: argparse.Namespace) -> int:
     _token(args)
     try:
         check_bind(args.host, args.token, args.allow_remote_without_token)
+        apply_telemetry_arguments(args)
         asyncio.run(main(args))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

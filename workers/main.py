@@ -12,6 +12,7 @@ import asyncio
 import signal
 import sys
 
+from noetl_temporal.cli_telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
 from noetl_temporal.temporal.client import connect, resolve_target
 from noetl_temporal.temporal.worker import build_worker
@@ -32,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
     parser.add_argument("--max-concurrent-activities", type=int, default=100, metavar="N",
                         help="tool tasks this worker runs at once (default: 100)")
+    add_telemetry_arguments(parser)
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -46,7 +48,8 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"worker polling {target.task_queue} on {target.address} ({target.namespace})",
+    metrics = f"; metrics at http://{args.metrics_host}:{args.metrics_port}/metrics" if args.metrics_port else ""
+    print(f"worker polling {target.task_queue} on {target.address} ({target.namespace}){metrics}",
           file=sys.stderr, flush=True)
     try:
         async with worker:
@@ -59,6 +62,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        apply_telemetry_arguments(args)
         asyncio.run(serve(args))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from noetl_temporal.catalog import PATH_PATTERN, catalog_path_of
@@ -50,8 +50,8 @@ def _links(execution_id: str) -> Links:
 @router.post("/executions", status_code=202, response_model=StartResponse,
              responses=responses(404, 413, 422, 503),
              summary="Start an execution (inline YAML or a catalog reference); returns at once")
-async def start(body: StartExecution, response: Response, settings: SettingsDep, link: LinkDep,
-                catalog: CatalogDep) -> StartResponse:
+async def start(body: StartExecution, request: Request, response: Response, settings: SettingsDep,
+                link: LinkDep, catalog: CatalogDep) -> StartResponse:
     version: int | None = None
     if isinstance(body, StartInline):
         text, source, label = body.playbook, "inline", "<request>"
@@ -64,7 +64,8 @@ async def start(body: StartExecution, response: Response, settings: SettingsDep,
     handle = await start_execution(client, loaded.playbook, payload=body.payload, task_queue=settings.queue,
                                    source=source, search_attributes=await link.path_attribute(),
                                    execution_timeout_s=settings.execution_timeout_s,
-                                   heartbeat_timeout_s=settings.heartbeat_timeout_s)
+                                   heartbeat_timeout_s=settings.heartbeat_timeout_s,
+                                   version=version, api_url=str(request.base_url))  # linked from the Temporal UI
     response.headers["Location"] = f"/executions/{handle.id}"
     return StartResponse(execution_id=handle.id, state="PENDING",
                          playbook_path=catalog_path_of(loaded.playbook.metadata), catalog_version=version,

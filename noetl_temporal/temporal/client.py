@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import os
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from ..dsl.models import Playbook, playbook_definition
 from ..errors import ConfigError
+from . import labels
 from .claimcheck import data_converter
-from .search_attributes import PLAYBOOK_PATH
+from .naming import new_execution_id
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
 
 __all__ = ["Target", "resolve_target", "connect", "start_execution", "new_execution_id",
@@ -61,16 +60,20 @@ def _profile_config(profile: str | None) -> dict[str, Any] | None:
     return dict(config) if config else None
 
 
-async def connect(target: Target) -> Client:
+async def connect(target: Target, *, tracing: bool | None = None) -> Client:
+    """A client (and the workers built on it) for ``target``; ``tracing``: OpenTelemetry
+    spans for starts, workflows and activities (default: ``$NOETL_TRACING``, see .tracing)."""
     if target.address is None:
         raise ConfigError("no Temporal address", fix="pass --address or set TEMPORAL_ADDRESS")
     from .runtime import install_runtime
+    from .tracing import client_interceptors
 
     install_runtime()
     kwargs: dict[str, Any] = dict(target.connect_config or {})
     kwargs["target_host"] = target.address
     kwargs["namespace"] = target.namespace
     kwargs.setdefault("data_converter", data_converter())
+    kwargs["interceptors"] = [*kwargs.get("interceptors", []), *client_interceptors(tracing)]
     try:
         return await Client.connect(**kwargs)
     except Exception as exc:
@@ -78,30 +81,34 @@ async def connect(target: Target) -> Client:
                           fix="start a Temporal server there, or drop --address to use the embedded one") from None
 
 
-def new_execution_id() -> str:
-    return f"exec-{uuid.uuid4().hex[:16]}"
-
-
 async def start_execution(client: Client, playbook: Playbook, *, payload: dict[str, Any] | None = None,
                           task_queue: str = DEFAULT_TASK_QUEUE, execution_id: str | None = None,
                           source: str | None = None, search_attributes: bool = False,
                           heartbeat_timeout_s: float = 30.0,
                           execution_timeout_s: float | None = None,
-                          continue_as_new_after_events: int = 0) -> WorkflowHandle:
-    execution_id = execution_id or new_execution_id()
-    inp = RunInput(execution_id=execution_id, playbook=playbook_definition(playbook),
+                          continue_as_new_after_events: int = 0, version: int | None = None,
+                          api_url: str | None = None) -> WorkflowHandle:
+    """Start one execution, id ``<playbook-name>-<short id>`` unless given.
+
+    ``search_attributes``: set ours (the cluster must have them registered);
+    ``api_url``: the API's base URL, linked from the run's details in the Temporal UI.
+    """
+    definition = playbook_definition(playbook)
+    execution_id = execution_id or new_execution_id(playbook.metadata.name or playbook.metadata.path)
+    inp = RunInput(execution_id=execution_id, playbook=definition,
                    payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s,
                    continue_as_new_after_events=continue_as_new_after_events)
     extra: dict[str, Any] = {}
     if search_attributes:
-        path = playbook.metadata.path or playbook.metadata.name or source or "inline"
-        extra["search_attributes"] = TypedSearchAttributes([SearchAttributePair(PLAYBOOK_PATH, str(path))])
-    name = playbook.metadata.name or playbook.metadata.path or "playbook"
+        extra["search_attributes"] = labels.search_attributes(definition, source)
+    link = f"{api_url.rstrip('/')}/executions/{execution_id}" if api_url else None
     timeout = execution_timeout_s or playbook.executor.spec.timeout_s
     from datetime import timedelta
     return await client.start_workflow(
         WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
-        static_summary=f"NoETL playbook {name}",
+        static_summary=labels.summary(definition, source),
+        static_details=labels.details(definition, source=source, version=version, api_url=link),
+        memo=labels.memo(definition, source),
         execution_timeout=timedelta(seconds=timeout) if timeout else None,
         **extra,
     )

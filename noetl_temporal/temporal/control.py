@@ -26,7 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..errors import NoetlError, NotFound
 from .client import normalized_state
-from .search_attributes import PLAYBOOK_PATH
+from .search_attributes import PLAYBOOK_PATH, SEARCH_ATTRIBUTES
 from .types import WORKFLOW_NAME, RunInput
 
 __all__ = ["NotFound", "ExecutionFinished", "Rejected", "ExecutionInfo", "TERMINAL_STATES",
@@ -245,7 +245,7 @@ def visibility_query(*, state: str | None = None, playbook_path: str | None = No
 
 
 async def search_attributes_available(client: Client) -> bool:
-    """Whether the server knows ``NoetlPlaybookPath`` (set it on starts, filter by it)."""
+    """Whether the server knows all our search attributes (then starts set them)."""
     from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 
     try:
@@ -253,7 +253,7 @@ async def search_attributes_available(client: Client) -> bool:
             ListSearchAttributesRequest(namespace=client.namespace), timeout=RPC_TIMEOUT)
     except RPCError:
         return False
-    return PLAYBOOK_PATH.name in resp.custom_attributes
+    return all(key.name in resp.custom_attributes for key in SEARCH_ATTRIBUTES)
 
 
 async def list_executions(client: Client, *, state: str | None = None, playbook_path: str | None = None,

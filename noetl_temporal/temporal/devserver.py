@@ -70,6 +70,7 @@ class EmbeddedTemporal:
 
         from .claimcheck import data_converter
         from .runtime import install_runtime
+        from .tracing import client_interceptors
 
         install_runtime()
         self.port = self.port or free_port()
@@ -89,7 +90,8 @@ class EmbeddedTemporal:
                                   fix="check that the ports are free, or pass --address of a running server")
             try:
                 client = await Client.connect(self.address, namespace=self.namespace,
-                                              data_converter=data_converter())
+                                              data_converter=data_converter(),
+                                              interceptors=client_interceptors())
                 await client.count_workflows()  # the frontend answers: the namespace is ready
                 break
             except Exception:

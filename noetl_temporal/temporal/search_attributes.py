@@ -1,11 +1,24 @@
-"""Custom search attributes, so executions can be filtered in the Temporal UI."""
+"""Custom search attributes, so executions can be filtered in the Temporal UI.
+
+The embedded dev server registers them at start (``--search-attribute``). On an existing
+cluster register them once per namespace (docs/deployment.md)::
+
+    temporal operator search-attribute create --namespace NS --name NoetlPlaybookPath --type Keyword
+    temporal operator search-attribute create --namespace NS --name NoetlPlaybookName --type Keyword
+    temporal operator search-attribute create --namespace NS --name NoetlState --type Keyword
+    temporal operator search-attribute create --namespace NS --name NoetlParentExecutionId --type Keyword
+
+Until all of them exist, executions start without search attributes (nothing fails).
+"""
 
 from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey
 
-__all__ = ["PLAYBOOK_PATH", "NOETL_STATE", "SEARCH_ATTRIBUTES"]
+__all__ = ["PLAYBOOK_PATH", "PLAYBOOK_NAME", "NOETL_STATE", "PARENT_EXECUTION_ID", "SEARCH_ATTRIBUTES"]
 
 PLAYBOOK_PATH = SearchAttributeKey.for_keyword("NoetlPlaybookPath")
-NOETL_STATE = SearchAttributeKey.for_keyword("NoetlState")
-SEARCH_ATTRIBUTES = [PLAYBOOK_PATH, NOETL_STATE]
+PLAYBOOK_NAME = SearchAttributeKey.for_keyword("NoetlPlaybookName")
+NOETL_STATE = SearchAttributeKey.for_keyword("NoetlState")        # normalized: docs/status.md
+PARENT_EXECUTION_ID = SearchAttributeKey.for_keyword("NoetlParentExecutionId")
+SEARCH_ATTRIBUTES = [PLAYBOOK_PATH, PLAYBOOK_NAME, NOETL_STATE, PARENT_EXECUTION_ID]

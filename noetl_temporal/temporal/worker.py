@@ -18,6 +18,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from ..store.events import EventStore, open_event_store
 from .activities import ACTIVITIES
+from .metrics import MetricsInterceptor
 from .pacing import yield_activation
 from .persistence import EventSink
 from .subplaybooks import resolve_playbook
@@ -33,6 +34,8 @@ PASSTHROUGH_MODULES = (
     "jinja2", "markupsafe", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
     "noetl_temporal.templates", "noetl_temporal.errors", "noetl_temporal.status",
     "noetl_temporal.dsl.models", "noetl_temporal.engine",
+    # the tracing interceptor's workflow side (only used when tracing is on)
+    "opentelemetry",
 )
 
 
@@ -59,7 +62,8 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     """A worker for playbook workflows, their tool activities and event persistence.
 
     ``event_store`` defaults to :func:`open_event_store` (``$NOETL_EVENT_STORE`` or the
-    embedded SQLite file).
+    embedded SQLite file). Task-attempt metrics are always counted (served only where the
+    runtime serves metrics); tracing comes from the client's interceptors (``connect(tracing=)``).
     """
     enable_bytecode_cache()
     sink = EventSink(event_store or open_event_store())
@@ -70,5 +74,6 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
         activities=[*ACTIVITIES, resolve_playbook, sink.persist_events, yield_activation],
         workflow_runner=sandbox_runner(),
         max_concurrent_activities=max_concurrent_activities,
+        interceptors=[MetricsInterceptor(), *kwargs.pop("interceptors", [])],
         **kwargs,
     )

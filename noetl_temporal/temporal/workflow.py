@@ -27,7 +27,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook, playbook_from_definition
-    from ..engine import machine, snapshot
+    from ..engine import machine, progress, snapshot
     from ..engine.messages import (
         Cancel,
         CancelTasks,
@@ -42,10 +42,13 @@ with workflow.unsafe.imports_passed_through():
         TaskFinished,
         Yield,
     )
+    from . import labels
     from .activities import INTERNAL_ERROR, POLICY_RETRY
+    from .metrics import count_execution
+    from .naming import child_execution_id
     from .pacing import YIELD_ACTIVITY
-    from .persistence import PERSIST_EVENTS_ACTIVITY
-    from .search_attributes import NOETL_STATE, PLAYBOOK_PATH
+    from .persistence import PERSIST_EVENTS_ACTIVITY, persist_summary
+    from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
     from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
 
@@ -66,7 +69,11 @@ EVENT_BATCH = 500
 # commands, so every step paid the store's write latency. Live readers query the
 # workflow; the store lags by at most this interval while the execution runs.
 FLUSH_INTERVAL = timedelta(seconds=2)
-BATCHED_FLUSH_PATCH = "noetl-batched-event-flush"
+
+# ``workflow.patched`` ids: interpreter changes that would replay differently on histories
+# recorded before them (docs/deployment.md, "Upgrading workers"). Never reuse an id.
+PATCH_READABLE_CHILD_IDS = "readable-child-ids"   # sub-playbook ids `<child>-<hash>`, not `<parent>/<task>`
+PATCH_BATCHED_EVENT_FLUSH = "noetl-batched-event-flush"   # events persisted in batches, not per step
 
 
 def _now() -> str:
@@ -90,6 +97,7 @@ class PlaybookWorkflow:
         self._parked: list[Any] = []
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
+        self._details = ""         # the Temporal UI's current details, as last set
 
     # ------------------------------------------------------------------ run
 
@@ -107,6 +115,7 @@ class PlaybookWorkflow:
                              parent_execution_id=inp.parent_execution_id, source=inp.source))
             self._mark_state()
         self._flushed_seq = self._state.log.base
+        self._show_progress()
         try:
             await workflow.wait_condition(lambda: self._done() or self._history_is_long())
             if not self._done():
@@ -129,11 +138,29 @@ class PlaybookWorkflow:
         return self._output()
 
     def _mark_state(self, state: str | None = None) -> None:
-        """Keep the ``NoetlState`` search attribute current (Temporal UI / visibility filter),
-        where the cluster has it registered: the client set ``NoetlPlaybookPath`` at start."""
-        if PLAYBOOK_PATH not in workflow.info().typed_search_attributes:
-            return
-        workflow.upsert_search_attributes([NOETL_STATE.value_set(state or self._state.status.value)])
+        """At the start and the close: count the execution (metrics) and keep the ``NoetlState``
+        search attribute current where the cluster has ours registered (the client or the
+        parent set them at start)."""
+        state = state or self._state.status.value
+        count_execution(workflow.metric_meter(), state)   # (a continued run does not start again)
+        if self._has_search_attributes():
+            workflow.upsert_search_attributes([NOETL_STATE.value_set(state)])
+
+    def _has_search_attributes(self) -> bool:
+        # Not an RPC: what this run was started with. Old starts set only NoetlPlaybookPath
+        # (and registered only it and NoetlState); those upsert NoetlState as before.
+        sas = workflow.info().typed_search_attributes
+        return PLAYBOOK_PATH in sas or PLAYBOOK_NAME in sas
+
+    def _show_progress(self) -> None:
+        """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause).
+
+        Current details are read by the UI through a query, so setting them adds no history
+        event; the text is rebuilt after each engine step but only set when it changed."""
+        text = progress.describe(self._state)
+        if text != self._details:
+            self._details = text
+            workflow.set_current_details(text)
 
     def _done(self) -> bool:
         return self._state.finished or self._fatal is not None
@@ -202,12 +229,13 @@ class PlaybookWorkflow:
         log = self._state.log
         while True:
             await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
-            if workflow.patched(BATCHED_FLUSH_PATCH):
+            if workflow.patched(PATCH_BATCHED_EVENT_FLUSH):
                 await self._gather_events(log)
             batch = log.since(self._flushed_seq, EVENT_BATCH)
             try:
                 await workflow.execute_local_activity(
                     PERSIST_EVENTS_ACTIVITY, batch, start_to_close_timeout=timedelta(seconds=30),
+                    summary=persist_summary(batch),
                     retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)))
             except ActivityError as err:
                 failures += 1
@@ -266,6 +294,7 @@ class PlaybookWorkflow:
             return
         for command in commands:
             self._execute(command)
+        self._show_progress()
 
     def _execute(self, command: Any) -> None:
         if isinstance(command, RunTask | StartTimer) and self._draining:
@@ -377,7 +406,7 @@ class PlaybookWorkflow:
         except ActivityError as err:
             return finished(_error("playbook", str(getattr(err.cause, "message", None) or err.cause or err),
                                    retryable=False))
-        child_id = f"{inp.execution_id}/{cmd.task_run_id}"
+        child_id = self._child_id(cmd, resolved["playbook"])
         child_input = RunInput(execution_id=child_id, playbook=resolved["playbook"],
                                payload=child_payload(cmd.config), source=resolved["source"],
                                parent_execution_id=inp.execution_id, infra_attempts=inp.infra_attempts,
@@ -390,7 +419,7 @@ class PlaybookWorkflow:
                 # We cancel children ourselves (cancel, fail_fast, timeouts), so that a
                 # cancel with cascade=False can leave them running after the parent closes.
                 parent_close_policy=ParentClosePolicy.ABANDON,
-                static_summary=f"sub-playbook {path} for {cmd.step}/{cmd.task}")
+                **self._child_labels(cmd, resolved, path))
         except ChildWorkflowError as err:
             if isinstance(err.cause, CancelledError):
                 return finished(_error("cancelled", f"sub-playbook {path!r} was cancelled", retryable=False))
@@ -407,6 +436,28 @@ class PlaybookWorkflow:
         outcome["result"] = result
         outcome["meta"] = meta
         return finished(outcome)
+
+    def _child_id(self, cmd: RunTask, child_playbook: dict[str, Any]) -> str:
+        inp = self._input
+        assert inp is not None
+        if workflow.patched(PATCH_READABLE_CHILD_IDS):
+            name, _ = labels.playbook_label(child_playbook)
+            return child_execution_id(inp.execution_id, cmd.task_run_id, name)
+        return f"{inp.execution_id}/{cmd.task_run_id}"   # histories recorded before the patch
+
+    def _child_labels(self, cmd: RunTask, resolved: dict[str, Any], path: Any) -> dict[str, Any]:
+        """The child's summary, details, memo and (when the parent has them) search attributes."""
+        inp = self._input
+        assert inp is not None
+        child, source = resolved["playbook"], resolved.get("source")
+        out: dict[str, Any] = {
+            "static_summary": f"sub-playbook {path} for {cmd.step}/{cmd.task}",
+            "static_details": labels.details(child, source=source, version=resolved.get("version"),
+                                             parent=inp.execution_id),
+            "memo": labels.memo(child, source)}
+        if PLAYBOOK_NAME in workflow.info().typed_search_attributes:  # all of ours are registered
+            out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id)
+        return out
 
     def _failed_activity(self, cmd: RunTask, err: ActivityError) -> TaskFinished:
         cause = err.cause

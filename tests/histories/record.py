@@ -1,4 +1,4 @@
-"""Re-record the replay fixtures: ``python -m tests.histories.record``.
+"""Re-record the replay fixtures: ``python -m tests.histories.record [NAME...]``.
 
 Runs each playbook of ``PLAYBOOKS`` on a fresh dev server and writes its Temporal
 history (``<name>.history.json``) and the event list the run produced
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
 from pathlib import Path
 
@@ -20,15 +21,20 @@ from noetl_temporal.temporal.devserver import EmbeddedTemporal
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "retry_loop.yaml"}
+PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "retry_loop.yaml",
+             # the same run before and after the `readable-child-ids` patch (workflow.py):
+             # `subplaybook` was recorded by the code before it, `subplaybook_patched` after
+             "subplaybook": HERE / "subplaybook.yaml", "subplaybook_patched": HERE / "subplaybook.yaml"}
 
 
-async def record() -> None:
+async def record(names: list[str]) -> None:
     async with EmbeddedTemporal() as env:
         for name, path in PLAYBOOKS.items():
+            if names and name not in names:
+                continue
             playbook = load_playbook(path).playbook
             report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
-                                           execution_id=f"replay-{name}")
+                                           execution_id=f"replay-{name}", source=str(path))
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
             (HERE / f"{name}.history.json").write_text(history.to_json())
             (HERE / f"{name}.events.json").write_text(json.dumps(report.events, indent=1, sort_keys=True))
@@ -36,4 +42,4 @@ async def record() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(record())
+    asyncio.run(record(sys.argv[1:]))

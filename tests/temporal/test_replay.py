@@ -14,12 +14,12 @@ from temporalio.worker import Replayer
 
 from noetl_temporal.engine import machine
 from noetl_temporal.temporal.worker import sandbox_runner
-from noetl_temporal.temporal.workflow import PlaybookWorkflow
+from noetl_temporal.temporal.workflow import PATCH_READABLE_CHILD_IDS, PlaybookWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
 
-@pytest.mark.parametrize("name", ["hello", "retry_loop"])
+@pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched"])
 async def test_recorded_history_replays_to_identical_events(name, monkeypatch):
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
@@ -36,6 +36,27 @@ async def test_recorded_history_replays_to_identical_events(name, monkeypatch):
     assert result.replay_failure is None
     replayed = json.loads(json.dumps(states[-1].log.events, default=str))
     assert replayed == expected  # worker times too: they replay from recorded activity results
+
+
+@pytest.mark.parametrize("name,forced", [("subplaybook", True), ("subplaybook_patched", False)])
+async def test_the_patch_guard_is_what_keeps_each_history_replaying(name, forced, monkeypatch):
+    """Safe upgrades: ``subplaybook`` was recorded before child ids changed, ``subplaybook_patched``
+    after. Each replays above (the guard picks the branch it was recorded with); taking the
+    other branch (the new code unguarded, or the code before the change) is a nondeterminism
+    error, so the ``workflow.patched`` guard is what makes the upgrade safe."""
+    from temporalio import workflow
+
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    real = workflow.patched
+    monkeypatch.setattr(workflow, "patched",
+                        lambda patch_id: forced if patch_id == PATCH_READABLE_CHILD_IDS else real(patch_id))
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None
+    failure = str(result.replay_failure)
+    # old history + new branch: the child id differs; new history + old code: an unknown patch marker
+    assert "Nondeterminism" in failure
+    assert ("Child workflow id" if forced else "patch marker encountered for change readable-child-ids") in failure
 
 
 async def test_live_run_replays_to_the_same_events(run_yaml, temporal):

@@ -13,6 +13,7 @@ from noetl_temporal.observe import read_events
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.store.events import open_event_store
 from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.naming import child_execution_id
 from noetl_temporal.temporal.worker import build_worker
 
 pytestmark = pytest.mark.temporal
@@ -76,7 +77,7 @@ async def test_parent_waits_for_child_and_inherits_its_result(temporal, task_que
                                    execution_timeout_s=60)
     assert report.state == "COMPLETED", report.error
     assert report.steps["done"]["result"] == [3, 5, 7]
-    child_id = f"{report.execution_id}/each:run:1:iter:0:task:score:1"
+    child_id = child_execution_id(report.execution_id, "each:run:1:iter:0:task:score:1", "child")
     child = temporal.client.get_workflow_handle(child_id)
     assert (await child.describe()).status == WorkflowExecutionStatus.COMPLETED
     child_events = await read_events(temporal.client, child_id, store=open_event_store(), limit=500)
@@ -111,7 +112,7 @@ async def test_cancelling_the_parent_cancels_the_child(temporal, task_queue, tmp
     async with build_worker(temporal.client, task_queue=task_queue):
         handle = await start_execution(temporal.client, playbook, task_queue=task_queue, source=source,
                                        payload={"fail": True, "items": [2]}, execution_timeout_s=60)
-        child_id = f"{handle.id}/each:run:1:iter:0:task:score:1"
+        child_id = child_execution_id(handle.id, "each:run:1:iter:0:task:score:1", "child")
         for _ in range(200):
             try:
                 events = await temporal.client.get_workflow_handle(child_id).query("events", args=[0, 100])
@@ -168,7 +169,7 @@ async def test_cancel_without_cascade_leaves_the_child_running(temporal, task_qu
     async with build_worker(temporal.client, task_queue=task_queue):
         handle = await start_execution(temporal.client, playbook, task_queue=task_queue, source=source,
                                        payload={"fail": True, "items": [2]}, execution_timeout_s=60)
-        child_id = f"{handle.id}/each:run:1:iter:0:task:score:1"
+        child_id = child_execution_id(handle.id, "each:run:1:iter:0:task:score:1", "child")
         for _ in range(200):
             try:
                 await temporal.client.get_workflow_handle(child_id).describe()

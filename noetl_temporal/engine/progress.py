@@ -1,0 +1,59 @@
+"""Where a running execution is, as a few lines of Markdown for the Temporal UI.
+
+The workflow shows this text as its *current details* (``workflow.set_current_details``),
+so the UI's run page says which steps are running, how far their loops are
+(``37/100``), which steps wait at a gate or a join, and whether the run is paused.
+Pure: built from the engine state only, no Temporal, so it is computed the same way
+on every worker and tested without a server.
+"""
+
+from __future__ import annotations
+
+from .state import ExecutionState, StepRun
+
+__all__ = ["describe", "MAX_LISTED"]
+
+MAX_LISTED = 10   # a UI panel, not a report: name the first few, count the rest
+
+
+def describe(state: ExecutionState) -> str:
+    """The current-details text; '' before the start."""
+    if state.status.value == "PENDING":
+        return ""
+    head = f"**{state.status.value}**"
+    if state.paused:
+        head += " · paused (resume to start new steps)"
+    if state.stopping:
+        head += f" · stopping ({state.stopping})"
+    lines = [head]
+    running = [_running(run) for run in state.step_runs.values()]
+    if running:
+        lines.append("running: " + _listed(running))
+    gates = sorted({t.step for t in state.tokens if t.denied})
+    if gates:
+        lines.append("waiting at a gate (ctx change): " + _listed([f"`{g}`" for g in gates]))
+    queued = sorted({t.step for t in state.tokens if not t.denied})
+    if queued and state.paused:
+        lines.append("held by the pause: " + _listed([f"`{q}`" for q in queued]))
+    joins = [f"`{name}` ({len(buffered)} arrived)" for name, buffered in sorted(state.join_buffers.items())
+             if buffered]
+    if joins:
+        lines.append("waiting at a join: " + _listed(joins))
+    if state.finished and state.terminal_event:
+        lines.append(f"ended: {state.terminal_event}")
+    return "\n\n".join(lines)
+
+
+def _running(run: StepRun) -> str:
+    loop = run.loop
+    if loop is None:
+        return f"`{run.step}`"
+    text = f"`{run.step}` {loop.done_count}/{len(loop.items)}"
+    if loop.failed:
+        text += f" ({len(loop.failed)} failed)"
+    return text
+
+
+def _listed(items: list[str]) -> str:
+    more = len(items) - MAX_LISTED
+    return ", ".join(items[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")

@@ -1,0 +1,84 @@
+"""The Temporal UI's current-details text, built from the engine state (pure)."""
+
+from __future__ import annotations
+
+from noetl_temporal.engine.messages import Pause, Resume
+from noetl_temporal.engine.progress import MAX_LISTED, describe
+
+from .harness import NOW, feed, finished, ok, run
+
+LOOP = """
+workload: {items: [1, 2, 3, 4]}
+workflow:
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: n, spec: {mode: parallel, max_in_flight: 2}}
+    tool: {kind: python, code: x}
+    next: {arcs: [{step: after}]}
+  - step: after
+    tool: {kind: python, code: x}
+"""
+
+GATE = """
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {spec: {mode: inclusive}, arcs: [{step: gated}, {step: slow}]}
+  - step: slow
+    tool: {kind: python, code: x}
+  - step: gated
+    spec: {policy: {admit: {rules: [{when: "{{ ctx.approved }}", then: {allow: true}}]}}}
+    tool: {kind: noop}
+"""
+
+
+def test_loop_progress_counts_finished_iterations_of_the_running_step():
+    r = run(LOOP, hold=lambda c: True)
+    assert describe(r.state) == "**RUNNING**\n\nrunning: `each` 0/4"
+    feed(r, finished(r.held.pop(0), ok(1)))
+    assert "running: `each` 1/4" in describe(r.state)
+    while r.held and r.held[0].step == "each":
+        feed(r, finished(r.held.pop(0), ok(1)))
+    assert describe(r.state) == "**RUNNING**\n\nrunning: `after`"
+    feed(r, finished(r.held.pop(0), ok(1)))
+    assert describe(r.state) == "**COMPLETED**\n\nended: playbook.finished"
+
+
+def test_a_failed_iteration_is_shown_beside_the_count():
+    r = run(LOOP, hold=lambda c: True)
+    feed(r, finished(r.held.pop(0), {"status": "error", "result": None, "meta": {},
+                                     "error": {"kind": "python", "message": "x", "retryable": False}}))
+    assert "`each` 1/4 (1 failed)" in describe(r.state)
+
+
+def test_pause_and_the_steps_it_holds():
+    r = run(LOOP, hold=lambda c: True)
+    feed(r, Pause(now=NOW, reason="lunch"))
+    while r.held:
+        feed(r, finished(r.held.pop(0), ok(1)))
+    text = describe(r.state)
+    assert text.startswith("**RUNNING** · paused")
+    assert "held by the pause: `after`" in text
+    feed(r, Resume(now=NOW))
+    assert "paused" not in describe(r.state)
+
+
+def test_a_gate_waiting_for_ctx_is_named():
+    r = run(GATE, hold=lambda c: c.step == "slow")
+    text = describe(r.state)
+    assert "running: `slow`" in text and "waiting at a gate (ctx change): `gated`" in text
+
+
+def test_long_lists_are_cut():
+    from noetl_temporal.engine.progress import _listed
+
+    names = [f"`s{i}`" for i in range(MAX_LISTED + 3)]
+    assert _listed(names) == ", ".join(names[:MAX_LISTED]) + " and 3 more"
+    assert _listed(names[:2]) == "`s0`, `s1`"
+
+
+def test_nothing_before_the_start():
+    from noetl_temporal.engine.machine import new_state
+
+    from .harness import playbook
+
+    assert describe(new_state(playbook(LOOP), "ex")) == ""

@@ -1,0 +1,243 @@
+"""Executions are readable in the Temporal UI: ids, summary and details, memo, current
+details, search attributes, read back through the UI server's own HTTP API and drawn by a
+headless Chromium.
+
+Runs its own dev server with the UI (the session one is headless).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gc
+import json
+import os
+import re
+import shutil
+import struct
+import textwrap
+import time
+import uuid
+import zlib
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from noetl_temporal.catalog import Catalog
+from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.runner import run_with_client
+from noetl_temporal.store.events import open_event_store
+from noetl_temporal.temporal import labels
+from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.devserver import EmbeddedTemporal
+from noetl_temporal.temporal.search_attributes import (
+    NOETL_STATE,
+    PARENT_EXECUTION_ID,
+    PLAYBOOK_NAME,
+)
+from noetl_temporal.temporal.worker import build_worker
+from tests.api.conftest import app_client, make_settings, wait_for
+from tests.temporal.test_cli_control import cli
+
+pytestmark = pytest.mark.temporal
+
+CHILD = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: ui_child}
+workload: {n: 1}
+workflow:
+  - step: double
+    tool: {kind: python, code: "result = n * 2", input: {n: "{{ workload.n }}"}}
+"""
+
+PARENT = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: UI Parent, path: demo/ui-parent}
+workflow:
+  - step: call
+    tool:
+      - {name: child, kind: playbook, path: CHILD_PATH, input: {n: 4}, return_step: double}
+    next: {arcs: [{step: done}]}
+  - step: done
+    tool: {kind: noop, result: "{{ call }}"}
+"""
+
+SLOW_LOOP = """
+metadata: {name: slow-loop}
+workload: {items: [0, 1, 2, 3, 4, 5]}
+workflow:
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: i, spec: {mode: sequential}}
+    tool: {kind: python, code: "import time; time.sleep(0.4); result = i", input: {i: "{{ i }}"}}
+"""
+
+
+@pytest_asyncio.fixture(scope="module")
+async def ui():
+    async with EmbeddedTemporal(ui=True) as env:
+        yield env
+    gc.collect()
+    await asyncio.sleep(0.5)
+
+
+async def ui_get(ui, path: str, **params) -> dict:
+    """The Temporal UI server's HTTP API (what the browser app reads)."""
+    async with httpx.AsyncClient(base_url=ui.ui_url, timeout=20) as http:
+        response = await http.get(f"/api/v1/namespaces/{ui.namespace}{path}", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def decoded_attributes(info: dict) -> dict:
+    """searchAttributes.indexedFields as plain values (each is a JSON payload, base64)."""
+    fields = ((info.get("searchAttributes") or {}).get("indexedFields")) or {}
+    return {k: json.loads(base64.b64decode(v["data"])) for k, v in fields.items()}
+
+
+async def test_a_run_and_its_sub_playbook_read_well_in_the_temporal_ui(ui, tmp_path):
+    event_store = open_event_store()
+    (tmp_path / "child.yaml").write_text(textwrap.dedent(CHILD))
+    parent_text = textwrap.dedent(PARENT).replace("CHILD_PATH", str(tmp_path / "child.yaml"))
+    queue = f"tq-{uuid.uuid4().hex[:10]}"
+    settings = make_settings(ui, queue, Catalog(sqlite_path=tmp_path / "catalog.db"), event_store)
+    async with build_worker(ui.client, task_queue=queue, event_store=event_store):
+        async with app_client(settings) as api:
+            started = await api.post("/executions", json={"playbook": parent_text})
+            assert started.status_code == 202, started.text
+            execution_id = started.json()["execution_id"]
+            assert re.fullmatch(r"ui-parent-[0-9a-f]{12}", execution_id)   # the playbook's name, slugged
+            handle = ui.client.get_workflow_handle(execution_id)
+            output = await handle.result()
+            assert output["state"] == "COMPLETED" and output["steps"]["done"]["result"] == 8
+            # the child id also carries its playbook's name, and every reader takes it
+            events = (await api.get(f"/executions/{execution_id}/events", params={"limit": 1000})).json()["events"]
+            child_id = next(e["payload"]["outcome"]["meta"]["child_execution_id"] for e in events
+                            if e["event_type"] == "task.done" and e["entity_id"] == "child")
+            assert re.fullmatch(r"ui-child-[0-9a-f]{12}", child_id)
+            for path in (f"/executions/{child_id}", f"/executions/{child_id}/status", f"/executions/{child_id}/events"):
+                assert (await api.get(path)).status_code == 200, path
+
+    code, out, err = await cli("status", child_id, "--address", ui.address, "--json")
+    assert code == 0 and json.loads(out)["state"] == "COMPLETED", err
+
+    # summary, details (with the API link and the definition hash) and memo
+    desc = await handle.describe()
+    summary, details = await desc.static_summary(), await desc.static_details()
+    assert summary == "NoETL playbook UI Parent (demo/ui-parent)"
+    assert f"http://api/executions/{execution_id}" in details and "sha256" in details
+    memo = await desc.memo()
+    playbook_hash = memo[labels.HASH_MEMO]
+    assert re.fullmatch(r"[0-9a-f]{64}", playbook_hash) and playbook_hash[:16] in details
+    assert playbook_hash == labels.definition_hash(
+        load_playbook_text(parent_text).playbook.model_dump(mode="json", by_alias=True))
+
+    # search attributes, through the SDK ...
+    child_desc = await ui.client.get_workflow_handle(child_id).describe()
+    attrs = child_desc.typed_search_attributes
+    assert attrs.get(PARENT_EXECUTION_ID) == execution_id and attrs.get(PLAYBOOK_NAME) == "ui_child"
+    assert attrs.get(NOETL_STATE) == "COMPLETED"
+    assert "sub-playbook" in (await child_desc.static_summary())
+
+    # ... and through the Temporal UI server's HTTP API, which the UI itself reads
+    body = await ui_get(ui, f"/workflows/{execution_id}")
+    info = body["workflowExecutionInfo"]
+    expected = {"NoetlPlaybookName": "UI Parent", "NoetlPlaybookPath": "demo/ui-parent", "NoetlState": "COMPLETED"}
+    assert expected.items() <= decoded_attributes(info).items()
+    meta = body["executionConfig"]["userMetadata"]
+    assert json.loads(base64.b64decode(meta["summary"]["data"])) == summary
+
+    async def listed():
+        page = await ui_get(ui, "/workflows", query=f'NoetlParentExecutionId = "{execution_id}"')
+        return [w["execution"]["workflowId"] for w in page.get("executions") or []]
+
+    assert await wait_for(listed, what="the child in the UI's filtered list") == [child_id]
+
+
+async def test_current_details_follow_a_running_loop(ui, task_queue):
+    playbook = load_playbook_text(textwrap.dedent(SLOW_LOOP)).playbook
+    async with build_worker(ui.client, task_queue=task_queue):
+        handle = await start_execution(ui.client, playbook, task_queue=task_queue, execution_timeout_s=60,
+                                       search_attributes=True)
+        seen = set()
+        while True:
+            meta = await handle.query("__temporal_workflow_metadata")
+            seen.add(meta.current_details)
+            desc = await handle.describe()
+            if desc.status is not None and desc.status.name != "RUNNING":
+                break
+            await asyncio.sleep(0.1)
+    progress = {m.group(1) for text in seen for m in [re.search(r"`each` (\d)/6", text)] if m}
+    assert len(progress) >= 3, seen           # 0/6 .. 5/6 as iterations finish
+    assert any(text.startswith("**RUNNING**") for text in seen)
+
+
+async def test_event_persistence_is_labelled_and_history_does_not_grow(ui, task_queue):
+    from noetl_temporal.dsl import load_playbook
+
+    playbook = load_playbook(Path(__file__).resolve().parents[2] / "examples" / "hello.yaml").playbook
+    report = await run_with_client(ui.client, playbook, task_queue=task_queue, search_attributes=True,
+                                   execution_timeout_s=60)
+    assert report.state == "COMPLETED"
+    history = await ui.client.get_workflow_handle(report.execution_id).fetch_history()
+    # measured before the UI work (ids, details, memo, search attributes): 29 events
+    assert len(history.events) <= 29
+    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+    assert markers
+    for marker in markers:  # every persist marker says what it is in the timeline
+        summary = json.loads(marker.user_metadata.summary.data)
+        assert summary.startswith("noetl: store event"), summary
+
+
+# ------------------------------------------------------------------ headless Chromium
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+
+
+def png_pixels(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and the raw (filtered) scanlines of a PNG: enough to tell blank from drawn."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", chunk[:8])
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="chromium is not installed (apt-get install chromium); CI installs it")
+async def test_headless_chromium_draws_a_run_page(ui, task_queue, tmp_path):
+    assert CHROMIUM, "chromium is required in CI (.ci/run installs it)"
+    playbook = load_playbook_text(textwrap.dedent(SLOW_LOOP).replace("0.4", "0.01")).playbook
+    report = await run_with_client(ui.client, playbook, task_queue=task_queue, search_attributes=True,
+                                   execution_timeout_s=60)
+    desc = await ui.client.get_workflow_handle(report.execution_id).describe()
+    url = f"{ui.ui_url}/namespaces/{ui.namespace}/workflows/{report.execution_id}/{desc.run_id}/history"
+    shot = tmp_path / "run.png"
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--hide-scrollbars", "--window-size=1400,1000", "--virtual-time-budget=15000",
+        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    except TimeoutError:
+        proc.kill()
+        raise
+    assert shot.exists(), f"no screenshot after {time.monotonic() - started:.0f}s: {err.decode()[-2000:]}"
+    if os.environ.get("NOETL_KEEP_SCREENSHOT"):
+        shutil.copy(shot, os.environ["NOETL_KEEP_SCREENSHOT"])
+    width, height, raw = png_pixels(shot.read_bytes())
+    assert (width, height) == (1400, 1000)
+    rows = [raw[i * (len(raw) // height) + 1:(i + 1) * (len(raw) // height)] for i in range(height)]
+    assert len(set(rows)) > height // 10, "the page is (nearly) blank"   # many different rows: drawn
+    assert len(set(raw)) > 50                                            # many different colours/bytes
