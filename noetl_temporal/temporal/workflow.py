@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -63,11 +63,12 @@ MAX_PENDING = 1_500
 EVENTS_KEPT_IN_MEMORY = 2_000
 EVENT_BATCH = 500
 
-# Events are persisted in batches: when EVENT_BATCH are waiting, when the run closes, or
-# after FLUSH_INTERVAL of workflow time. Persisting after every step cost a local activity
-# per step, and a workflow task waits for its local activities before it sends its
-# commands, so every step paid the store's write latency. Live readers query the
-# workflow; the store lags by at most this interval while the execution runs.
+# Events are persisted in batches: the first at once, then when EVENT_BATCH are waiting,
+# when the run closes, or on the first activation FLUSH_INTERVAL (workflow time) after the
+# last write. Persisting after every step cost a local activity per step, and a workflow
+# task waits for its local activities before it sends its commands, so every step paid the
+# store's write latency. Live readers query the workflow, so only readers of the store
+# (no worker answering) see the lag.
 FLUSH_INTERVAL = timedelta(seconds=2)
 
 # ``workflow.patched`` ids: interpreter changes that would replay differently on histories
@@ -94,6 +95,7 @@ class PlaybookWorkflow:
         self._persist = True
         self._draining = False     # continue-as-new pending: park new work
         self._closing = False      # the run is about to close: persist what is left now
+        self._next_flush_at = datetime.min.replace(tzinfo=UTC)   # workflow time of the next write
         self._parked: list[Any] = []
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
@@ -248,19 +250,18 @@ class PlaybookWorkflow:
                 continue
             failures = 0
             self._flushed_seq = batch[-1]["seq"]
+            self._next_flush_at = workflow.now() + FLUSH_INTERVAL
             log.forget(self._flushed_seq - EVENTS_KEPT_IN_MEMORY)
 
     async def _gather_events(self, log: Any) -> None:
-        """Wait for a full batch, the close of the run, or FLUSH_INTERVAL, whichever is first."""
-        def ready() -> bool:
-            return self._closing or log.seq - self._flushed_seq >= EVENT_BATCH
+        """Wait for a full batch, the close of the run, or an activation FLUSH_INTERVAL after
+        the last write (the first batch goes at once, so the start is always in the store).
 
-        if ready():
-            return
-        try:
-            await workflow.wait_condition(ready, timeout=FLUSH_INTERVAL, timeout_summary="noetl: persist events")
-        except TimeoutError:
-            pass
+        Checked on activations, with no timer: a timer would add history events to every run.
+        """
+        await workflow.wait_condition(
+            lambda: self._closing or log.seq - self._flushed_seq >= EVENT_BATCH
+            or workflow.now() >= self._next_flush_at)
 
     async def _drain(self, flusher: Any) -> None:
         """Before closing: every event is in the store."""
