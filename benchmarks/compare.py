@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import os
 import statistics
@@ -30,7 +29,7 @@ from typing import Any
 
 from .memory import TreeSampler
 from .report import write_report
-from .sides import BenchError, HandwrittenSide, PlaybookSide, WorkerProcess, history, scheduled_activities
+from .sides import HandwrittenSide, PlaybookSide, WorkerProcess, history, scheduled_activities
 from .workloads import QUICK_SIZES, SIZES, Workload, playbook_yaml, workloads
 
 SERVERS = {"stock": (), "embedded": None}  # None: the embedded server's own DEV_SERVER_ARGS
@@ -97,7 +96,7 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
         if workload.fast_path and run_playbook and not await _fast_path_used(sides[1].client, last["playbook"],
                                                                             workload):
             row["na"] = "the fast-path opt-in is not honoured yet (tasks ran as normal activities)"
-    except (BenchError, Exception) as exc:  # report and go on with the next workload
+    except Exception as exc:  # a side failed or broke: report it and go on with the next workload
         row["error"] = f"{type(exc).__name__}: {exc}"
         traceback.print_exc(file=sys.stderr)
     finally:
@@ -145,7 +144,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: small sizes, 1 round, the embedded server's setting only unless --servers")
     parser.add_argument("--workloads", default=",".join(keys), help="comma-separated subset (default: all)")
-    parser.add_argument("--servers", default=None, help="comma-separated: stock, embedded (default both)")
+    parser.add_argument("--servers", default=None, help="comma-separated: stock, embedded (default both; embedded with --quick)")
     parser.add_argument("--out", type=Path, default=RESULTS / "latest",
                         help="writes OUT.md and OUT.json (default benchmarks/results/latest)")
     args = parser.parse_args(argv)
@@ -172,8 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     results = asyncio.run(run(args))
     print(write_report(results, args.out))
     sys.stdout.flush()
-    with contextlib.suppress(Exception):
-        sys.stderr.flush()
+    sys.stderr.flush()
     os._exit(0)  # skip interpreter finalization: the SDK runtime's threads may still run
 
 
