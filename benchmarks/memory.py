@@ -6,7 +6,8 @@ A thread samples both trees every ``interval`` seconds: the resident set of each
 process (``/proc/PID/statm``, cheap), summed per tree. The sum of RSS counts pages that
 processes share (a forked child shares its parent's pages) once per process, so when a
 tree reaches a new peak its proportional set size (``smaps_rollup`` ``Pss``: shared
-pages split between their users) is read as well and reported beside it.
+pages split between their users, machine-wide, so it depends on what else runs) is read
+as well and reported beside it.
 
 Sampling misses a process that lives shorter than the interval; processes that exist
 for the whole of a parallel wave (the costly case) are seen.
