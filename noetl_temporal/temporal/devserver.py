@@ -53,15 +53,22 @@ def free_port() -> int:
 
 
 class EmbeddedTemporal:
-    """``async with EmbeddedTemporal(ui=True) as env:`` -> ``env.client``, ``env.ui_url``."""
+    """``async with EmbeddedTemporal(ui=True) as env:`` -> ``env.client``, ``env.ui_url``.
+
+    ``server_args`` replaces :data:`DEV_SERVER_ARGS` (``()`` for the stock dev server).
+    """
 
     def __init__(self, *, ui: bool = False, namespace: str = "default", port: int | None = None,
-                 ui_port: int | None = None, database: str | None = None) -> None:
+                 ui_port: int | None = None, database: str | None = None,
+                 server_args: tuple[str, ...] = DEV_SERVER_ARGS) -> None:
         self.ui = ui
         self.namespace = namespace
         self.port = port
         self.ui_port = ui_port
         self.database = database
+        # Extra ``temporal server start-dev`` arguments; ``()`` is the stock dev server
+        # (the benchmark compares both).
+        self.server_args = tuple(server_args)
         self.env: WorkflowEnvironment | None = None
         self._proc: subprocess.Popen | None = None
 
@@ -106,7 +113,7 @@ class EmbeddedTemporal:
         from .search_attributes import SEARCH_ATTRIBUTES
 
         argv = [temporal_cli_path(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(self.port),
-                "--log-level", "error", *DEV_SERVER_ARGS]
+                "--log-level", "error", *self.server_args]
         argv += ["--ui-port", str(self.ui_port), "--ui-ip", "127.0.0.1"] if self.ui else ["--headless"]
         if self.namespace != "default":
             argv += ["--namespace", self.namespace]

@@ -1,0 +1,5 @@
+"""``python -m benchmarks``: see :mod:`benchmarks.compare`."""
+
+from .compare import main
+
+main()

@@ -1,0 +1,179 @@
+"""Playbooks against expert hand-written Temporal, workload by workload (issue 11).
+
+    python -m benchmarks [--rounds 5] [--quick] [--workloads chain,retry] [--servers stock,embedded]
+
+For each server setting a real dev server is started; for each workload both sides get
+a fresh worker in a process of their own, one small warm-up execution each (the
+workload at ``--quick`` sizes), then ``--rounds``
+timed rounds, the two sides alternating which goes first. Reported per workload and
+setting: median seconds of each side and their ratio (playbook / hand-written), the
+history events of one execution of each side, and the peak memory of each side's worker
+process tree (the worker with its tool processes). A Markdown table is printed and
+written with a JSON copy to ``benchmarks/results/`` (``--out`` to change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .memory import TreeSampler
+from .report import write_report
+from .sides import HandwrittenSide, PlaybookSide, WorkerProcess, history, scheduled_activities
+from .workloads import QUICK_SIZES, SIZES, Workload, playbook_yaml, workloads
+
+SERVERS = {"stock": (), "embedded": None}  # None: the embedded server's own DEV_SERVER_ARGS
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def server_args(setting: str) -> tuple[str, ...]:
+    from noetl_temporal.temporal.devserver import DEV_SERVER_ARGS
+
+    args = SERVERS[setting]
+    return DEV_SERVER_ARGS if args is None else args
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+async def _round(side, workload: Workload, scratch: Path, samples: list[float]) -> tuple[str, str | None]:
+    seconds, ident = await side.timed(workload, scratch)
+    samples.append(seconds)
+    return ident
+
+
+async def _fast_path_used(client, ident: tuple[str, str | None], workload: Workload) -> bool:
+    """The playbook ran its tasks as local activities (else the opt-in is not honoured yet)."""
+    return await scheduled_activities(client, *ident) < workload.tasks
+
+
+async def measure(server, workload: Workload, warm: Workload, playbooks: dict, rounds: int,
+                  scratch: Path) -> dict[str, Any]:
+    from temporalio.client import Client
+
+    from noetl_temporal.temporal.claimcheck import data_converter
+
+    row: dict[str, Any] = {"workload": workload.key, "title": workload.title, "executions": workload.executions}
+    run_playbook = workload.playbook is not None
+    suffix = uuid.uuid4().hex[:8]
+    workers = {"handwritten": WorkerProcess("handwritten", server.address, f"bench-hw-{suffix}")}
+    if run_playbook:
+        workers["playbook"] = WorkerProcess("playbook", server.address, f"bench-pb-{suffix}")
+    else:
+        row["na"] = workload.na
+    try:
+        pids = dict(zip(workers, await asyncio.gather(*(w.start() for w in workers.values())), strict=True))
+        sides = [HandwrittenSide(await Client.connect(server.address), workers["handwritten"].queue)]
+        if run_playbook:
+            client = await Client.connect(server.address, data_converter=data_converter())
+            sides.append(PlaybookSide(client, workers["playbook"].queue, playbooks))
+        samples: dict[str, list[float]] = {s.name: [] for s in sides}
+        last: dict[str, tuple[str, str | None]] = {}
+        with TreeSampler(pids) as sampler:
+            for side in sides:  # warm-up, small: sandbox imports, connections, the python pool
+                await side.timed(warm, scratch)
+            for r in range(rounds):
+                for side in sides if r % 2 == 0 else sides[::-1]:
+                    last[side.name] = await _round(side, workload, scratch, samples[side.name])
+            peaks = sampler.take()
+        for side in sides:
+            events, runs = await history(side.client, *last[side.name])
+            peak = peaks[side.name]
+            row[side.name] = {"seconds": samples[side.name], "median": _median(samples[side.name]),
+                              "events": events, "runs": runs, "rss": peak.rss, "pss": peak.pss,
+                              "processes": peak.processes}
+        if workload.fast_path and run_playbook and not await _fast_path_used(sides[1].client, last["playbook"],
+                                                                            workload):
+            row["na"] = "the fast-path opt-in is not honoured yet (tasks ran as normal activities)"
+    except Exception as exc:  # a side failed or broke: report it and go on with the next workload
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc(file=sys.stderr)
+    finally:
+        for w in workers.values():
+            w.stop()
+    return row
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from noetl_temporal.dsl import load_playbook_text
+    from noetl_temporal.temporal.devserver import EmbeddedTemporal
+
+    scratch = Path(tempfile.mkdtemp(prefix="noetl-bench-"))
+    # Both the benchmark and the playbook worker read these: keep the user's stores clean.
+    os.environ["NOETL_EVENT_STORE"] = str(scratch / "events.db")
+    os.environ["NOETL_PAYLOAD_STORE"] = str(scratch / "payloads")
+    os.environ["NOETL_RESULT_STORE"] = str(scratch / "results")
+    chosen = [w for w in workloads(QUICK_SIZES if args.quick else SIZES) if w.key in args.workloads]
+    warm = {w.key: w for w in workloads(QUICK_SIZES)}
+    playbooks = {w.playbook["metadata"]["name"]: load_playbook_text(playbook_yaml(w.playbook),
+                                                                    source=f"benchmarks:{w.key}").playbook
+                 for w in [*chosen, *warm.values()] if w.playbook is not None}
+    started = time.time()
+    rows = []
+    for setting in args.servers:
+        async with EmbeddedTemporal(server_args=server_args(setting)) as server:
+            for workload in chosen:
+                t0 = time.perf_counter()
+                row = await measure(server, workload, warm[workload.key], playbooks, args.rounds, scratch)
+                row["server"] = setting
+                rows.append(row)
+                print(f"[{setting}] {workload.key}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        gc.collect()
+    return {"started": started, "duration": time.time() - started, "rounds": args.rounds, "quick": args.quick,
+            "servers": {s: list(server_args(s)) for s in args.servers}, "rows": rows,
+            "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    keys = [w.key for w in workloads(SIZES)]
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="workloads: " + ", ".join(keys))
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per side (default 5; 1 with --quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: small sizes, 1 round, the embedded server's setting only unless --servers")
+    parser.add_argument("--workloads", default=",".join(keys), help="comma-separated subset (default: all)")
+    parser.add_argument("--servers", default=None, help="comma-separated: stock, embedded (default both; embedded with --quick)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "latest",
+                        help="writes OUT.md and OUT.json (default benchmarks/results/latest)")
+    args = parser.parse_args(argv)
+    args.workloads = [k.strip() for k in args.workloads.split(",") if k.strip()]
+    if args.servers is None:
+        args.servers = "embedded" if args.quick else ",".join(SERVERS)
+    args.servers = [s.strip() for s in args.servers.split(",") if s.strip()]
+    for value, known, what in ((args.workloads, keys, "workload"), (args.servers, list(SERVERS), "server")):
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 5
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    from noetl_temporal.temporal.runtime import install_runtime
+
+    install_runtime()
+    results = asyncio.run(run(args))
+    print(write_report(results, args.out))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter finalization: the SDK runtime's threads may still run
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The workloads of issue 11, each defined once for both sides.
+
+A :class:`Workload` carries the playbook (as a mapping, dumped to YAML and validated by
+the real loader) and the hand-written workflow with its argument. The python task code
+of every playbook is a text from ``bodies``, the same text the hand-written activities
+compile, so both sides run identical bodies.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import bodies
+
+__all__ = ["Workload", "workloads", "FAST_PATH_OPT_IN", "playbook_yaml", "SIZES", "QUICK_SIZES"]
+
+# How a playbook opts in to the local-activity fast path: (where, value). ``where`` is
+# ``executor.<path>`` (the playbook's executor block), ``step.<path>`` (every step) or
+# ``task.<path>`` (every task's configuration); dots walk nested mappings. ``None``
+# until the fast path exists: the fast-path workload then reports n/a for the playbook.
+FAST_PATH_OPT_IN: tuple[str, Any] | None = None
+
+# Issue 11's sizes, and small ones for a smoke run (and for each workload's warm-up).
+SIZES = {"chain": 20, "seq_loop": 200, "branches": 50, "par_loop": 1000, "in_flight": 50,
+         "executions": 100, "chain_short": 5, "fast": 20, "blob": 1 << 20}
+QUICK_SIZES = {"chain": 5, "seq_loop": 10, "branches": 10, "par_loop": 50, "in_flight": 10,
+               "executions": 10, "chain_short": 5, "fast": 5, "blob": 1 << 20}
+
+RETRY_POLICY = {"rules": [{"when": "{{ output.status == 'error' }}",
+                           "then": {"do": "retry", "attempts": 5, "delay": 1}}]}
+
+
+@dataclass(frozen=True)
+class Workload:
+    key: str                     # the name for ``--workloads``
+    title: str                   # the table row
+    playbook: dict[str, Any] | None  # None: the playbook side cannot run it (yet); reason in ``na``
+    workflow: str                # the hand-written workflow's name
+    arg: dict[str, Any]          # its argument
+    executions: int = 1          # started at once, timed together
+    tasks: int = 0               # python tasks per execution (fast-path check)
+    fast_path: bool = False
+    na: str | None = None
+    # Fresh values per execution (e.g. the retry counter file): the playbook's payload and
+    # merged into the hand-written argument. Called with a scratch directory.
+    per_run: Callable[[Path], dict[str, Any]] | None = field(default=None, compare=False)
+
+
+def _task(body: str, **inputs: Any) -> dict[str, Any]:
+    return {"kind": "python", "code": body, "input": inputs}
+
+
+def _playbook(name: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "noetl.io/v2", "kind": "Playbook", "metadata": {"name": name}, "workflow": steps}
+
+
+def _to(*names: str, inclusive: bool = False) -> dict[str, Any]:
+    arcs = {"arcs": [{"step": n} for n in names]}
+    return {"spec": {"mode": "inclusive"}, **arcs} if inclusive else arcs
+
+
+def chain(n: int, name: str = "chain") -> dict[str, Any]:
+    steps = []
+    for k in range(n):
+        step = {"step": f"s{k}", "tool": _task(bodies.STEP, i=0 if k == 0 else f"{{{{ s{k - 1}.i }}}}")}
+        if k + 1 < n:
+            step["next"] = _to(f"s{k + 1}")
+        steps.append(step)
+    return _playbook(f"bench_{name}_{n}", steps)
+
+
+def loop(n: int, max_in_flight: int | None = None) -> dict[str, Any]:
+    spec = {"mode": "parallel", "max_in_flight": max_in_flight} if max_in_flight else {"mode": "sequential"}
+    name = f"bench_par_loop_{n}_{max_in_flight}" if max_in_flight else f"bench_seq_loop_{n}"
+    return _playbook(name, [{
+        "step": "items",
+        "loop": {"in": f"{{{{ range({n}) | list }}}}", "iterator": "i", "spec": spec},
+        "tool": _task(bodies.STEP, i="{{ i }}"),
+    }])
+
+
+def branches(n: int) -> dict[str, Any]:
+    names = [f"b{k}" for k in range(n)]
+    steps = [{"step": "start", "tool": _task(bodies.STEP, i=0), "next": _to(*names, inclusive=True)}]
+    steps += [{"step": b, "tool": _task(bodies.STEP, i=f"{{{{ start.i + {k} }}}}"), "next": _to("join")}
+              for k, b in enumerate(names)]
+    values = "{{ [" + ", ".join(f"{b}.i" for b in names) + "] }}"
+    steps.append({"step": "join", "tool": _task(bodies.JOIN, values=values)})
+    return _playbook(f"bench_branches_{n}", steps)
+
+
+def handoff(size: int) -> dict[str, Any]:
+    return _playbook("bench_handoff", [
+        {"step": "produce", "tool": _task(bodies.PRODUCE, size=size), "next": _to("consume")},
+        # The whole result: a large one travels as a reference that the activity resolves
+        # before the tool runs (docs/tools.md, "Large results").
+        {"step": "consume", "tool": _task(bodies.CONSUME, made="{{ produce }}")},
+    ])
+
+
+def retry() -> dict[str, Any]:
+    task = _task(bodies.FLAKY, counter="{{ workload.counter }}")
+    task["spec"] = {"policy": copy.deepcopy(RETRY_POLICY)}
+    return _playbook("bench_retry", [{"step": "flaky", "tool": task}])
+
+
+def with_opt_in(playbook: dict[str, Any], opt_in: tuple[str, Any]) -> dict[str, Any]:
+    """A copy of ``playbook`` with the fast-path opt-in set where ``opt_in`` says."""
+    where, value = opt_in
+    level, _, path = where.partition(".")
+    out = copy.deepcopy(playbook)
+    if level == "executor":
+        targets = [out.setdefault("executor", {})]
+    elif level == "step":
+        targets = out["workflow"]
+    elif level == "task":
+        targets = [s["tool"] for s in out["workflow"]]
+    else:
+        raise ValueError(f"FAST_PATH_OPT_IN must start with executor., step. or task., got {where!r}")
+    keys = path.split(".")
+    for target in targets:
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+        target[keys[-1]] = value
+    return out
+
+
+def _counter(scratch: Path) -> dict[str, Any]:
+    import uuid
+
+    return {"counter": str(scratch / f"attempts-{uuid.uuid4().hex}")}
+
+
+def workloads(sizes: dict[str, int] = SIZES, opt_in: tuple[str, Any] | None = FAST_PATH_OPT_IN) -> list[Workload]:
+    n, loop_n, fan, par, gate = sizes["chain"], sizes["seq_loop"], sizes["branches"], sizes["par_loop"], sizes["in_flight"]
+    many, short, fast, blob = sizes["executions"], sizes["chain_short"], sizes["fast"], sizes["blob"]
+    fast_playbook = with_opt_in(chain(fast, "fast"), opt_in) if opt_in else None
+    return [
+        Workload("chain", f"{n} sequential python steps", chain(n), "BenchChain", {"n": n}, tasks=n),
+        Workload("seq_loop", f"{loop_n}-item sequential loop", loop(loop_n), "BenchSequentialLoop",
+                 {"n": loop_n}, tasks=loop_n),
+        Workload("branches", f"{fan} parallel branches + join", branches(fan), "BenchBranches", {"n": fan},
+                 tasks=fan + 2),
+        Workload("par_loop", f"{par:,}-item parallel loop, {gate} in flight", loop(par, gate),
+                 "BenchParallelLoop", {"n": par, "max_in_flight": gate}, tasks=par),
+        Workload("many", f"{many} executions of a {short}-step chain at once", chain(short, "short"),
+                 "BenchChain", {"n": short}, executions=many, tasks=short),
+        Workload("fast_path", f"{fast} steps: fast path vs hand-written local activities", fast_playbook,
+                 "BenchChain", {"n": fast, "local": True}, tasks=fast, fast_path=True,
+                 na=None if opt_in else "fast-path opt-in not set (FAST_PATH_OPT_IN in benchmarks/workloads.py)"),
+        Workload("handoff", f"~{blob / (1 << 20):g} MiB result passed between two steps", handoff(blob),
+                 "BenchHandoff", {"size": blob}, tasks=2),
+        Workload("retry", "retry: fails twice (1 s delay), then succeeds", retry(), "BenchRetry", {},
+                 tasks=1, per_run=_counter),
+    ]
+
+
+def playbook_yaml(playbook: dict[str, Any]) -> str:
+    """The YAML a user would write (block scalars for code)."""
+    return yaml.dump(playbook, Dumper=_Dumper, sort_keys=False, width=100)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)

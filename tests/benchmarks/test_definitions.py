@@ -1,0 +1,119 @@
+"""The benchmark's definitions, checked without running it (pure, not timed).
+
+Every workload must be a valid playbook whose python tasks carry exactly the body text
+the hand-written activities compile, so the two sides of the comparison cannot drift.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks import bodies, compare, handwritten, memory, report
+from benchmarks.workloads import QUICK_SIZES, SIZES, playbook_yaml, with_opt_in, workloads
+from noetl_temporal.dsl import load_playbook_text
+
+BODY_TEXTS = {bodies.STEP, bodies.JOIN, bodies.PRODUCE, bodies.CONSUME, bodies.FLAKY}
+
+
+def _python_tasks(playbook) -> list:
+    return [task for step in playbook.workflow for task in step.tool if task.kind == "python"]
+
+
+@pytest.mark.parametrize("sizes", [SIZES, QUICK_SIZES], ids=["full", "quick"])
+def test_every_workload_is_a_valid_playbook_running_the_shared_bodies(sizes):
+    defined = workloads(sizes, opt_in=("executor.spec.fast_path", True))
+    assert [w.key for w in defined] == ["chain", "seq_loop", "branches", "par_loop", "many", "fast_path",
+                                        "handoff", "retry"]
+    names = set()
+    for w in defined:
+        loaded = load_playbook_text(playbook_yaml(w.playbook), source=f"benchmarks:{w.key}")
+        assert not loaded.warnings, (w.key, loaded.warnings)
+        tasks = _python_tasks(loaded.playbook)
+        assert tasks and all(t.config["code"] in BODY_TEXTS for t in tasks), w.key
+        names.add(w.playbook["metadata"]["name"])
+        assert w.workflow in {wf.__temporal_workflow_definition.name for wf in handwritten.WORKFLOWS}
+    assert len(names) == len(defined)  # the benchmark finds loaded playbooks by name
+
+
+def test_sizes_are_the_issue_s():
+    by_key = {w.key: w for w in workloads(SIZES)}
+    assert by_key["chain"].arg == {"n": 20} and by_key["seq_loop"].arg == {"n": 200}
+    assert by_key["par_loop"].arg == {"n": 1000, "max_in_flight": 50}
+    assert by_key["many"].executions == 100 and by_key["many"].arg == {"n": 5}
+    assert by_key["fast_path"].arg == {"n": 20, "local": True}
+    assert by_key["handoff"].arg == {"size": 1 << 20}
+
+
+def test_fast_path_without_an_opt_in_is_not_applicable_not_a_crash():
+    fast = {w.key: w for w in workloads(SIZES, opt_in=None)}["fast_path"]
+    assert fast.playbook is None and "FAST_PATH_OPT_IN" in fast.na
+
+
+@pytest.mark.parametrize("where", ["executor.spec.x", "step.spec.x", "task.spec.x", "task.x"])
+def test_opt_in_lands_at_each_level(where):
+    playbook = with_opt_in(workloads(QUICK_SIZES)[0].playbook, (where, "on"))
+    level, *path = where.split(".")
+    holders = {"executor": [playbook.get("executor")], "step": playbook["workflow"],
+               "task": [s["tool"] for s in playbook["workflow"]]}[level]
+    for holder in holders:
+        for key in path:
+            holder = holder[key]
+        assert holder == "on"
+    load_playbook_text(playbook_yaml(playbook))  # still a valid playbook
+    with pytest.raises(ValueError, match="executor., step. or task."):
+        with_opt_in(playbook, ("workflow.x", True))
+
+
+def test_bodies_behave_as_the_workloads_expect(tmp_path):
+    assert bodies.compile_body(bodies.STEP)(i=1) == {"i": 2}
+    assert bodies.compile_body(bodies.JOIN)(values=[1, 2, 3]) == {"i": 6}
+    made = bodies.compile_body(bodies.PRODUCE)(size=10)
+    assert bodies.compile_body(bodies.CONSUME)(made=made) == {"length": 10}
+    flaky, counter = bodies.compile_body(bodies.FLAKY), str(tmp_path / "n")
+    for attempt in (1, 2):
+        with pytest.raises(RuntimeError, match=f"attempt {attempt} fails"):
+            flaky(counter=counter)
+    assert flaky(counter=counter) == {"attempts": 3}
+
+
+def test_command_line_is_checked():
+    args = compare.parse(["--quick", "--workloads", "chain,retry"])
+    assert (args.rounds, args.servers, args.workloads) == (1, ["embedded"], ["chain", "retry"])
+    assert compare.parse([]).rounds == 5 and compare.parse([]).servers == ["stock", "embedded"]
+    for bad in (["--workloads", "nope"], ["--servers", "prod"], ["--rounds", "0"]):
+        with pytest.raises(SystemExit):
+            compare.parse(bad)
+
+
+def test_process_tree_memory_includes_children():
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while child.pid not in memory.descendants(os.getpid()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert child.pid in memory.descendants(os.getpid())
+        with memory.TreeSampler({"me": os.getpid()}, interval=0.01) as sampler:
+            time.sleep(0.2)
+            peak = sampler.take()["me"]
+        assert peak.processes >= 2 and peak.rss > memory._rss(os.getpid()) and peak.pss > 0
+    finally:
+        child.stdin.close()
+        child.wait()
+
+
+def test_report_flags_missed_targets_and_not_applicable_rows():
+    side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20}
+    results = {"started": 0, "duration": 1, "rounds": 5, "quick": False, "cpus": 2, "load_average": (1, 1, 1),
+               "servers": {"stock": []}, "rows": [
+                   {"workload": "a", "title": "A", "server": "stock", "handwritten": side,
+                    "playbook": dict(side, median=1.5, events=110)},
+                   {"workload": "b", "title": "B", "server": "stock", "handwritten": side, "na": "not yet"}]}
+    text = report.markdown(results)
+    assert "| A | stock | 1.00 s | 1.50 s | **1.50** | 100 / 110 (1.10×) | 100 / 100 (1.00×) |" in text
+    assert text.splitlines()[4].endswith("| time |")
+    assert "| n/a | " in text and "n/a: not yet" in text
