@@ -241,6 +241,15 @@ _STR_METHODS: dict[str, Callable[..., int]] = {
 }
 
 
+def _predicted(predict: Callable[..., int | None], *args: Any, **kwargs: Any) -> int:
+    """The predicted size, or 0 when the arguments do not fit (the real call then raises
+    its own, clearer, error)."""
+    try:
+        return predict(*args, **kwargs) or 0
+    except (TypeError, ValueError, AttributeError):
+        return 0
+
+
 def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """Before a sandboxed call: spend a unit, predict the size of growing ``str`` methods.
     Returns the arguments to call with (a ``join`` argument is materialized to be measured)."""
@@ -251,7 +260,7 @@ def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
         return args
     name = getattr(inner, "__name__", "")
     if name in _STR_METHODS:
-        _size(_STR_METHODS[name](owner, *args, **kwargs))
+        _size(_predicted(_STR_METHODS[name], owner, *args, **kwargs))
     elif name == "join" and args:
         items = list(args[0])
         _size(weight(items) + len(owner) * len(items))
@@ -310,9 +319,8 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     @wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         spend(_COST_FILTER)
-        predicted = predict(*args[skip:], **kwargs) if len(args) > skip else None
-        if predicted is not None:
-            _size(predicted)
+        if len(args) > skip:
+            _size(_predicted(predict, *args[skip:], **kwargs))
         return func(*args, **kwargs)
 
     return guarded
