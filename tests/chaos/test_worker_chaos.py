@@ -3,8 +3,9 @@ and check that every execution ends with the right result, its events are gap-fr
 ``seq`` with no duplicate ``event_id``, and no task's work was lost (at-least-once: a task
 that was running when the worker died runs again; the figure is printed).
 
-The kill points are random but seeded: the seed is printed, and ``NOETL_CHAOS_SEED`` replays
-a run. ``docs/durability.md`` records the figures.
+The kill delays are random but seeded: the seed is printed, and ``NOETL_CHAOS_SEED`` replays
+them (each kill waits for progress, so the exact points also depend on timing).
+``docs/durability.md`` records the figures.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def _check_events(store, execution_id: str) -> int:
 
 async def test_worker_sigkilled_at_random_points_loses_no_work(temporal, task_queue, tmp_path):
     seed = int(os.environ.get("NOETL_CHAOS_SEED") or random.SystemRandom().randrange(2**32))
-    print(f"\nchaos seed {seed} (NOETL_CHAOS_SEED={seed} replays these kill points)")
+    print(f"\nchaos seed {seed} (NOETL_CHAOS_SEED={seed} replays these random delays)")
     rnd = random.Random(seed)
     log, tries = tmp_path / "runs.log", tmp_path / "tries"
     parent_source = subplaybook(tmp_path, log)
