@@ -25,10 +25,13 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import ChainableUndefined, nodes
+from jinja2 import ChainableUndefined, Template, nodes
+from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from . import template_limits as limits
 from .errors import TemplateError
 
 __all__ = [
@@ -75,7 +78,54 @@ class _MethodUndefined(_Undefined):
 _READ_ONLY_MAPPING_METHODS = frozenset({"items", "keys", "values", "get"})
 
 
+class _Template(Template):
+    def new_context(self, *args: Any, **kwargs: Any) -> Any:
+        limits.start()  # every render (text or expression) starts with a fresh work budget
+        return super().new_context(*args, **kwargs)
+
+
+class _CodeGenerator(CodeGenerator):
+    def visit_Template(self, node: nodes.Template, frame: Any = None) -> None:
+        super().visit_Template(node, frame)
+        # Output buffers (macros, set blocks, filter blocks) and `~` join through the size limit.
+        self.writeline("concat = str_join = environment.checked_join")
+
+
 class _Environment(ImmutableSandboxedEnvironment):
+    """Mapping keys first, and the work/size limits of :mod:`.template_limits`."""
+
+    template_class = _Template
+    code_generator_class = _CodeGenerator
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    concat = staticmethod(limits.checked_join)
+    checked_join = staticmethod(limits.checked_join)
+
+    def _generate(self, source: Any, *args: Any, **kwargs: Any) -> Any:
+        return super()._generate(limits.meter_loops(source), *args, **kwargs)
+
+    def compile_expression(self, source: str, undefined_to_none: bool = True) -> Any:
+        expression = super().compile_expression(source, undefined_to_none)
+
+        def evaluate(*args: Any, **kwargs: Any) -> Any:  # a value built by the template: size-checked
+            return limits.check_nested(expression(*args, **kwargs))
+
+        return evaluate
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        limits.check_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        args = limits.check_call(__obj, args, kwargs)
+        if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level is metered too
+            args = (limits.metered(args[0]), *args[1:])
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+        # Stock Jinja returns an undefined that our chainable undefined would print as "":
+        # an escape attempt fails loudly instead of rendering nothing.
+        raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe")
+
     def getattr(self, obj: Any, attribute: str) -> Any:  # mapping keys first
         if isinstance(obj, Mapping):
             try:
@@ -101,7 +151,8 @@ def _b64decode(value: Any) -> str:
 
 
 def _make_env() -> _Environment:
-    env = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True)
+    env = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True,
+                       finalize=limits.check_nested)
     env.globals.pop("lipsum", None)
     env.filters["fromjson"] = _fromjson
     env.filters["from_json"] = _fromjson
@@ -111,6 +162,7 @@ def _make_env() -> _Environment:
     env.filters["b64decode"] = _b64decode
     # Replaced per render with a seeded generator (see _globals_for); never the process RNG.
     env.filters.pop("random", None)
+    limits.guard_filters(env.filters)
     return env
 
 

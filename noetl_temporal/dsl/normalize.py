@@ -59,7 +59,8 @@ class _Normalizer:
         reject_root_keys(self.raw, self.reporter)
         for key in self.raw:
             if key not in ROOT_KEYS and key != "vars":
-                self.reporter.add("NTL101", f"unknown root key {key!r}{did_you_mean(key, ROOT_KEYS)}", key)
+                self.reporter.add("NTL101", f"unknown root key {key!r}{did_you_mean(key, ROOT_KEYS)}",
+                                  paths.join("", key))
         out: dict[str, Any] = {}
         for key in ROOT_KEYS:
             if key == "workflow" or key not in self.raw or self.raw[key] is None:

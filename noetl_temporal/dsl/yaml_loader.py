@@ -171,13 +171,19 @@ class _Builder:
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.reader.ReaderError):  # str() would name "<unicode string>" and an offset
+        char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        return f"character {char} is not allowed in YAML ({exc.reason})"
     if isinstance(exc, yaml.MarkedYAMLError):
         parts = [p for p in (exc.context, exc.problem) if p]
         return " ".join(parts) or str(exc)
     return str(exc).strip() or type(exc).__name__
 
 
-def _yaml_mark(exc: BaseException) -> tuple[int | None, int | None]:
+def _yaml_mark(exc: BaseException, text: str) -> tuple[int | None, int | None]:
+    if isinstance(exc, yaml.reader.ReaderError):  # the reader knows only a character offset
+        before = text[: exc.position]
+        return before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if mark is None:
         return None, None
@@ -225,7 +231,7 @@ def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
                 reporter.add("NTL009", "the file holds more than one YAML document", line=line, col=col)
                 return None
         except yaml.YAMLError as exc:
-            line, col = _yaml_mark(exc)
+            line, col = _yaml_mark(exc, text)
             reporter.add("NTL005", f"YAML syntax error: {_yaml_message(exc)}", line=line, col=col)
             return None
         except RecursionError:

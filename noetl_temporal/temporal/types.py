@@ -25,8 +25,11 @@ class RunInput:
     payload: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
     parent_execution_id: str | None = None
-    # Infra retries added on top of policy attempts (worker lost, activity timeouts).
-    infra_attempts: int = 3
+    # Infra retries added on top of policy attempts (worker lost, activity timeouts). One
+    # worker crash can cost a task two attempts: the one it was running, and one Temporal
+    # handed to the dead worker's last poll before noticing it was gone (measured in
+    # tests/chaos). Ten survives several crashes in a row; see docs/durability.md.
+    infra_attempts: int = 10
     heartbeat_timeout_s: float = 30.0
     # Write events to the worker's event store as the run progresses (local activity).
     persist_events: bool = True

@@ -18,6 +18,8 @@ CASES = [
      "NTL102", "vars:", "vars", "workload"),
     ("unknown-root-key", "workflows: []\nworkflow:\n  - step: a\n    tool: {kind: noop}\n",
      "NTL101", "workflows:", "workflows", "did you mean 'workflow'"),
+    ("unknown-root-key-not-an-identifier", "meta-data: {}\nworkflow:\n  - step: a\n    tool: {kind: noop}\n",
+     "NTL101", "meta-data:", '["meta-data"]', "did you mean 'metadata'"),
     ("step-when", "workflow:\n  - step: a\n    when: \"{{ ctx.ok }}\"\n    tool: {kind: noop}\n",
      "NTL204", "when:", "workflow[0].when", "admit"),
     ("step-case", "workflow:\n  - step: a\n    tool: {kind: noop}\n    case: []\n",

@@ -10,7 +10,7 @@ from noetl_temporal.dsl.sources import MAX_BYTES
 from noetl_temporal.dsl.yaml_loader import parse_yaml
 from noetl_temporal.errors import PlaybookInvalid
 
-from .helpers import codes, playbook
+from .helpers import codes, errors, playbook
 
 LAUGHS = "a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
@@ -164,3 +164,13 @@ def test_locate_maps_normalized_paths_to_the_source():
     assert loaded.locate("workflow[0].tool[0].config.url") == ("workflow[0].tool.endpoint", (9, 7))
     assert loaded.locate("workflow[0].tool[0].set_ctx.n") == ('workflow[0].tool.set["ctx.n"]', (10, 13))
     assert loaded.locate("workflow[0].tool[0].spec.timeout") == ("workflow[0].tool", (7, 5))
+
+
+def test_a_control_character_is_located_and_named():
+    found = errors(playbook("""
+        workflow:
+          - step: st\x1fart
+            tool: {kind: noop}
+        """))
+    assert [(d.code, d.line, d.col) for d in found] == [("NTL005", 6, 13)]
+    assert "U+001F" in found[0].message and "unicode string" not in found[0].message

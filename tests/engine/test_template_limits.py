@@ -1,0 +1,98 @@
+"""Templates that try to escape the sandbox or to use unbounded memory or time fail with a
+clear error, fast, and before allocating; ordinary big-but-bounded templates still work."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from noetl_temporal import template_limits as limits
+from noetl_temporal.errors import TemplateError
+from noetl_temporal.templates import render
+
+ESCAPES = [
+    "{{ ''.__class__.__mro__ }}",
+    "{{ cycler.__init__.__globals__ }}",
+    "{{ joiner.__init__.__globals__.os }}",
+    "{{ namespace.__init__.__globals__ }}",
+    "{{ '{0.__class__}'.format('') }}",
+    "{{ ctx.update({'a': 1}) }}",
+    "{{ ctx.__class__.__subclasses__() }}",
+]
+
+# Each would allocate gigabytes or run for hours without the limits.
+UNBOUNDED = [
+    "{{ 'a' * 10**10 }}",
+    "{{ [1] * 10**10 }}",
+    "{{ range(100000) | list * 100000 }}",
+    "{{ 2 ** 1000000 }}",
+    "{{ 'a' | center(10**10) }}",
+    "{{ 'a'.ljust(10**10) }}",
+    "{{ 'a'.zfill(10**10) }}",
+    "{{ 'x' | indent(10**10) }}",
+    "{{ '%*s' % (10**10, 'a') }}",
+    "{{ '%10000000000s' % 'a' }}",
+    "{{ '{:>10000000000}'.format(1) }}",
+    "{{ '{:{}}'.format('a', 10**10) }}",
+    "{{ ('a' * 1000) | replace('a', 'a' * 1000) | replace('a', 'a' * 1000) }}",
+    "{{ ''.join(['a' * 1000000] * 100) }}",
+    "{{ [1, 2] | slice(10**9) | list }}",
+    "{% for i in range(10**9) %}{% endfor %}",
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "{% set l = range(100000) | list %}{% for i in l %}{% for j in l %}{% endfor %}{% endfor %}",
+    "{% macro f(n) %}{% if n < 60 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}",
+    "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+    "{% for x in [1] recursive %}{{ loop([1, 2, 3]) }}{% endfor %}",
+    "{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}",
+    "{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}{% endfor %}x",
+    "{% set ns = namespace(x=[1]) %}{% for i in range(80) %}{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x }}",
+    "{% set ns = namespace(x=[1]) %}{% for i in range(80) %}{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x | tojson }}",
+    "{% set big = 'a' * 1000000 %}{% for i in range(100000) %}{{ big }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("text", ESCAPES)
+def test_sandbox_escapes_fail_with_a_clear_error(text):
+    with pytest.raises(TemplateError, match="not allowed in playbook templates: access to attribute"):
+        render(text, {"ctx": {"a": 1}}, where="s.tool.t.cmd")
+
+
+@pytest.mark.parametrize("text", UNBOUNDED)
+def test_unbounded_templates_fail_fast_with_a_clear_error(text):
+    started = time.perf_counter()
+    with pytest.raises(TemplateError) as caught:
+        render(text, {}, where="s.tool.t.cmd")
+    elapsed = time.perf_counter() - started
+    message = str(caught.value)
+    assert message.startswith("s.tool.t.cmd: "), message
+    assert any(s in message for s in ("limit", "too much work", "Range too big", "RecursionError")), message
+    assert elapsed < 5, f"{elapsed:.1f}s: {message}"   # ~0.5 s on a busy machine; generous margin
+
+
+def test_repetition_counts_the_items_inside_nested_lists():
+    with pytest.raises(TemplateError, match="limit 10,000,000"):
+        render("{{ [[1] * 1000] * 10001 }}", {})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("{% for i in range(100000) %}{% endfor %}done", "done"),
+    ("{{ range(100000) | list | length }}", 100000),
+    ("{{ items | map('string') | join(',') | length }}", 588889),
+    ("{{ ('ab' * 1000) | length }}", 2000),
+    ("{{ 2 ** 64 }}", 2 ** 64),
+    ("{{ '%5s|%-3d' % ('a', 7) }}", "    a|7  "),
+    ("{{ '{:>6}'.format('x') }}", "     x"),
+    ("{{ 'a-b' | replace('-', '+') }}", "a+b"),
+    ("{{ items[:3] | tojson }}", "[0, 1, 2]"),
+])
+def test_big_but_bounded_templates_still_render(text, expected):
+    result = render(text, {"items": list(range(100000))})
+    if expected is not None:
+        assert result == expected
+
+
+def test_each_render_gets_a_fresh_budget():
+    text = "{% for i in range(100000) %}{% endfor %}ok"
+    for _ in range(limits.MAX_OPS // 100000 + 2):   # together far over one budget
+        assert render(text, {}) == "ok"

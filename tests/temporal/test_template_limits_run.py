@@ -1,0 +1,57 @@
+"""A playbook whose template tries to allocate unbounded memory, or to escape the sandbox,
+run on the dev server: the execution FAILS quickly with a located, clear message (the
+render happens inside the workflow, so it must neither hang the workflow task nor trip
+Temporal's deadlock detector)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.temporal
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PLAYBOOK = """\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {{name: greedy}}
+workflow:
+  - step: start
+    tool: {{kind: noop}}
+    next: {{arcs: [{{step: greedy}}]}}
+  - step: greedy
+    tool:
+      kind: shell
+      cmd: "{template}"
+"""
+
+
+@pytest.mark.parametrize("template, expected", [
+    ("{{ 'a' * 10**10 }}", "would build 10,000,000,000 characters or items (limit 10,000,000)"),
+    ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "too much work"),
+    ("{{ cycler.__init__.__globals__ }}", "access to attribute '__init__'"),
+])
+def test_a_greedy_template_fails_the_execution_fast_with_a_located_error(temporal, task_queue, tmp_path,
+                                                                         template, expected):
+    path = tmp_path / "greedy.yaml"
+    path.write_text(PLAYBOOK.format(template=template))
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "run", str(path), "--json", "--quiet",
+                          "--address", temporal.address, "--task-queue", task_queue],
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, capture_output=True, text=True,
+                         timeout=120)
+    elapsed = time.monotonic() - started
+    assert run.returncode == 1, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["state"] == "FAILED"
+    message = report["summary"]["failed_steps"][0]["message"]
+    # located: file:line:col of the cmd, then the engine's place, then what and the fix
+    assert message.startswith(f"{path}:11:"), message
+    assert "greedy.tool." in message and expected in message and "not allowed in playbook templates" in message
+    assert elapsed < 60, f"took {elapsed:.0f}s"   # seconds in practice: no deadlock-detector retries
