@@ -279,18 +279,21 @@ class PlaybookWorkflow:
         assert inp is not None
         timeout = cmd.timeout or 300.0
         try:
-            result = await workflow.execute_activity(
-                RUN_TASK_ACTIVITY, cmd,
-                activity_id=cmd.task_run_id,
-                start_to_close_timeout=timedelta(seconds=timeout + 30),
-                heartbeat_timeout=timedelta(seconds=max(inp.heartbeat_timeout_s, 1.0)),
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=1),
-                    maximum_attempts=cmd.max_attempts + inp.infra_attempts - 1,
-                    non_retryable_error_types=[INTERNAL_ERROR],
-                ),
-                summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
-            )
+            if cmd.spec.get("local") is True:
+                result = await _run_local(cmd, inp, timeout)
+            else:
+                result = await workflow.execute_activity(
+                    RUN_TASK_ACTIVITY, cmd,
+                    activity_id=cmd.task_run_id,
+                    start_to_close_timeout=timedelta(seconds=timeout + 30),
+                    heartbeat_timeout=timedelta(seconds=max(inp.heartbeat_timeout_s, 1.0)),
+                    retry_policy=RetryPolicy(
+                        initial_interval=timedelta(seconds=1),
+                        maximum_attempts=cmd.max_attempts + inp.infra_attempts - 1,
+                        non_retryable_error_types=[INTERNAL_ERROR],
+                    ),
+                    summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
+                )
             event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result["outcome"],
                                  attempts=result.get("attempts") or [], rule_index=result.get("rule_index"),
                                  action=result.get("action"), decided=True,
@@ -456,6 +459,39 @@ class PlaybookWorkflow:
         out = self._output()
         out["paused"] = self._state.paused
         return out
+
+
+async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> dict[str, Any]:
+    """The fast path (``spec.local: true``): the task as a local activity, run by this
+    worker without a round trip through the server's activity queue.
+
+    A local activity cannot heartbeat, so policy retries are driven from here: each
+    attempt is one local activity told its attempt number and the earlier records; a
+    ``PolicyRetry`` ends it (not retried by Temporal) and the next attempt starts after
+    the rule's delay on a durable timer. Temporal retries only infrastructure failures
+    (a timeout, a lost worker), up to ``infra_attempts``, repeating the same attempt.
+    A worker crash re-runs the attempt in flight: its result is recorded only when the
+    workflow task completes.
+    """
+    attempt, history = 1, []
+    while True:
+        try:
+            return await workflow.execute_local_activity(
+                RUN_TASK_ACTIVITY, args=[cmd, {"attempt": attempt, "history": history}],
+                activity_id=f"{cmd.task_run_id}/{attempt}",
+                start_to_close_timeout=timedelta(seconds=timeout + 30),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=inp.infra_attempts,
+                                         non_retryable_error_types=[INTERNAL_ERROR, POLICY_RETRY]),
+                summary=f"{cmd.step} / {cmd.task} ({cmd.kind}, local)")
+        except ActivityError as err:
+            cause = err.cause
+            if not (isinstance(cause, ApplicationError) and cause.type == POLICY_RETRY and cause.details):
+                raise
+            history = list(cause.details[0])
+            attempt = int(history[-1]["attempt"]) + 1
+            delay = float(history[-1].get("next_delay_s") or 0)
+            if delay > 0:
+                await workflow.sleep(timedelta(seconds=delay), summary=f"retry {cmd.step}/{cmd.task}")
 
 
 def _error(kind: str, message: str, *, retryable: bool) -> dict[str, Any]:

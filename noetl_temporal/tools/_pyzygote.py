@@ -107,7 +107,9 @@ class Zygote:
         self.by_id = {}    # task id -> child pid
         self.kills = {}    # task id -> signal asked for before its child reported in
         self.taken_r, self.taken_w = os.pipe()  # spares report "<id> <pid>" when they take a task
+        os.set_blocking(self.taken_r, False)
         self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
@@ -127,7 +129,10 @@ class Zygote:
         while True:
             for fd, _ in poller.poll(None if len(self.spares) >= SPARES else 100):
                 if fd == self.wake_r:
-                    os.read(self.wake_r, 4096)
+                    try:
+                        os.read(self.wake_r, 4096)
+                    except BlockingIOError:
+                        pass
                     self.reap()
                 elif fd == self.taken_r:
                     self.taken()
@@ -148,7 +153,10 @@ class Zygote:
             self.spares.add(pid)
 
     def taken(self):
-        self._taken_buf += os.read(self.taken_r, 65536)
+        try:  # non-blocking: an earlier call in this round may have read it all
+            self._taken_buf += os.read(self.taken_r, 65536)
+        except BlockingIOError:
+            return
         *lines, self._taken_buf = self._taken_buf.split(b"\n")
         for line in lines:
             task_id, pid = line.decode().split()
