@@ -47,11 +47,11 @@ from ..engine.policy import evaluate_policy, retry_delay
 from ..errors import ToolError
 from ..tools import ToolCall, run_tool
 from ..tools.base import error_outcome
-from .types import RUN_TASK_ACTIVITY
+from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
 
-__all__ = ["run_task", "execute", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
+__all__ = ["run_task", "run_task_local", "execute", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
 
 POLICY_RETRY = "PolicyRetry"
 INTERNAL_ERROR = "NoetlInternalError"
@@ -121,7 +121,17 @@ async def execute(cmd: RunTask, call: ToolCall) -> dict[str, Any]:
 
 
 @activity.defn(name=RUN_TASK_ACTIVITY)
-async def run_task(cmd: RunTask, local: dict[str, Any] | None = None) -> dict[str, Any]:
+async def run_task(cmd: RunTask) -> dict[str, Any]:
+    return await _run_task(cmd, None)
+
+
+@activity.defn(name=RUN_TASK_LOCAL_ACTIVITY)
+async def run_task_local(cmd: RunTask, local: dict[str, Any]) -> dict[str, Any]:
+    """The fast path's activity (run as a local activity by the workflow)."""
+    return await _run_task(cmd, local)
+
+
+async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> dict[str, Any]:
     info = activity.info()
     # A local activity (the fast path) cannot heartbeat: the workflow carries its policy
     # attempts instead (``local``: the attempt number and the earlier records).
@@ -197,4 +207,4 @@ def _delay(then: dict[str, Any], attempt: int, outcome: dict[str, Any]) -> float
     return delay
 
 
-ACTIVITIES = [run_task]
+ACTIVITIES = [run_task, run_task_local]
