@@ -132,3 +132,20 @@ async def test_broken_python_tasks_leave_the_worker_and_the_next_task_unharmed(r
     assert done["check"]["result"] == ["[1]", False]  # nothing leaked from the polluter
     assert done["trusted"]["result"] == 42
 
+
+
+async def test_a_step_timeout_cancels_a_task_on_the_fast_path(run_yaml, tmp_path):
+    pid_file = tmp_path / "pid"
+    report = await run_yaml(f"""
+    workflow:
+      - step: slow
+        spec: {{local: true, lifecycle: {{timeout_s: 1}}}}
+        tool:
+          kind: python
+          code: "import os, time\\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\\ntime.sleep(60)"
+    """)
+    assert report.state == "FAILED"
+    assert of(report, "step.failed", "slow")
+    from tests.support.processes import wait_dead
+
+    assert await wait_dead(int(pid_file.read_text()), 10), "the cancelled task's process survived"
