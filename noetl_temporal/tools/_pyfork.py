@@ -268,6 +268,7 @@ async def fork_runner(env: dict[str, str], pipes: TaskPipes) -> ForkedChild:
         return await server.fork(pipes)
     except OSError:  # it died between the check and the request: once more with a new one
         server.dead = True
+        server.close()
         return await (await servers.get(env)).fork(pipes)
 
 

@@ -97,7 +97,6 @@ def _child_pid(path: str, parent: subprocess.Popen) -> int:
 async def test_child_dies_when_the_worker_is_killed(kind: str, tmp_path) -> None:
     pidfile = str(tmp_path / "child.pid")
     parent = subprocess.Popen([sys.executable, "-c", PARENT, kind, pidfile], cwd=REPO,
-                              env={**os.environ, "NOETL_PYTHON_POOL": "2"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     child = None
     try:
