@@ -13,7 +13,7 @@ attempt returns the whole history and the workflow emits ``task.attempt.*`` even
 On the fast path (``spec.local: true``) the task runs as a *local* activity, which cannot
 heartbeat: the workflow itself starts each policy attempt (``PolicyRetry`` is not retried
 by Temporal there), waits the delay on a durable timer and passes the attempt number and
-the records so far (``run_task``'s second argument).
+the records so far (``run_task_local``'s second argument).
 
 Secrets and large results are handled here, and only here: the keychain entries a task
 reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
