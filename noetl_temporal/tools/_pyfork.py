@@ -191,6 +191,13 @@ class ForkServer:
             returncode = await self.proc.wait()
         except asyncio.CancelledError:  # the loop is shutting down without aclose()
             self.close()
+            # Wait for it to leave while the loop still runs, so its exit is not reported
+            # to a closed loop.
+            try:
+                await asyncio.wait_for(self.proc.wait(), CLOSE_WAIT)
+            except BaseException:  # noqa: BLE001 - still there: kill it, we are leaving anyway
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
             raise
         self._died(returncode)
 
