@@ -3,7 +3,8 @@ true``), on a stock Temporal dev server (no dynamic config), interleaved round b
 
     PYTHONPATH=. python3 scripts/fast_path_speed.py [--rounds 5] [--steps 20]
 
-Prints the median wall time of one execution each way and the ratio.
+Prints the median wall time of one execution each way (start to result, one worker
+running throughout) and the ratio.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.claimcheck import data_converter
 from noetl_temporal.temporal.devserver import temporal_cli_path
+from noetl_temporal.temporal.worker import build_worker
 from noetl_temporal.tools import aclose_clients
 
 
-def chain(steps: int, local: bool) -> str:
-    lines = [f"executor: {{spec: {{local: {str(local).lower()}}}}}", "workflow:"]
+def chain(steps: int, local: bool, in_worker: bool = False) -> str:
+    spec = f"local: {str(local).lower()}" + (", python: {in_worker: true}" if in_worker else "")
+    lines = [f"executor: {{spec: {{{spec}}}}}", "workflow:"]
     for i in range(steps):
         lines.append(f"  - step: s{i}")
         lines.append("    tool: {kind: python, code: \"def main(n):\\n    return n + 1\", args: {n: %s}}"
@@ -38,22 +41,25 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--in-worker", action="store_true", help="python tasks in_worker (no process) both ways")
     args = parser.parse_args()
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli_path(),
                                                 data_converter=data_converter(),
                                                 dev_server_extra_args=["--headless"])
     try:
-        books = {mode: load_playbook_text(chain(args.steps, mode == "local"), source="<bench>").playbook
+        books = {mode: load_playbook_text(chain(args.steps, mode == "local", args.in_worker), source="<bench>").playbook
                  for mode in ("normal", "local")}
         times: dict[str, list[float]] = {"normal": [], "local": []}
-        for r in range(args.rounds + 1):  # round 0 warms up
-            for mode, book in books.items():
-                t0 = time.perf_counter()
-                report = await run_with_client(env.client, book, task_queue=f"fp-{uuid.uuid4().hex[:8]}",
-                                               execution_timeout_s=120)
-                assert report.state == "COMPLETED", report.error
-                if r:
-                    times[mode].append(time.perf_counter() - t0)
+        queue = f"fp-{uuid.uuid4().hex[:8]}"
+        async with build_worker(env.client, task_queue=queue):  # one worker: time executions only
+            for r in range(args.rounds + 1):  # round 0 warms up
+                for mode, book in books.items():
+                    t0 = time.perf_counter()
+                    report = await run_with_client(env.client, book, task_queue=queue, worker=False,
+                                                   execution_timeout_s=120)
+                    assert report.state == "COMPLETED", report.error
+                    if r:
+                        times[mode].append(time.perf_counter() - t0)
         normal, local = (statistics.median(times[m]) for m in ("normal", "local"))
         print(f"{args.steps} sequential python steps, stock dev server, median of {args.rounds}:")
         print(f"  normal activities {normal:.3f} s  {[round(t, 3) for t in times['normal']]}")
