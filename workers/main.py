@@ -57,7 +57,7 @@ async def serve(args: argparse.Namespace) -> None:
     finally:
         from noetl_temporal.tools import aclose_clients
 
-        await aclose_clients()  # pooled HTTP connections and idle python interpreters
+        await aclose_clients()  # pooled HTTP connections and the python fork server
 
 
 def run(args: argparse.Namespace) -> int:

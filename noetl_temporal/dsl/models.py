@@ -93,6 +93,7 @@ class TaskSpec(_Open):
     policy: TaskPolicy | None = None
     timeout: float | None = Field(default=None, gt=0, description="seconds for one attempt")
     result: ResultSpec | None = None
+    local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
 class Task(Patches):
@@ -139,6 +140,7 @@ class StepSpec(_Open):
     failure: FailurePolicy | None = None
     lifecycle: Lifecycle | None = None
     timeout: float | None = Field(default=None, gt=0, description="default task attempt timeout (s)")
+    local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
 # --------------------------------------------------------------------------- loops
@@ -146,6 +148,7 @@ class StepSpec(_Open):
 class LoopSpec(_Open):
     mode: Literal["sequential", "parallel"] = "sequential"
     max_in_flight: int | None = Field(default=None, ge=1)
+    local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
 class Loop(_Closed):
@@ -199,6 +202,7 @@ class ExecutorSpec(_Open):
     max_step_runs: int = Field(default=10000, ge=1)
     timeout_s: float | None = Field(default=None, gt=0)
     policy: dict[str, Any] = Field(default_factory=dict)
+    local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
 class Executor(_Open):

@@ -10,6 +10,11 @@ Every attempt is recorded (status, timing, error, action) and the record list is
 heartbeated before a retry is raised; heartbeat details survive retries, so the final
 attempt returns the whole history and the workflow emits ``task.attempt.*`` events from it.
 
+On the fast path (``spec.local: true``) the task runs as a *local* activity, which cannot
+heartbeat: the workflow itself starts each policy attempt (``PolicyRetry`` is not retried
+by Temporal there), waits the delay on a durable timer and passes the attempt number and
+the records so far (``run_task_local``'s second argument).
+
 Secrets and large results are handled here, and only here: the keychain entries a task
 reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
 configuration, and scrubbed out of the outcome (``***``) before anything is returned,
@@ -42,11 +47,11 @@ from ..engine.policy import evaluate_policy, retry_delay
 from ..errors import ToolError
 from ..tools import ToolCall, run_tool
 from ..tools.base import error_outcome
-from .types import RUN_TASK_ACTIVITY
+from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
 
-__all__ = ["run_task", "execute", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
+__all__ = ["run_task", "run_task_local", "execute", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
 
 POLICY_RETRY = "PolicyRetry"
 INTERNAL_ERROR = "NoetlInternalError"
@@ -117,14 +122,26 @@ async def execute(cmd: RunTask, call: ToolCall) -> dict[str, Any]:
 
 @activity.defn(name=RUN_TASK_ACTIVITY)
 async def run_task(cmd: RunTask) -> dict[str, Any]:
+    return await _run_task(cmd, None)
+
+
+@activity.defn(name=RUN_TASK_LOCAL_ACTIVITY)
+async def run_task_local(cmd: RunTask, local: dict[str, Any]) -> dict[str, Any]:
+    """The fast path's activity (run as a local activity by the workflow)."""
+    return await _run_task(cmd, local)
+
+
+async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> dict[str, Any]:
     info = activity.info()
-    attempt = info.attempt
-    history = _previous_attempts()
+    # A local activity (the fast path) cannot heartbeat: the workflow carries its policy
+    # attempts instead (``local``: the attempt number and the earlier records).
+    attempt, history = _local_attempt(info, local) if info.is_local else (info.attempt, _previous_attempts())
     started = datetime.now(UTC)
     clock = time.monotonic()
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
-                    timeout=cmd.timeout, heartbeat=lambda *d: activity.heartbeat(history, *d))
-    beats = asyncio.ensure_future(_heartbeat_loop(history))
+                    timeout=cmd.timeout,
+                    heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
+    beats = None if info.is_local else asyncio.ensure_future(_heartbeat_loop(history))
     try:
         outcome = await execute(cmd, call)
         outcome.setdefault("meta", {})["attempt"] = attempt
@@ -139,7 +156,8 @@ async def run_task(cmd: RunTask) -> dict[str, Any]:
         log.error("%s", message)
         raise ApplicationError(message, type=INTERNAL_ERROR, non_retryable=True) from None
     finally:
-        beats.cancel()
+        if beats is not None:
+            beats.cancel()
     record = {
         "attempt": attempt,
         "status": outcome.get("status"),
@@ -157,7 +175,8 @@ async def run_task(cmd: RunTask) -> dict[str, Any]:
             delay = _delay(then, attempt, outcome)
             record["next_delay_s"] = delay
             history.append(record)
-            activity.heartbeat(history)
+            if not info.is_local:
+                activity.heartbeat(history)
             error = outcome.get("error") or {}
             raise ApplicationError(
                 f"policy retry {attempt}/{allowed} of task '{cmd.task}': "
@@ -171,6 +190,13 @@ async def run_task(cmd: RunTask) -> dict[str, Any]:
             "action": decision.action, "exhausted": exhausted}
 
 
+def _local_attempt(info: activity.Info, local: dict[str, Any] | None) -> tuple[int, list[dict[str, Any]]]:
+    """A fast-path attempt's number and the records before it. Temporal's own retries of
+    a local activity (a timeout, a lost worker) repeat the same policy attempt."""
+    local = local or {}
+    return int(local.get("attempt") or 1), list(local.get("history") or [])
+
+
 def _delay(then: dict[str, Any], attempt: int, outcome: dict[str, Any]) -> float:
     """The rule's backoff, but never shorter than a server's ``Retry-After``."""
     delay = retry_delay(then, attempt)
@@ -181,4 +207,4 @@ def _delay(then: dict[str, Any], attempt: int, outcome: dict[str, Any]) -> float
     return delay
 
 
-ACTIVITIES = [run_task]
+ACTIVITIES = [run_task, run_task_local]

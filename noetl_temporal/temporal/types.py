@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RunInput", "WORKFLOW_NAME", "RUN_TASK_ACTIVITY", "DEFAULT_TASK_QUEUE"]
+__all__ = ["RunInput", "WORKFLOW_NAME", "RUN_TASK_ACTIVITY", "RUN_TASK_LOCAL_ACTIVITY", "DEFAULT_TASK_QUEUE"]
 
 WORKFLOW_NAME = "NoetlPlaybook"
 RUN_TASK_ACTIVITY = "noetl.run_task"
+RUN_TASK_LOCAL_ACTIVITY = "noetl.run_task_local"  # the fast path (spec.local): a local activity
 DEFAULT_TASK_QUEUE = "noetl-playbooks"
 
 

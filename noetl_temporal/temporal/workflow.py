@@ -22,7 +22,13 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    FailureError,
+)
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -50,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from .persistence import PERSIST_EVENTS_ACTIVITY, persist_summary
     from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
-    from .types import RUN_TASK_ACTIVITY, WORKFLOW_NAME, RunInput
+    from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, WORKFLOW_NAME, RunInput
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
 
@@ -348,23 +354,26 @@ class PlaybookWorkflow:
         assert inp is not None
         timeout = cmd.timeout or 300.0
         try:
-            result = await workflow.execute_activity(
-                RUN_TASK_ACTIVITY, cmd,
-                activity_id=cmd.task_run_id,
-                start_to_close_timeout=timedelta(seconds=timeout + 30),
-                heartbeat_timeout=timedelta(seconds=max(inp.heartbeat_timeout_s, 1.0)),
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=1),
-                    maximum_attempts=cmd.max_attempts + inp.infra_attempts - 1,
-                    non_retryable_error_types=[INTERNAL_ERROR],
-                ),
-                summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
-            )
+            if cmd.spec.get("local") is True:
+                result = await _run_local(cmd, inp, timeout)
+            else:
+                result = await workflow.execute_activity(
+                    RUN_TASK_ACTIVITY, cmd,
+                    activity_id=cmd.task_run_id,
+                    start_to_close_timeout=timedelta(seconds=timeout + 30),
+                    heartbeat_timeout=timedelta(seconds=max(inp.heartbeat_timeout_s, 1.0)),
+                    retry_policy=RetryPolicy(
+                        initial_interval=timedelta(seconds=1),
+                        maximum_attempts=cmd.max_attempts + inp.infra_attempts - 1,
+                        non_retryable_error_types=[INTERNAL_ERROR],
+                    ),
+                    summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
+                )
             event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result["outcome"],
                                  attempts=result.get("attempts") or [], rule_index=result.get("rule_index"),
                                  action=result.get("action"), decided=True,
                                  exhausted=bool(result.get("exhausted")))
-        except ActivityError as err:
+        except FailureError as err:  # a local activity's failure may arrive unwrapped
             event = self._failed_activity(cmd, err)
         except asyncio.CancelledError:
             event = _cancelled(cmd, "task cancelled")
@@ -460,8 +469,8 @@ class PlaybookWorkflow:
             out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id)
         return out
 
-    def _failed_activity(self, cmd: RunTask, err: ActivityError) -> TaskFinished:
-        cause = err.cause
+    def _failed_activity(self, cmd: RunTask, err: FailureError) -> TaskFinished:
+        cause = err.cause if isinstance(err, ActivityError) else err
         if isinstance(cause, CancelledError):
             return _cancelled(cmd, "task cancelled")
         attempts: list[dict[str, Any]] = []
@@ -554,6 +563,53 @@ class PlaybookWorkflow:
         out = self._output()
         out["paused"] = self._state.paused
         return out
+
+
+async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> dict[str, Any]:
+    """The fast path (``spec.local: true``): the task as a local activity, run by this
+    worker without a round trip through the server's activity queue.
+
+    A local activity cannot heartbeat, so policy retries are driven from here: each
+    attempt is one local activity told its attempt number and the earlier records; a
+    ``PolicyRetry`` ends it (not retried by Temporal) and the next attempt starts after
+    the rule's delay on a durable timer. Temporal retries only infrastructure failures
+    (a timeout, a lost worker), up to ``infra_attempts``, repeating the same attempt.
+    A worker crash re-runs the attempt in flight: its result is recorded only when the
+    workflow task completes.
+    """
+    attempt, history = 1, []
+    while True:
+        try:
+            return await workflow.execute_local_activity(
+                RUN_TASK_LOCAL_ACTIVITY, args=[cmd, {"attempt": attempt, "history": history}],
+                activity_id=f"{cmd.task_run_id}/{attempt}",
+                start_to_close_timeout=timedelta(seconds=timeout + 30),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=inp.infra_attempts,
+                                         non_retryable_error_types=[INTERNAL_ERROR, POLICY_RETRY]),
+                summary=f"{cmd.step} / {cmd.task} ({cmd.kind}, local)")
+        except (ActivityError, ApplicationError) as err:
+            retry = _policy_retry(err)
+            if retry is None:
+                raise
+            history = list(retry.details[0])
+            attempt = int(history[-1]["attempt"]) + 1
+            delay = float(history[-1].get("next_delay_s") or 0)
+            if delay > 0:
+                await workflow.sleep(timedelta(seconds=delay), summary=f"retry {cmd.step}/{cmd.task}")
+
+
+def _chain(err: BaseException | None) -> list[BaseException]:
+    out = []
+    while err is not None and len(out) < 10:
+        out.append(err)
+        err = getattr(err, "cause", None) or err.__cause__
+    return out
+
+
+def _policy_retry(err: BaseException) -> ApplicationError | None:
+    """The ``PolicyRetry`` in a local activity's failure (wrapped or not), with its records."""
+    return next((e for e in _chain(err) if isinstance(e, ApplicationError) and e.type == POLICY_RETRY
+                 and e.details and isinstance(e.details[0], list)), None)
 
 
 def _error(kind: str, message: str, *, retryable: bool) -> dict[str, Any]:

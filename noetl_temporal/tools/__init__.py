@@ -5,7 +5,7 @@ returns the outcome envelope for every invocation (``status``, ``result``, ``err
 ``meta`` and a per-kind helper such as ``http``/``py``/``shell``).
 """
 
-from ._pypool import aclose_pool
+from ._pyfork import aclose_forkserver
 from .base import (
     TOOLS,
     Tool,
@@ -28,12 +28,12 @@ from .shell import ShellTool
 
 
 async def aclose_clients() -> None:
-    """Release the running loop's pooled tool resources: HTTP clients and idle python
-    processes (call on worker shutdown; later tasks recreate them)."""
+    """Release the running loop's pooled tool resources: HTTP clients and the python
+    fork server (call on worker shutdown; later tasks recreate them)."""
     try:
         await _aclose_http_clients()
     finally:
-        await aclose_pool()
+        await aclose_forkserver()
 
 
 for _tool in (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(), DuckdbTool(), ResultTool()):
@@ -51,7 +51,7 @@ __all__ = [
     "run_tool",
     "to_jsonable",
     "aclose_clients",
-    "aclose_pool",
+    "aclose_forkserver",
     "HttpTool",
     "NoopTool",
     "PythonTool",

@@ -11,8 +11,9 @@ process running. (That covers the direct child; a grandchild the code started in
 background is in the child's process group, which a live worker kills on timeout or
 cancel, but it is not covered after a worker crash.) The signal is tied to the thread
 that spawned the child, the event loop's thread, which lives as long as the worker.
-The python tool's pooled runners ask for it themselves (``start(...,
-child_sets_pdeathsig=True)``, see ``_pypool``).
+The python tool's runners ask for it themselves (``start_on(...,
+child_sets_pdeathsig=True)``, see ``_pyspawn``); its fork server's children ask the fork
+server's death for it, and the fork server asks the worker's (``_pyzygote``).
 
 The output pipes are created here rather than by asyncio (``stdout=PIPE``): asyncio's
 ``Process.wait()`` only returns once every pipe it owns is closed, so a background
@@ -76,46 +77,61 @@ class Capture:
         return f"{head}\n... [{dropped} bytes truncated] ...\n{self._tail.decode('utf-8', 'replace')}"
 
 
-async def _pump(pipe, feed: Callable[[bytes], None]) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-    try:
-        while chunk := await reader.read(65536):
-            feed(chunk)
-    finally:
-        transport.close()
-
-
 class Pumps:
-    """Readers of raw pipe ends, each feeding a sink until EOF."""
+    """Readers of raw pipe ends, each feeding a sink until EOF.
+
+    Plain ``add_reader`` callbacks rather than asyncio pipe transports and stream
+    readers: a python task has three pipes, and their set-up was a large part of the
+    worker's cost per task.
+    """
 
     def __init__(self) -> None:
-        self.tasks: list[asyncio.Task] = []
-        self._files: list = []
+        self.tasks: list[asyncio.Future] = []  # one per pipe, done at its EOF
+        self._fds: list[int] = []
 
-    def add(self, fd: int, feed: Callable[[bytes], None]) -> asyncio.Task:
-        pipe = os.fdopen(fd, "rb", buffering=0)
-        self._files.append(pipe)
-        task = asyncio.ensure_future(_pump(pipe, feed))
-        self.tasks.append(task)
-        return task
+    def add(self, fd: int, feed: Callable[[bytes], None]) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        eof = loop.create_future()
+        os.set_blocking(fd, False)
+        self._fds.append(fd)
+        self.tasks.append(eof)
+        loop.add_reader(fd, self._read, fd, feed, eof)
+        return eof
+
+    def _read(self, fd: int, feed: Callable[[bytes], None], eof: asyncio.Future) -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            feed(chunk)
+            return
+        self._drop(fd)
+        if not eof.done():
+            eof.set_result(None)
+
+    def _drop(self, fd: int) -> None:
+        if fd in self._fds:
+            self._fds.remove(fd)
+            asyncio.get_running_loop().remove_reader(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     async def finish(self) -> None:
         """Let readers hit EOF; give up after ``DRAIN_GRACE`` seconds."""
-        if self.tasks:
-            _, pending = await asyncio.wait(self.tasks, timeout=DRAIN_GRACE)
-            for t in pending:
-                t.cancel()
-            await asyncio.gather(*self.tasks, return_exceptions=True)
+        pending = [t for t in self.tasks if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=DRAIN_GRACE)
         self.close()
 
     def close(self) -> None:
+        for fd in list(self._fds):
+            self._drop(fd)
         for t in self.tasks:
-            t.cancel()
-        for f in self._files:  # a reader cancelled before it started never closes its pipe
-            with contextlib.suppress(OSError):
-                f.close()
+            if not t.done():
+                t.cancel()
 
 
 _PR_SET_PDEATHSIG = 1
@@ -157,21 +173,12 @@ async def start(argv: Sequence[str], *, cwd: str | None, env: dict[str, str],
                 stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = (),
                 child_sets_pdeathsig: bool = False) -> tuple[asyncio.subprocess.Process, int, int]:
     """Start ``argv`` in a new session, dying with this process, its stdout/stderr on
-    fresh pipes; returns the process and the read ends (the caller owns them).
-
-    ``child_sets_pdeathsig``: the program asks for the parent-death signal itself, first
-    thing (the python runner does; see ``_pypool``). Without a ``preexec_fn`` the child
-    is started with ``vfork``, which blocks the event loop for a fraction of a
-    millisecond instead of the several a ``fork`` of a large worker takes.
-    """
+    fresh pipes; returns the process and the read ends (the caller owns them)."""
     r_out, w_out = os.pipe()
     r_err, w_err = os.pipe()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=stdin, stdout=w_out, stderr=w_err, cwd=cwd, env=env,
-            pass_fds=tuple(pass_fds), start_new_session=True,
-            preexec_fn=None if child_sets_pdeathsig else die_with_parent(),
-        )
+        proc = await start_on(argv, cwd=cwd, env=env, stdin=stdin, stdout=w_out, stderr=w_err,
+                              pass_fds=pass_fds, child_sets_pdeathsig=child_sets_pdeathsig)
     except BaseException:
         os.close(r_out)
         os.close(r_err)
@@ -180,6 +187,55 @@ async def start(argv: Sequence[str], *, cwd: str | None, env: dict[str, str],
         os.close(w_out)  # only the child may hold the write ends, or EOF never comes
         os.close(w_err)
     return proc, r_out, r_err
+
+
+async def start_on(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], stdin: int, stdout: int,
+                   stderr: int, pass_fds: Sequence[int] = (),
+                   child_sets_pdeathsig: bool = False) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a new session on the given descriptors, dying with this process.
+
+    ``child_sets_pdeathsig``: the program asks for the parent-death signal itself, first
+    thing (the python runner does). Without a ``preexec_fn`` the child is started with
+    ``vfork``, which blocks the event loop for a fraction of a millisecond instead of
+    the several a ``fork`` of a large worker takes.
+    """
+    return await asyncio.create_subprocess_exec(
+        *argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env,
+        pass_fds=tuple(pass_fds), start_new_session=True,
+        preexec_fn=None if child_sets_pdeathsig else die_with_parent(),
+    )
+
+
+def write_now(fd: int, data: bytes) -> int:
+    """Write what fits into a pipe's buffer without waiting; the number of bytes written."""
+    os.set_blocking(fd, False)
+    try:
+        return os.write(fd, data[:65536]) if data else 0
+    except BlockingIOError:
+        return 0
+
+
+async def write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to a pipe without blocking the loop, then close it. A reader that
+    died early is not an error here: its exit tells what happened."""
+    loop = asyncio.get_running_loop()
+    view = memoryview(data)
+    try:
+        os.set_blocking(fd, False)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                ready = loop.create_future()
+                loop.add_writer(fd, ready.set_result, None)
+                try:
+                    await ready
+                finally:
+                    loop.remove_writer(fd)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        os.close(fd)
 
 
 # util-linux's setpriv asks for the parent-death signal and then execs the program, so a
@@ -212,6 +268,10 @@ async def reap(proc: asyncio.subprocess.Process) -> None:
 
 def kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
     """Signal the child's whole process group (it is a session leader)."""
+    signal_group = getattr(proc, "signal_group", None)
+    if signal_group is not None:  # not our child (a fork server's): its parent signals it
+        signal_group(sig)
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
     with contextlib.suppress(ProcessLookupError):

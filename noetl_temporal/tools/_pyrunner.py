@@ -1,7 +1,8 @@
-"""Child side of the python tool, run as ``python -c <this file's text> <fd> [warm <ppid>]``.
+"""Child side of the python tool: run as ``python -c <this file's text> <fd> <ppid>``, or
+loaded by the fork server (``_pyzygote``), whose forked children call :func:`serve`.
 
 Standard library only, and as few imports as possible before the user code runs:
-start-up time is paid on every python task that does not find a warm process.
+a spawned runner pays its start-up time on every task.
 
 Protocol: the request JSON arrives on stdin; exactly one response JSON is written to
 the file descriptor named in ``argv[1]``. The user's ``print()`` output stays on the
@@ -9,13 +10,15 @@ real stdout/stderr, which the parent captures separately, so it cannot corrupt t
 response. After responding the child leaves with ``os._exit`` so stray non-daemon
 threads or atexit hooks of user code cannot hang the task.
 
-Nothing task-specific is known at start: the code, its parameters, its ``argv`` and
-its working directory (``cwd``, entered before the code runs) all come with the
-request. So the parent may start this process ahead of time (``_pypool``, with
-``warm <ppid>``: it sets its own parent-death signal first, then imports the modules
-the runner may need while it waits) and hand it a request later. Either way a process
-serves exactly one request; one that reads EOF instead of a request (its worker closed
-the pool or died) exits quietly.
+Nothing task-specific is known before the request: the code, its parameters, its
+``argv`` and its working directory (``cwd``, entered before the code runs) all come
+with it. So a process forked from the fork server, which has imported this module and
+:func:`preload` once, serves a task exactly like a process started for it. Either way a
+process serves exactly one request; one that reads EOF instead of a request (its worker
+gave up or died) exits quietly.
+
+``_run`` (one request to a response dict) is also used in the worker itself by the
+opt-in in-worker mode (``_pyinworker``).
 """
 
 import os
@@ -54,9 +57,9 @@ def _sanitize(x, seen):
 
 def _encode(resp):
     try:
-        return json.dumps(resp, default=_default).encode()
+        return _dumps(resp, default=_default).encode()
     except (TypeError, ValueError, RecursionError):
-        return json.dumps(_sanitize(resp, set()), default=_default).encode()
+        return _dumps(_sanitize(resp, set()), default=_default).encode()
 
 
 def _text(exc):
@@ -206,49 +209,75 @@ def _run(req):
     return {"ok": True, "result": result}
 
 
-def _die_with_parent(parent):
-    """SIGKILL when the parent dies (Linux), then make sure it has not died already.
+_PRCTL = None  # libc's prctl, looked up once (the fork server's children reuse it)
 
-    A pooled process is started without a ``preexec_fn`` (see ``_pypool``), so it asks
-    for the signal itself, before anything else.
-    """
-    if sys.platform.startswith("linux"):
+
+def _prctl():
+    global _PRCTL
+    if _PRCTL is None and sys.platform.startswith("linux"):
         try:
             import ctypes
 
             prctl = ctypes.CDLL(None, use_errno=True).prctl
             prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-            prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+            _PRCTL = prctl
         except (OSError, AttributeError, ImportError):
-            pass
+            _PRCTL = False
+    return _PRCTL
+
+
+def _die_with_parent(parent):
+    """SIGKILL when the parent dies (Linux), then make sure it has not died already.
+
+    Every runner asks for the signal itself, before anything else: a spawned one is
+    started without a ``preexec_fn`` (so the worker can use ``vfork``), and a forked
+    one (``_pyzygote``) asks for it towards the fork server it came from.
+    """
+    prctl = _prctl()
+    if prctl:
+        prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
     if os.getppid() != parent:
         os._exit(137)
 
 
+def _use_json():
+    """Import json and keep its ``dumps``: user code may replace ``json.dumps``, and the
+    answer must still be JSON."""
+    global json, _dumps
+    import json
+
+    _dumps = json.dumps
+
+
+def preload():
+    """Import what the runner may use, ahead of any request (the fork server does this
+    once; a spawned runner imports lazily, its start-up time is paid per task)."""
+    import importlib  # noqa: F401
+    import inspect  # noqa: F401
+    import linecache  # noqa: F401
+    import traceback  # noqa: F401
+    import types  # noqa: F401
+
+    _use_json()
+    for name in CONVENIENCE:
+        __import__(name)
+
+
 def _child_main():
-    global json
     # The runner's own imports must not come from the directory the process starts in;
     # the user code gets `''` (its working directory) back in front of the path.
     path0 = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
-    warm = sys.argv[2:3] == ["warm"]
-    if warm:
-        _die_with_parent(int(sys.argv[3]))
+    _die_with_parent(int(sys.argv[2]))
+    _use_json()
+    serve(int(sys.argv[1]), path0)
+
+
+def serve(fd, path0):
+    """Read one request from stdin, run it, answer on ``fd`` and leave (never returns)."""
     pid = os.getpid()
-    fd = int(sys.argv[1])
     os.set_inheritable(fd, False)  # user subprocesses must not hold the response pipe open
-    import json
-
-    if warm:  # waiting anyway: import what the runner may use
-        import importlib  # noqa: F401
-        import inspect  # noqa: F401
-        import linecache  # noqa: F401
-        import traceback  # noqa: F401
-        import types  # noqa: F401
-
-        for name in CONVENIENCE:
-            __import__(name)
     raw = sys.stdin.buffer.read()
-    if not raw:  # no request: the pool was closed or its worker is gone
+    if not raw:  # no request: the worker is gone or gave up on the task
         os._exit(0)
     req = json.loads(raw)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -266,8 +295,6 @@ def _child_main():
     if os.getpid() != pid:  # a fork made by the user code ran to here: only one may answer
         os._exit(0)
     data = _encode(resp)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -275,6 +302,13 @@ def _child_main():
             pass
     if "logging" in sys.modules:
         sys.modules["logging"].shutdown()
+    # Output first, then the answer: once the parent has the answer and EOF on all
+    # three pipes the task is done, without waiting for this process's teardown.
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
     os._exit(0)
 
 

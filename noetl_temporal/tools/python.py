@@ -1,10 +1,12 @@
 """``kind: python``: run user code in a child interpreter.
 
-A subprocess, not ``exec`` in the worker: a crash, ``os._exit``, ``sys.exit``, a
+A process per task, not ``exec`` in the worker: a crash, ``os._exit``, ``sys.exit``, a
 segfault, a leaked thread or an endless loop in user code must not take the worker (and
-every other activity on it) down. The cost is one interpreter per task, usually started
-ahead of time by the warm pool (``_pypool``); see ``_pyrunner`` for the child side and
-the protocol.
+every other activity on it) down. The process is forked from the loop's fork server
+(``_pyfork``/``_pyzygote``, about a millisecond) or, for a task with an environment of
+its own, started for it (``_pyspawn``); see ``_pyrunner`` for the child side and the
+protocol. ``in_worker: true`` opts a tiny trusted task out of the process boundary
+(``_pyinworker``).
 
 Semantics (NoETL's, per the corpus): ``input`` and ``args`` are merged (``args`` wins),
 bound as globals by name and as ``input_data``/``args``; the code sets ``result`` or
@@ -18,16 +20,20 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
-from . import _proc, _pypool
-from ._pypool import RUNNER  # noqa: F401 - the child's program, re-exported
+from . import _proc, _pyfork, _pyinworker, _pyspawn
+from ._pyspawn import RUNNER  # noqa: F401 - the child's program, re-exported
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 300.0
 OUTPUT_LIMIT = 64 * 1024  # per stream; user prints are diagnostics, not data
@@ -74,13 +80,17 @@ def _libs(config: dict) -> Any:
     raise ToolConfigError(f"'libs' must be a mapping alias -> module or a list, got {type(libs).__name__}")
 
 
-def _env(config: dict) -> dict[str, str]:
+def _env(config: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """The task's environment, and the worker's (which the fork server has)."""
     extra = config.get("env") or {}
     if not isinstance(extra, dict):
         raise ToolConfigError("python task 'env' must be a mapping")
-    env = _pypool.base_env()  # the worker's environment, PYTHONIOENCODING=utf-8 by default
+    base = _pyspawn.base_env()  # the worker's environment, PYTHONIOENCODING=utf-8 by default
+    if not extra:
+        return base, base
+    env = dict(base)
     env.update({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in extra.items()})
-    return env
+    return env, base
 
 
 @contextlib.contextmanager
@@ -88,19 +98,25 @@ def _workdir(call: ToolCall) -> Iterator[str]:
     if call.workdir:
         os.makedirs(call.workdir, exist_ok=True)
         yield call.workdir
-    else:
-        with tempfile.TemporaryDirectory(prefix="noetl-py-", ignore_cleanup_errors=True) as tmp:
-            yield tmp
-
-
-async def _feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:
-    if stdin is None:
         return
-    # The child may die before reading everything; that is reported via its exit.
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        stdin.write(data)
-        await stdin.drain()
-    stdin.close()
+    tmp = tempfile.mkdtemp(prefix="noetl-py-")
+    try:
+        yield tmp
+    finally:
+        try:
+            os.rmdir(tmp)  # the usual case: the code left nothing behind
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _in_worker(config: dict) -> bool:
+    value = config.get("in_worker", False)
+    if not isinstance(value, bool):
+        raise ToolConfigError(f"'in_worker' must be true or false, got {value!r}")
+    if value and config.get("env"):
+        raise ToolConfigError("'env:' needs a process of its own; an in_worker task shares the worker's "
+                              "environment", fix="drop 'in_worker: true' or 'env:'")
+    return value
 
 
 class PythonTool:
@@ -115,24 +131,53 @@ class PythonTool:
             "libs": _libs(config),
         }
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
-        env = _env(config)
+        if _in_worker(config):
+            return await self._in_worker(request, timeout)
+        env, base = _env(config)
         with _workdir(call) as cwd:
-            # The runner enters the directory itself, so a pooled process can serve the task.
+            # The runner enters the directory itself, so a forked process can serve the task.
             request["cwd"] = os.path.abspath(cwd)
             payload = json.dumps(request).encode()
-            return await self._execute(payload, timeout, env, cwd, call)
+            return await self._execute(payload, timeout, env, base, cwd, call)
 
-    async def _execute(self, payload: bytes, timeout: float, env: dict, cwd: str, call: ToolCall) -> Any:
+    async def _in_worker(self, request: dict, timeout: float) -> Any:
+        try:
+            resp = await _pyinworker.run(request, timeout)
+        except TimeoutError:
+            raise ToolTimeout(f"python code ran past its {timeout:g} s timeout; in_worker mode cannot stop "
+                              "it, its thread runs on") from None
+        if resp.get("ok"):
+            resp["result"] = to_jsonable(resp.get("result"))
+        empty = _proc.Capture(0)
+        return self._answer(resp, empty, empty, None)
+
+    async def _start(self, env: dict, base: dict, cwd: str, pipes: _pyspawn.TaskPipes) -> Any:
+        """A forked child when the fork server serves this environment, else a process of its own."""
+        if _pyfork.enabled() and env == base:
+            try:
+                return await _pyfork.fork_runner(env, pipes)
+            except OSError as exc:
+                log.warning("python fork server unavailable (%s); starting a process for the task", exc)
+        return await _pyspawn.spawn_runner(env, cwd, pipes)
+
+    async def _execute(self, payload: bytes, timeout: float, env: dict, base: dict, cwd: str,
+                       call: ToolCall) -> Any:
         deadline = time.monotonic() + timeout
         out, err = _proc.Capture(OUTPUT_LIMIT), _proc.Capture(OUTPUT_LIMIT)
         response = bytearray()
-        # A warm process when the task's environment is the pool's, else one of its own.
-        runner = _pypool.take(env)
-        if runner is None:
-            runner = await _pypool.start_runner(env, cwd=cwd)
-        proc = runner.proc
-        pumps = runner.attach(out.feed, err.feed, response.extend)
-        feeder = asyncio.ensure_future(_feed(proc.stdin, payload))
+        pipes = _pyspawn.TaskPipes()
+        try:
+            # The request's head goes into the pipe before the runner exists, so it need
+            # not wait for this loop to come round to feeding it.
+            rest = payload[_proc.write_now(pipes.stdin, payload):]
+            proc = await self._start(env, base, cwd, pipes)
+        except BaseException:
+            pipes.close()
+            raise
+        pumps = pipes.attach(out.feed, err.feed, response.extend)
+        if isinstance(proc, _pyfork.ForkedChild):  # done once answered: its teardown is not our wait
+            pumps.tasks[-1].add_done_callback(lambda _: proc.answered() if response else None)
+        feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest))
         timed_out = False
         try:
             returncode = await _proc.wait_child(proc, deadline, call, term_first=False, what="python")
@@ -140,7 +185,6 @@ class PythonTool:
             timed_out = True
         finally:
             await _proc.reap(proc)  # no-op unless we were cancelled
-            _pypool.refill()
             feeder.cancel()
             await pumps.finish()  # before reporting, so the output is complete
         if timed_out:
@@ -171,6 +215,10 @@ class PythonTool:
                           retryable=False, code="ProtocolError"),
                 None, py=_py(out, err, None, returncode),
             ) from None
+        return self._answer(resp, out, err, returncode)
+
+    def _answer(self, resp: dict, out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> Any:
+        """The runner's response as a result, or raised as the task's error."""
         if resp.get("ok"):
             return ToolResult(resp.get("result"), py=_py(out, err, None, returncode))
         etype = resp.get("type") or "Exception"

@@ -28,11 +28,9 @@ PARENT = textwrap.dedent("""
 
     async def main(kind, config):
         call = ToolCall(execution_id="e", step="s", task="t")
-        if kind == "python-pooled":  # fill the pool first, so the task gets a warm process
-            from noetl_temporal.tools import _pypool
-            await run_tool("python", {"code": "result = 1"}, call)
-            while not _pypool.idle_pids():
-                await asyncio.sleep(0.02)
+        if kind == "python-spawned":  # a process of its own instead of a forked one
+            import os
+            os.environ["NOETL_PYTHON_FORKSERVER"] = "0"
             kind = "python"
         task = asyncio.ensure_future(run_tool(kind, config, call))
         await task
@@ -45,25 +43,38 @@ PARENT = textwrap.dedent("""
     asyncio.run(main(kind, config))
 """)
 
-# A stand-in worker with a full pool of idle python processes. A forked helper keeps
-# copies of every descriptor, so the idle processes' stdin stays open after the worker
-# dies: only the parent-death signal can end them.
-POOL_PARENT = textwrap.dedent("""
+# A stand-in worker with a running fork server (and its children forked ahead of time).
+# A forked helper keeps copies of every descriptor, so the fork server's sockets stay open
+# after the worker dies: only the parent-death signals can end it and its children.
+FORK_PARENT = textwrap.dedent("""
     import asyncio, json, os, sys, time
-    from noetl_temporal.tools import ToolCall, _pypool, run_tool
+    from noetl_temporal.tools import ToolCall, _pyfork, run_tool
+
+    def children(pid):
+        out = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[-1].split()
+                except OSError:
+                    continue
+                if int(stat[1]) == pid:
+                    out.append(int(entry))
+        return out
 
     async def main(path):
         out = await run_tool("python", {"code": "result = 1"}, ToolCall(execution_id="e", step="s", task="t"))
         assert out["status"] == "ok", out
-        while len(_pypool.idle_pids()) < 2:
+        server = _pyfork.server_pid()
+        while len(children(server)) < 2:
             await asyncio.sleep(0.02)
-        pooled = _pypool.idle_pids()
+        spares = children(server)
         holder = os.fork()
         if holder == 0:
             time.sleep(60)
             os._exit(0)
         with open(path + ".tmp", "w") as fh:
-            json.dump({"pooled": pooled, "holder": holder}, fh)
+            json.dump({"server": server, "spares": spares, "holder": holder}, fh)
         os.rename(path + ".tmp", path)
         await asyncio.sleep(60)
 
@@ -82,11 +93,10 @@ def _child_pid(path: str, parent: subprocess.Popen) -> int:
     raise AssertionError("the tool child never started")
 
 
-@pytest.mark.parametrize("kind", ["shell", "python", "python-pooled"])
+@pytest.mark.parametrize("kind", ["shell", "python", "python-spawned"])
 async def test_child_dies_when_the_worker_is_killed(kind: str, tmp_path) -> None:
     pidfile = str(tmp_path / "child.pid")
     parent = subprocess.Popen([sys.executable, "-c", PARENT, kind, pidfile], cwd=REPO,
-                              env={**os.environ, "NOETL_PYTHON_POOL": "2"},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     child = None
     try:
@@ -105,27 +115,26 @@ async def test_child_dies_when_the_worker_is_killed(kind: str, tmp_path) -> None
             os.kill(child, signal.SIGKILL)
 
 
-async def test_idle_pooled_processes_die_when_the_worker_is_killed(tmp_path) -> None:
-    info = tmp_path / "pool.json"
-    parent = subprocess.Popen([sys.executable, "-c", POOL_PARENT, str(info)], cwd=REPO,
-                              env={**os.environ, "NOETL_PYTHON_POOL": "2"},
+async def test_the_fork_server_and_its_children_die_when_the_worker_is_killed(tmp_path) -> None:
+    info = tmp_path / "server.json"
+    parent = subprocess.Popen([sys.executable, "-c", FORK_PARENT, str(info)], cwd=REPO,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     pids: list[int] = []
     try:
         deadline = time.monotonic() + 20
         while not info.exists():
             assert parent.poll() is None, parent.stderr.read().decode() if parent.stderr else "parent exited"
-            assert time.monotonic() < deadline, "the pool never filled"
+            assert time.monotonic() < deadline, "the fork server never started"
             time.sleep(0.05)
         data = json.loads(info.read_text())
-        pooled, holder = data["pooled"], data["holder"]
-        pids = [*pooled, holder]
-        assert len(pooled) == 2 and all(pid_alive(pid) for pid in pids)
+        server, spares, holder = data["server"], data["spares"], data["holder"]
+        pids = [server, *spares, holder]
+        assert len(spares) >= 2 and all(pid_alive(pid) for pid in pids)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=10)
-        for pid in pooled:
-            assert await wait_dead(pid, 5), f"idle pooled process {pid} outlived its killed worker"
-        assert pid_alive(holder)  # their stdin was still open: the parent-death signal did it
+        for pid in [server, *spares]:
+            assert await wait_dead(pid, 5), f"fork server process {pid} outlived its killed worker"
+        assert pid_alive(holder)  # its sockets were still open: the parent-death signals did it
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -1,0 +1,91 @@
+"""A runner process started for one python task (``python -c RUNNER``), and the pipes
+every runner is served through.
+
+The fork server (``_pyfork``) serves most tasks; a process of its own is started for a
+task whose environment differs from the fork server's (``env:`` of its own), and for
+every task when the fork server is unavailable or disabled (``NOETL_PYTHON_FORKSERVER=0``).
+It costs a fresh interpreter per task (about 40 ms) but isolates exactly alike: its own
+session (the task kills the whole group on timeout and cancellation) and the
+parent-death signal, which the runner asks for itself, first thing, so the worker can
+start it with ``vfork`` instead of a ``fork`` that blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from . import _proc
+
+RUNNER = (Path(__file__).with_name("_pyrunner.py")).read_text(encoding="utf-8")
+
+
+_BASE: tuple[dict, dict[str, str]] | None = None  # (os.environ's raw data, the env built from it)
+
+
+def base_env() -> dict[str, str]:
+    """The environment of a task without ``env:`` (the fork server's). Built again only
+    when ``os.environ`` changed: copying it decodes every entry, on every task."""
+    global _BASE
+    raw = os.environ._data  # type: ignore[attr-defined] - bytes -> bytes, cheap to compare
+    if _BASE is None or _BASE[0] != raw:
+        env = dict(os.environ)
+        env.setdefault("PYTHONIOENCODING", "utf-8")  # prints of any text work under a C/latin-1 locale
+        _BASE = (dict(raw), env)
+    return dict(_BASE[1])
+
+
+class TaskPipes:
+    """The four pipes of one runner: the parent's ends and the child's ends.
+
+    ``child_fds`` (stdin read end, stdout, stderr and response write ends) go to the
+    runner and must be closed here once it has them; ``attach`` hands the parent's read
+    ends to pumps; ``stdin`` is the write end the request is fed through.
+    """
+
+    def __init__(self) -> None:
+        fds: list[int] = []
+        try:
+            for _ in range(4):
+                fds.extend(os.pipe())
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        in_r, self.stdin, self._out, out_w, self._err, err_w, self._resp, resp_w = fds
+        self.child_fds: tuple[int, ...] = (in_r, out_w, err_w, resp_w)
+
+    def close_child_ends(self) -> None:
+        for fd in self.child_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.child_fds = ()
+
+    def close(self) -> None:
+        """Everything (the runner could not be started)."""
+        self.close_child_ends()
+        for fd in (self.stdin, self._out, self._err, self._resp):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def attach(self, out: Callable[[bytes], None], err: Callable[[bytes], None],
+               response: Callable[[bytes], None]) -> _proc.Pumps:
+        pumps = _proc.Pumps()
+        pumps.add(self._out, out)
+        pumps.add(self._err, err)
+        pumps.add(self._resp, response)
+        return pumps
+
+
+async def spawn_runner(env: dict[str, str], cwd: str, pipes: TaskPipes):
+    """Start ``python -c RUNNER <response fd> <worker pid>`` on ``pipes``; the process."""
+    in_r, out_w, err_w, resp_w = pipes.child_fds
+    argv = [sys.executable, "-c", RUNNER, str(resp_w), str(os.getpid())]
+    try:
+        return await _proc.start_on(argv, cwd=cwd, env=env, stdin=in_r, stdout=out_w, stderr=err_w,
+                                    pass_fds=(resp_w,), child_sets_pdeathsig=True)
+    finally:
+        pipes.close_child_ends()  # only the child may hold them, or EOF never comes

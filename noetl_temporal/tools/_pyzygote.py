@@ -1,0 +1,240 @@
+"""The python tool's fork server ("zygote"), run as
+``python -c <this file's text> <runner path> <worker pid> <control fd> <tasks fd>``.
+
+Started once per worker event loop as a fresh interpreter (never a fork of the worker:
+no asyncio loop, threads, sockets or Temporal state to inherit), it loads the runner
+(``_pyrunner``), imports what the runner may need, and then only forks. It never runs
+user code itself, so every task starts from the same clean, pre-imported state.
+
+Forking is kept off the task's path: ``SPARES`` children are forked ahead of time, each
+already in its own session with its parent-death signal set, blocked on the *tasks*
+socket. The worker sends ``run <id>`` there with four descriptors (the task's stdin,
+stdout, stderr and response pipe ends); exactly one waiting child receives it, reports
+``<id> <pid>`` to the zygote (which forks a replacement) and ``pid <id> <pid>`` to the
+worker, drops everything of the server and serves the task (``_pyrunner.serve``).
+
+On the control socket (``SOCK_SEQPACKET``, one message per datagram):
+
+* worker -> zygote ``kill <id> <signal>``: signal the task's process group if its child
+  has not been reaped yet (only the zygote knows that, so only it may use the pid);
+* zygote -> worker ``exit <id> <returncode>`` when the child is reaped (negative: the
+  signal that killed it).
+
+EOF on the control socket means the worker closed the server or died: the zygote kills
+its children and exits. It also dies with the worker (``PR_SET_PDEATHSIG``, asked for
+first thing), and each child dies with the zygote, so a SIGKILLed worker leaves no task
+process behind.
+"""
+
+import os
+import select
+import signal
+import socket
+import sys
+
+
+def _load_runner(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_noetl_pyrunner", path)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    return runner
+
+
+SPARES = 2  # children forked ahead of time, each waiting for a task
+
+
+def _spare(zygote):
+    """In a forked child: get ready, wait for one task, serve it, never return."""
+    try:
+        os.setsid()  # its own process group: a timeout kills everything the code started
+        zygote.runner._die_with_parent(os.getppid())
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.close(zygote.wake_r)
+        os.close(zygote.wake_w)
+        os.close(zygote.taken_r)
+        task_id, fds = _receive(zygote.tasks)
+        if task_id is None:  # the worker closed the server
+            os._exit(0)
+        os.write(zygote.taken_w, f"{task_id} {os.getpid()}\n".encode())  # < PIPE_BUF: atomic
+        zygote.sock.send(f"pid {task_id} {os.getpid()}".encode())
+        for sock in (zygote.tasks, zygote.sock):  # nothing of the server stays open for the code
+            sock.close()
+        os.close(zygote.taken_w)
+        stdin, out, err, resp = fds
+        for src, dst in ((stdin, 0), (out, 1), (err, 2)):
+            os.dup2(src, dst)
+            os.close(src)
+        zygote.runner.serve(resp, zygote.path0)
+    except BaseException:  # noqa: BLE001 - report on the task's stderr, never return into the loop
+        try:
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            os._exit(70)
+    os._exit(70)
+
+
+def _receive(sock):
+    """One ``run <id>`` message and its four descriptors; (None, []) on EOF."""
+    while True:
+        try:
+            msg, anc, _, _ = sock.recvmsg(256, socket.CMSG_SPACE(4 * 4), socket.MSG_CMSG_CLOEXEC)
+        except InterruptedError:
+            continue
+        fds = []
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder) for i in range(0, len(data) - 3, 4))
+        words = msg.decode().split()
+        if len(words) == 2 and words[0] == "run" and len(fds) == 4:
+            return words[1], fds
+        for fd in fds:
+            os.close(fd)
+        if not msg:
+            return None, []
+
+
+class Zygote:
+    def __init__(self, runner, sock, tasks, path0):
+        self.runner, self.sock, self.tasks, self.path0 = runner, sock, tasks, path0
+        self.spares = set()  # pids of children waiting for a task
+        self.running = {}  # child pid -> task id
+        self.by_id = {}    # task id -> child pid
+        self.kills = {}    # task id -> signal asked for before its child reported in
+        self.taken_r, self.taken_w = os.pipe()  # spares report "<id> <pid>" when they take a task
+        os.set_blocking(self.taken_r, False)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
+        self._taken_buf = b""
+
+    def send(self, text):
+        try:
+            self.sock.send(text.encode())
+        except OSError:  # the worker is gone; EOF on the next read ends us
+            pass
+
+    def loop(self):
+        poller = select.poll()
+        for fd in (self.sock.fileno(), self.wake_r, self.taken_r):
+            poller.register(fd, select.POLLIN)
+        self.top_up()
+        while True:
+            for fd, _ in poller.poll(None if len(self.spares) >= SPARES else 100):
+                if fd == self.wake_r:
+                    try:
+                        os.read(self.wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+                    self.reap()
+                elif fd == self.taken_r:
+                    self.taken()
+                elif not self.control():
+                    self.shutdown()
+                    return
+            self.top_up()
+
+    def top_up(self):
+        while len(self.spares) < SPARES:
+            try:
+                pid = os.fork()
+            except OSError as exc:  # out of processes: try again shortly
+                print(f"python fork server: cannot fork: {exc}", file=sys.stderr, flush=True)
+                return
+            if pid == 0:
+                _spare(self)
+            self.spares.add(pid)
+
+    def taken(self):
+        try:  # non-blocking: an earlier call in this round may have read it all
+            self._taken_buf += os.read(self.taken_r, 65536)
+        except BlockingIOError:
+            return
+        *lines, self._taken_buf = self._taken_buf.split(b"\n")
+        for line in lines:
+            task_id, pid = line.decode().split()
+            pid = int(pid)
+            self.spares.discard(pid)
+            self.running[pid] = task_id
+            self.by_id[task_id] = pid
+            if task_id in self.kills:
+                self.kill(task_id, self.kills.pop(task_id))
+
+    def control(self):
+        try:
+            msg = self.sock.recv(256)
+        except InterruptedError:
+            return True
+        if not msg:
+            return False
+        words = msg.decode().split()
+        if words[0] == "kill":
+            if select.select([self.taken_r], [], [], 0)[0]:
+                self.taken()  # a report still in the pipe may be the one this kill is for
+            if words[1] in self.by_id:
+                self.kill(words[1], int(words[2]))
+            else:  # its child has not reported in yet
+                self.kills[words[1]] = int(words[2])
+        return True
+
+    def kill(self, task_id, sig):
+        try:
+            os.killpg(self.by_id[task_id], sig)
+        except OSError:
+            pass
+
+    def reap(self):
+        if select.select([self.taken_r], [], [], 0)[0]:
+            self.taken()  # a child reports in before it runs anything, so before it can exit
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.spares.discard(pid)
+            task_id = self.running.pop(pid, None)
+            if task_id is not None:
+                self.by_id.pop(task_id, None)
+                self.kills.pop(task_id, None)
+                self.send(f"exit {task_id} {os.waitstatus_to_exitcode(status)}")
+
+    def shutdown(self):
+        for pid in [*self.running, *self.spares]:
+            for kill in (os.killpg, os.kill):  # a spare may not have its own group yet
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def main():
+    # Our own imports must not come from the directory we start in; a task gets `''`
+    # (its working directory) back in front of the path.
+    path0 = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
+    runner = _load_runner(sys.argv[1])
+    runner._die_with_parent(int(sys.argv[2]))
+    sock = socket.socket(fileno=int(sys.argv[3]))
+    tasks = socket.socket(fileno=int(sys.argv[4]))
+    for each in (sock, tasks):
+        each.set_inheritable(False)
+    runner.preload()
+    import gc
+
+    gc.freeze()  # children's collections then skip (and do not touch) the shared objects
+
+    zygote = Zygote(runner, sock, tasks, path0)
+    zygote.loop()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

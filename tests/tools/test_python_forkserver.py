@@ -1,0 +1,226 @@
+"""The python tool's fork server and in-worker mode: real processes, nothing mocked.
+
+A forked child must behave exactly like a process started for the task (one task, then
+gone; own session; killed with its group on timeout and cancellation; output captured;
+the task's working directory; nothing of the worker or of earlier tasks inherited), and
+the fork server must never outlive its worker or event loop, and come back when killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from noetl_temporal.tools import ToolCall, _pyfork, aclose_clients, run_tool
+from tests.support.processes import pid_alive, wait_dead
+
+PROBE = ("import os, sys, threading\n"
+         "result = {'pid': os.getpid(), 'ppid': os.getppid(), 'sid': os.getsid(0), 'cwd': os.getcwd(),"
+         " 'path0': sys.path[0], 'argv': sys.argv, 'stdin': sys.stdin.read(),"
+         " 'threads': threading.active_count(),"
+         " 'worker_modules': sorted(m for m in ('asyncio', 'temporalio', 'noetl_temporal') if m in sys.modules),"
+         " 'fds': sorted(int(f) for f in os.listdir('/proc/self/fd'))}")
+
+
+async def py(call: ToolCall, code: str, **config) -> dict:
+    return await run_tool("python", {"code": code, **config}, call)
+
+
+async def probe(call: ToolCall, **config) -> dict:
+    out = await py(call, PROBE, **config)
+    assert out["status"] == "ok", out
+    return out["result"]
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid and stat[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+async def test_a_forked_child_serves_one_task_in_a_clean_process(call: ToolCall) -> None:
+    first = await probe(call)
+    server = _pyfork.server_pid()
+    assert server is not None and first["ppid"] == server  # forked by the fork server, not the worker
+    assert first["ppid"] != os.getpid()
+    assert first["sid"] == first["pid"]  # a session (and process group) of its own
+    # its own fresh temporary directory, removed afterwards, as for a process of its own
+    assert os.path.basename(first["cwd"]).startswith("noetl-py-") and not os.path.exists(first["cwd"])
+    assert first["path0"] == "" and first["argv"] == ["<python step_a.task_0>"] and first["stdin"] == ""
+    # nothing of the worker: no threads, no event loop, no worker modules; no descriptor
+    # of the server: stdin/stdout/stderr and the (close-on-exec) response pipe only
+    assert first["threads"] == 1 and first["worker_modules"] == []
+    assert len([fd for fd in first["fds"] if fd > 2]) <= 2, first["fds"]  # response pipe + listdir's own
+    assert await wait_dead(first["pid"]), "a forked process outlived its task"
+    second = await probe(call)
+    assert second["pid"] != first["pid"] and second["ppid"] == server  # never reused, same server
+
+
+async def test_output_and_workdir_imports(call: ToolCall, tmp_path: Path) -> None:
+    (tmp_path / "noetl_fork_helper.py").write_text("VALUE = 42\n")
+    call.workdir = str(tmp_path)
+    code = "import os, sys, noetl_fork_helper\nprint('out')\nprint('err', file=sys.stderr)\n" \
+           "result = [os.getcwd(), noetl_fork_helper.VALUE]"
+    out = await py(call, code)
+    assert out["status"] == "ok", out
+    assert out["result"] == [str(tmp_path), 42]
+    assert out["py"]["stdout"] == "out\n" and out["py"]["stderr"] == "err\n" and out["py"]["returncode"] == 0
+
+
+async def test_leaked_globals_and_module_state_do_not_reach_the_next_task(call: ToolCall) -> None:
+    polluter = ("import json, builtins, os, sys\n"
+                "json.dumps = lambda *a, **k: 'hijacked'\n"
+                "builtins.LEAK = 'leaked'\n"
+                "os.environ['NOETL_LEAK'] = '1'\n"
+                "sys.path.insert(0, '/nowhere')\n"
+                "os.chdir('/')\n"
+                "leaked_global = 1\n"
+                "result = 'polluted'")
+    assert (await py(call, polluter))["result"] == "polluted"
+    check = ("import json, builtins, os, sys\n"
+             "result = [json.dumps([1]), hasattr(builtins, 'LEAK'), os.environ.get('NOETL_LEAK'),"
+             " '/nowhere' in sys.path, 'leaked_global' in globals(), os.getcwd() == '/']")
+    assert (await py(call, check))["result"] == ["[1]", False, None, False, False, False]
+
+
+async def test_crash_exit_and_hang_leave_the_server_and_the_next_task_unharmed(call: ToolCall) -> None:
+    await probe(call)
+    server = _pyfork.server_pid()
+    seg = await py(call, "import ctypes\nctypes.string_at(0)")  # a real segfault in C code
+    assert seg["error"]["code"] == "SIGSEGV", seg
+    exited = await py(call, "import os\nos._exit(9)")
+    assert exited["error"]["code"] == "ProcessExit" and exited["py"]["returncode"] == 9
+    sysexit = await py(call, "import sys\nsys.exit(4)")
+    assert sysexit["error"]["code"] == "SystemExit"
+    t0 = time.monotonic()
+    hung = await py(call, "while True:\n    pass", timeout=1)
+    assert hung["error"]["kind"] == "timeout" and time.monotonic() - t0 < 5
+    assert _pyfork.server_pid() == server and pid_alive(server)  # the same fork server throughout
+    after = await probe(call)
+    assert after["ppid"] == server
+
+
+async def test_a_task_with_its_own_env_gets_its_own_process(call: ToolCall) -> None:
+    await probe(call)
+    out = await py(call, "import os\nresult = [os.getppid(), os.environ['NOETL_FORK_X']]", env={"NOETL_FORK_X": 1})
+    assert out["result"] == [os.getpid(), "1"]  # started for it by the worker itself
+
+
+async def test_an_environment_change_starts_a_new_server_and_retires_the_old(
+        call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
+    await probe(call)
+    old = _pyfork.server_pid()
+    monkeypatch.setenv("NOETL_FORK_MARK", "after")
+    out = await py(call, "import os\nresult = [os.getppid(), os.environ.get('NOETL_FORK_MARK')]")
+    new = _pyfork.server_pid()
+    assert new != old and out["result"] == [new, "after"]
+    assert await wait_dead(old, 15), "the retired fork server was kept"
+
+
+async def test_disabled_fork_server_starts_a_process_per_task(call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(_pyfork.ENV_SWITCH, "0")
+    out = await probe(call)
+    assert out["ppid"] == os.getpid() and out["sid"] == out["pid"]
+
+
+async def test_a_killed_server_is_replaced_and_its_running_task_fails(call: ToolCall, tmp_path: Path) -> None:
+    await probe(call)
+    server = _pyfork.server_pid()
+    call.workdir = str(tmp_path)
+    task = asyncio.ensure_future(py(call, "import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(60)"))
+    pid_file = tmp_path / "pid"
+    for _ in range(500):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        await asyncio.sleep(0.02)
+    child = int(pid_file.read_text())
+    os.kill(server, signal.SIGKILL)
+    out = await asyncio.wait_for(task, 10)
+    assert out["status"] == "error" and out["error"]["code"] == "SIGKILL", out
+    assert await wait_dead(child), "a forked child outlived its fork server"
+    call.workdir = None
+    after = await probe(call)
+    assert after["ppid"] not in (server, os.getpid()) and after["ppid"] == _pyfork.server_pid()
+
+
+async def test_timeout_kills_a_forked_process_and_its_group(call: ToolCall, tmp_path: Path) -> None:
+    call.workdir = str(tmp_path)
+    code = (
+        "import os, subprocess, time\n"
+        "p = subprocess.Popen(['sleep', '60'])\n"
+        "open('pids', 'w').write(f'{os.getpid()} {p.pid}')\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)"
+    )
+    out = await py(call, code, timeout=1)
+    assert out["error"]["kind"] == "timeout"
+    assert out["py"]["stdout"] == "started\n"
+    pid, grandchild = map(int, (tmp_path / "pids").read_text().split())
+    assert await wait_dead(pid) and await wait_dead(grandchild), "the forked process group survived its timeout"
+
+
+async def test_closing_leaves_no_process(call: ToolCall) -> None:
+    await probe(call)
+    server = _pyfork.server_pid()
+    end = time.monotonic() + 10
+    while not (spares := children_of(server)):
+        assert time.monotonic() < end, "the fork server keeps children forked ahead of time"
+        await asyncio.sleep(0.05)
+    await aclose_clients()  # what a worker calls on shutdown
+    assert await wait_dead(server)
+    for pid in spares:
+        assert await wait_dead(pid), f"spare {pid} survived the fork server's shutdown"
+    assert (await py(call, "result = 'again'"))["result"] == "again"  # the next task starts a new one
+    assert _pyfork.server_pid() not in (None, server)
+
+
+async def test_a_finished_event_loop_takes_its_server_along(call: ToolCall) -> None:
+    async def worker() -> int:
+        c = ToolCall(execution_id="e", step="s", task="t")
+        assert (await run_tool("python", {"code": "result = 1"}, c))["result"] == 1
+        return _pyfork.server_pid()
+
+    server = await asyncio.to_thread(asyncio.run, worker())  # no explicit close
+    assert await wait_dead(server, 15), "a fork server outlived its event loop"
+
+
+async def test_fifty_in_flight(call: ToolCall) -> None:
+    outs = await asyncio.gather(*[py(call, "import os\nresult = [n * n, os.getpid()]", input={"n": n})
+                                  for n in range(50)])
+    assert [o["result"][0] for o in outs] == [n * n for n in range(50)]
+    assert len({o["result"][1] for o in outs}) == 50  # one process each
+
+
+# ------------------------------------------------------------------ in-worker mode
+
+
+async def test_in_worker_runs_in_the_worker(call: ToolCall) -> None:
+    out = await py(call, "import os\ndef main(n):\n    return [n * 2, os.getpid()]", input={"n": 21}, in_worker=True)
+    assert out["status"] == "ok", out
+    assert out["result"] == [42, os.getpid()]
+    assert "__noetl_task__" not in __import__("sys").modules  # the task's module is not kept
+
+
+async def test_in_worker_errors_keep_the_envelope(call: ToolCall) -> None:
+    out = await py(call, "x = 1\nraise ValueError('bad')", in_worker=True)
+    assert out["error"]["code"] == "ValueError" and out["error"]["message"] == "ValueError: bad (line 2)"
+    assert out["error"]["details"]["line"] == 2
+    ex = await py(call, "import sys\nsys.exit(3)", in_worker=True)  # caught: the worker lives on
+    assert ex["error"]["code"] == "SystemExit"
+    slow = await py(call, "import time\ntime.sleep(1.5)\nresult = 1", in_worker=True, timeout=0.3)
+    assert slow["error"]["kind"] == "timeout" and "in_worker" in slow["error"]["message"]
+    bad = await py(call, "result = 1", in_worker=True, env={"A": "1"})
+    assert bad["error"]["kind"] == "config"
+    assert (await py(call, "result = 1", in_worker="yes"))["error"]["kind"] == "config"
