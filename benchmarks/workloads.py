@@ -23,8 +23,8 @@ __all__ = ["Workload", "workloads", "FAST_PATH_OPT_IN", "playbook_yaml", "SIZES"
 # How a playbook opts in to the local-activity fast path: (where, value). ``where`` is
 # ``executor.<path>`` (the playbook's executor block), ``step.<path>`` (every step) or
 # ``task.<path>`` (every task's configuration); dots walk nested mappings. ``None``
-# until the fast path exists: the fast-path workload then reports n/a for the playbook.
-FAST_PATH_OPT_IN: tuple[str, Any] | None = None
+# disables the fast-path workload (it reports n/a for the playbook).
+FAST_PATH_OPT_IN: tuple[str, Any] | None = ("executor.spec.local", True)
 
 # Issue 11's sizes, and small ones for a smoke run (and for each workload's warm-up).
 SIZES = {"chain": 20, "seq_loop": 200, "branches": 50, "par_loop": 1000, "in_flight": 50,
