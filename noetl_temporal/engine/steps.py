@@ -35,8 +35,8 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
     state.step_runs[run.id] = run
     state.current_step = token.step
     emit(state, "step.scheduled", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
-         status="in_progress", payload={"inputs": {"args": token.args}, "meta": {"token": token.id,
-                                                                              "from": token.source}})
+         status="in_progress", payload={"inputs": {"args": token.args}, "meta": {
+             "token": token.id, "from": token.source, **({"join": token.join} if token.join else {})}})
     run.status = transition("step", run.status, StepStatus.RUNNING)
     run.started_at = state.now
     emit(state, "step.started", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
