@@ -10,6 +10,10 @@ Every attempt is recorded (status, timing, error, action) and the record list is
 heartbeated before a retry is raised; heartbeat details survive retries, so the final
 attempt returns the whole history and the workflow emits ``task.attempt.*`` events from it.
 
+Templates that read ``_attempt`` are rendered here, on every attempt, with Temporal's
+attempt number (the engine leaves them unrendered), so a retried or re-run task sees 1,
+2, 3 ... including attempts lost with their worker.
+
 Secrets and large results are handled here, and only here: the keychain entries a task
 reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
 configuration, and scrubbed out of the outcome (``***``) before anything is returned,
