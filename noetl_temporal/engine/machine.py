@@ -288,7 +288,8 @@ def _cancel(state: ExecutionState, reason: str | None, commands: list[Command]) 
             run.status = transition("step", run.status, StepStatus.CANCELLED)
             emit(state, "step.failed", entity_id=run.step, parent_id=state.execution_id,
                  step_run_id=run.id, status="error",
-                 payload={"error": {"kind": "cancelled", "message": reason or "execution cancelled"}})
+                 payload={"error": {"kind": "cancelled", "message": reason or "execution cancelled"},
+                          "handled": False, "meta": {"step_status": StepStatus.CANCELLED.value}})
             steps.record_step(state, run.step, StepStatus.CANCELLED, None)
     state.workflow_status = transition("workflow", state.workflow_status, WorkflowStatus.CANCELLED)
     emit(state, "workflow.finished", entity_id=state.execution_id, status="error",
