@@ -72,6 +72,8 @@ class ProgressPrinter:
             error = (event.get("payload") or {}).get("error") or \
                 ((event.get("payload") or {}).get("outcome") or {}).get("error") or {}
             extra = f"  {error.get('kind', '')}: {error.get('message', '')}".rstrip()
+            if (event.get("payload") or {}).get("handled"):
+                extra += "  (handled)"
             if kind == "task.attempt.failed":
                 where = f"{where} attempt {event.get('attempt')}"
         elif kind == "loop.started":

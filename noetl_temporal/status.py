@@ -49,7 +49,8 @@ class StepStatus(StrEnum):
     PENDING = "PENDING"
     RUNNING = "RUNNING"
     COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
+    FAILED = "FAILED"           # failed without handled recovery (seed 000)
+    HANDLED = "HANDLED"         # failed, and a failure arc of ``next`` handled it
     CANCELLED = "CANCELLED"
 
 
@@ -98,7 +99,8 @@ TABLES: dict[str, dict[tuple, str]] = {
         (_S.PENDING, _S.RUNNING): "step.started",
         (_S.PENDING, _S.CANCELLED): "step.failed",                # cancelled before it ran
         (_S.RUNNING, _S.COMPLETED): "step.done",
-        (_S.RUNNING, _S.FAILED): "step.failed",
+        (_S.RUNNING, _S.FAILED): "step.failed",                   # no arc handles the failure
+        (_S.RUNNING, _S.HANDLED): "step.failed",                  # status `handled`: a failure arc fired
         (_S.RUNNING, _S.CANCELLED): "step.failed",                # fail_fast / cancel
     },
     # Command -> activity: answers only "did this invocation finish".
@@ -125,7 +127,7 @@ TABLES: dict[str, dict[tuple, str]] = {
 TERMINAL: dict[str, frozenset] = {
     "execution": frozenset({_E.COMPLETED, _E.FAILED, _E.CANCELLED}),
     "workflow": frozenset({_W.COMPLETED, _W.FAILED, _W.CANCELLED}),
-    "step": frozenset({_S.COMPLETED, _S.FAILED, _S.CANCELLED}),
+    "step": frozenset({_S.COMPLETED, _S.FAILED, _S.HANDLED, _S.CANCELLED}),
     "command": frozenset({_C.COMPLETED, _C.FAILED, _C.CANCELLED}),
     "outcome": frozenset({_O.OK, _O.ERROR, _O.BREAK, _O.NOOP}),
 }

@@ -144,6 +144,10 @@ _TABLE: list[Code] = [
          "a step nothing routes to", "add an arc to it, or remove it"),
     Code("NTL506", _W, "an arc targets the `final_step`", "`arcs: [{step: finish}]` with `final_step: finish`",
          "remove the arc: the final step runs once by itself after all other work ends"),
+    Code("NTL507", _W, "arcs from concurrent branches into one join set the same `args` key",
+         "`a -> j` with `args: {x: 1}` and `b -> j` with `args: {x: 2}` after an inclusive fan-out",
+         "rename one key, or read each branch's value as `args._upstreams.<step>.<key>` "
+         "(at the join the later arrival wins at `args.<key>`)"),
     # ------------------------------------------------------------------ loops
     Code("NTL601", _E, "`loop.spec.max_in_flight` is above 1000", "`max_in_flight: 5000`",
          "use at most 1000 (Temporal allows 2,000 pending activities per execution)"),

@@ -104,6 +104,33 @@ def _reachable(playbook: Playbook, entry: str) -> set[str]:
     return seen
 
 
+def _join_arg_collisions(playbook: Playbook, entry: str, reporter: Reporter) -> None:
+    """NTL507: arcs from concurrent upstreams of a join that set the same ``args`` key.
+
+    Only real joins (``StepGraph.join_upstreams``): a step reached sequentially runs once
+    per token, so equal keys there never meet. Equal constants are no conflict.
+    """
+    from ..engine.graph import StepGraph  # the engine's rule, so validate and runs agree
+
+    joins = StepGraph(playbook, entry).join_upstreams
+    if not joins:
+        return
+    seen: dict[tuple[str, str], tuple[str, object]] = {}   # (join, key) -> (upstream, value)
+    for index, step in enumerate(playbook.workflow):
+        for k, arc in enumerate(step.next.arcs if step.next else []):
+            if step.step not in joins.get(arc.step, ()):
+                continue
+            for key, value in (arc.args or {}).items():
+                first = seen.setdefault((arc.step, key), (step.step, value))
+                if first[0] == step.step or (first[1] == value and not is_template(value)):
+                    continue
+                reporter.add_normalized(
+                    "NTL507", f"arcs from {first[0]!r} and {step.step!r} into the join {arc.step!r} both set "
+                              f"`args.{key}`; at the join the later arrival wins (both stay readable as "
+                              f"`args._upstreams.<step>.{key}`)",
+                    paths.join(f"workflow[{index}].next.arcs[{k}].args", key))
+
+
 def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     first_at: dict[str, int] = {}
     for index, step in enumerate(playbook.workflow):
@@ -125,6 +152,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
         _step(reporter, step, index, names, final)
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
     reachable = _reachable(playbook, entry) | ({final} if final else set())
+    _join_arg_collisions(playbook, entry, reporter)
     for index, step in enumerate(playbook.workflow):
         if step.step not in reachable and first_at.get(step.step) == index:
             reporter.add_normalized("NTL505", f"step {step.step!r} can never run: no arc leads to it from the "

@@ -72,10 +72,10 @@ def record_failure(state: ExecutionState, step: str, step_run_id: str | None, *,
 
 
 def add_token(state: ExecutionState, step_name: str, args: dict[str, Any], source: str | None,
-              *, joined: bool = False, final: bool = False) -> Token:
+              *, joined: bool = False, final: bool = False, join: dict[str, Any] | None = None) -> Token:
     state.token_counter += 1
     token = Token(id=f"tok:{state.token_counter}", step=step_name, args=args, source=source,
-                  joined=joined, final=final)
+                  joined=joined, final=final, join=join)
     state.tokens.append(token)
     return token
 

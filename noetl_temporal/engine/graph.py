@@ -1,10 +1,18 @@
 """Static shape of a playbook's step graph: back-edges, joins and reachability.
 
-A step with two or more *forward* upstream steps is a join (BPMN inclusive join): it
-waits until no upstream that can still deliver a token is active, then runs once.
 Forward means "not a back-edge": back-edges are found by a depth-first walk from the
 entry step in YAML order, so a pagination cycle (``fetch -> check -> fetch``) is not
 mistaken for a join.
+
+Joins are decided once per playbook, from structure (docs/semantics.md "Tokens and
+joins"): two forward upstreams ``u`` and ``v`` of a step are *concurrent* when neither is
+a forward ancestor of the other and some inclusive router reaches them through different
+arcs. A step with concurrent upstreams is a join *for those upstreams only* (BPMN
+inclusive join): their tokens wait until no active step can still deliver one, then the
+step runs once. A token from any other upstream (one that is an ancestor of another
+upstream: sequential convergence) or along a back-edge runs the step on its own.
+The analysis walks only the ancestors of steps with two or more forward upstreams, so a
+long chain costs nothing, and each input costs a dictionary look-up.
 """
 
 from __future__ import annotations
@@ -86,8 +94,57 @@ class StepGraph:
         return {k: tuple(v) for k, v in ups.items()}
 
     @cached_property
+    def join_upstreams(self) -> dict[str, frozenset[str]]:
+        """Join step -> its concurrent upstreams (only steps that have some)."""
+        ancestors: dict[str, frozenset[str]] = {}
+        out: dict[str, frozenset[str]] = {}
+        for name, ups in self.forward_upstreams.items():
+            if len(ups) < 2:
+                continue
+            for up in ups:
+                if up not in ancestors:
+                    ancestors[up] = self._forward_ancestors(up)
+            concurrent = {u for u in ups for v in ups
+                          if u != v and self._concurrent(ancestors[u], ancestors[v], u, v)}
+            if concurrent:
+                out[name] = frozenset(concurrent)
+        return out
+
+    @cached_property
     def joins(self) -> frozenset[str]:
-        return frozenset(name for name, ups in self.forward_upstreams.items() if len(ups) >= 2)
+        return frozenset(self.join_upstreams)
+
+    @cached_property
+    def _inclusive_forward_successors(self) -> dict[str, frozenset[str]]:
+        out: dict[str, frozenset[str]] = {}
+        for step in self.playbook.workflow:
+            if step.next is not None and step.next.spec.mode == "inclusive":
+                out[step.step] = frozenset(t for t in self.successors.get(step.step, [])
+                                           if (step.step, t) not in self.back_edges)
+        return out
+
+    def _forward_ancestors(self, start: str) -> frozenset[str]:
+        """``start`` and every step with a forward path to it."""
+        seen = {start}
+        todo = [start]
+        while todo:
+            for up in self.forward_upstreams.get(todo.pop(), ()):
+                if up not in seen:
+                    seen.add(up)
+                    todo.append(up)
+        return frozenset(seen)
+
+    def _concurrent(self, anc_u: frozenset[str], anc_v: frozenset[str], u: str, v: str) -> bool:
+        """Can ``u`` and ``v`` hold tokens at the same time? Neither precedes the other, and
+        an inclusive router sends tokens towards them through two different arcs."""
+        if u in anc_v or v in anc_u:
+            return False
+        for router, succ in self._inclusive_forward_successors.items():
+            if router in anc_u and router in anc_v:
+                to_u, to_v = succ & anc_u, succ & anc_v
+                if to_u and to_v and len(to_u | to_v) >= 2:
+                    return True
+        return False
 
     def reachable_avoiding(self, start: str, avoid: str) -> frozenset[str]:
         """Steps reachable from ``start`` (itself included) by paths that do not pass ``avoid``."""
@@ -108,8 +165,9 @@ class StepGraph:
         return result
 
     def can_still_deliver(self, join: str, active_steps: set[str]) -> bool:
-        """True while some active step may still produce a token for ``join`` via an upstream."""
-        upstreams = self.forward_upstreams.get(join, ())
+        """True while some active step may still produce a token for ``join`` via one of its
+        concurrent upstreams."""
+        upstreams = self.join_upstreams.get(join, frozenset())
         for active in active_steps:
             if active == join:
                 continue

@@ -1,7 +1,7 @@
 """What one task invocation is given: its configuration rendered once before the first
-attempt (templates that read ``keychain`` are left for the activity), and the ``RunTask``
-command with the policy rules and the names their guards read, the timeout and the
-layered tool spec.
+attempt (templates that read ``keychain`` or ``_attempt`` are left for the activity), and
+the ``RunTask`` command with the policy rules and the names their guards read, the
+timeout and the layered tool spec.
 """
 
 from __future__ import annotations
@@ -16,42 +16,63 @@ from .messages import RunTask
 from .policy import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
 
-__all__ = ["render_config", "run_task_command"]
+__all__ = ["render_config", "render_attempt", "reads_attempt", "run_task_command"]
 
 # Names a policy guard gets from the activity's own outcome, not from the engine.
 _OUTCOME_NAMES = ("output", "outcome", "_attempt")
 _READS_KEYCHAIN = reads_name("keychain")
+reads_attempt = reads_name("_attempt")
 _CONTROL_KEYS = frozenset({"policy", "failure", "lifecycle", "entry_step", "final_step", "no_next_is_error",
                            "max_jumps", "max_step_runs", "timeout_s", "mode", "max_in_flight", "result"})
 
 
-def render_config(step_def: Step, task: Task, context: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The task's rendered configuration, and the context its secret templates need.
+def _deferred(text: str) -> bool:
+    return _READS_KEYCHAIN(text) or reads_attempt(text)
+
+
+def render_config(step_def: Step, task: Task, context: Scope, *,
+                  in_activity: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The task's rendered configuration, and the context its deferred templates need.
 
     Templates that read ``keychain`` are left for the activity, which alone resolves
-    secrets; the other names those templates read are handed over as plain values.
+    secrets; so are templates that read ``_attempt``, which only the activity knows on
+    each attempt (Temporal retries included). The workflow never renders them, so replay
+    stays deterministic. The other names those templates read are handed over as plain
+    values. A task that runs in the workflow (``in_activity=False``: inline kinds,
+    sub-playbooks) has exactly one attempt: its ``_attempt`` templates render here as 1.
     """
     config = dict(task.config)
     if step_def.input:
         merged = dict(step_def.input)
         merged.update(config.get("input") or {})
         config["input"] = merged
-    rendered = render_value(config, context, where=f"{step_def.step}.tool.{task.name}", defer=_READS_KEYCHAIN)
+    defer = _deferred if in_activity else _READS_KEYCHAIN
+    rendered = render_value(config, context, where=f"{step_def.step}.tool.{task.name}", defer=defer)
     secret_context: dict[str, Any] = {}
-    deferred = _deferred_strings(config)
+    deferred = _deferred_strings(config, defer)
     if deferred:
-        names = referenced_names(deferred) - {"keychain"}
+        names = referenced_names(deferred) - {"keychain", "_attempt"}
         secret_context = plain({k: v for k, v in context.pick(names).items() if not callable(v)})
     return rendered, secret_context
 
 
-def _deferred_strings(value: Any) -> list[str]:
+def render_attempt(config: dict[str, Any], context: dict[str, Any], attempt: int) -> dict[str, Any]:
+    """Inside the activity: render the deferred strings that read ``_attempt`` (and not
+    ``keychain``: the keychain step renders those, with ``_attempt`` in its context)."""
+    if not _deferred_strings(config, reads_attempt):
+        return config
+    scope = dict(context, _attempt=attempt)
+    return render_value(config, scope, where="tool",
+                        defer=lambda text: _READS_KEYCHAIN(text) or not reads_attempt(text))
+
+
+def _deferred_strings(value: Any, predicate: Any) -> list[str]:
     if isinstance(value, str):
-        return [value] if _READS_KEYCHAIN(value) else []
+        return [value] if predicate(value) else []
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _deferred_strings(v)]
+        return [s for v in value.values() for s in _deferred_strings(v, predicate)]
     if isinstance(value, list):
-        return [s for v in value for s in _deferred_strings(v)]
+        return [s for v in value for s in _deferred_strings(v, predicate)]
     return []
 
 

@@ -8,7 +8,8 @@ Life of an execution (seed 004):
 
 1. ``Start``: one token for the entry step.
 2. ``_pump``: tokens pass admission (denied ones wait for a ctx change), joins hold
-   tokens until no upstream can still deliver, admitted tokens become step runs.
+   tokens from concurrent upstreams until none can still deliver (``joins``), admitted
+   tokens become step runs.
 3. A step run runs its pipeline task by task (``RunTask`` commands; ``noop`` inline),
    applying each task's policy decision; a loop step runs one pipeline per item.
 4. A finished step run applies its ``set`` patches and routes through ``next.arcs``.
@@ -28,7 +29,7 @@ from typing import Any
 from ..dsl.models import AdmitPolicy, Playbook, Step
 from ..status import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..templates import evaluate_condition
-from . import budget, loops, pipeline, steps
+from . import budget, joins, loops, pipeline, steps
 from .common import add_token, emit, patch_ctx, template_context
 from .context import deep_merge
 from .events import EventLog
@@ -145,7 +146,8 @@ def _pump(state: ExecutionState, commands: list[Command]) -> None:
         if not state.paused:
             # Joins fire only once every token in hand has been placed: a token still on
             # its way to a join's buffer must be part of that join's single run.
-            progress = _admit_tokens(state, commands) or _fire_joins(state)
+            progress = _admit_tokens(state, commands) or joins.fire_joins(
+                state, lambda join: _active_steps(state, join))
         if not progress:
             _check_quiescence(state, commands)
 
@@ -176,9 +178,7 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
             state.absorbed_final_tokens += 1
             progress = True
             continue
-        if token.step in state.graph.joins and not token.joined and not token.final:
-            state.tokens.remove(token)
-            state.join_buffers.setdefault(token.step, []).append(token)
+        if joins.waits_at_join(state, token):
             progress = True
             continue
         if budget.exhausted(state):
@@ -233,21 +233,6 @@ def _active_steps(state: ExecutionState, exclude_join: str) -> set[str]:
     active |= {t.step for t in state.tokens if not t.denied or _on_deny(state, t.step) == "wait"}
     active |= {j for j, buf in state.join_buffers.items() if buf and j != exclude_join}
     return active
-
-
-def _fire_joins(state: ExecutionState) -> bool:
-    progress = False
-    for join, buffered in list(state.join_buffers.items()):
-        if not buffered or state.graph.can_still_deliver(join, _active_steps(state, join)):
-            continue
-        args: dict[str, Any] = {}
-        for token in buffered:
-            args = deep_merge(args, token.args)
-        sources = [t.source for t in buffered]
-        state.join_buffers[join] = []
-        add_token(state, join, args, source=",".join(s or "" for s in sources), joined=True)
-        progress = True
-    return progress
 
 
 def _check_quiescence(state: ExecutionState, commands: list[Command]) -> None:
@@ -328,7 +313,8 @@ def _cancel(state: ExecutionState, reason: str | None, commands: list[Command]) 
             run.status = transition("step", run.status, StepStatus.CANCELLED)
             emit(state, "step.failed", entity_id=run.step, parent_id=state.execution_id,
                  step_run_id=run.id, status="error",
-                 payload={"error": {"kind": "cancelled", "message": reason or "execution cancelled"}})
+                 payload={"error": {"kind": "cancelled", "message": reason or "execution cancelled"},
+                          "handled": False, "meta": {"step_status": StepStatus.CANCELLED.value}})
             steps.record_step(state, run.step, StepStatus.CANCELLED, None)
     state.workflow_status = transition("workflow", state.workflow_status, WorkflowStatus.CANCELLED)
     emit(state, "workflow.finished", entity_id=state.execution_id, status="error",

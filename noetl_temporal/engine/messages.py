@@ -99,9 +99,10 @@ class RunTask:
     max_attempts: int = 1
     timeout: float | None = None
     iteration: int | None = None
-    # Strings of ``config`` that read ``keychain`` stay unrendered templates: the activity
-    # renders them with the resolved secrets plus ``secret_context`` (the other names
-    # they read), so no secret value ever enters workflow history.
+    # Strings of ``config`` that read ``keychain`` or ``_attempt`` stay unrendered templates:
+    # the activity renders them with the resolved secrets and this attempt's number plus
+    # ``secret_context`` (the other names they read), so no secret value ever enters
+    # workflow history and ``_attempt`` is right on every attempt.
     secret_context: dict[str, Any] = field(default_factory=dict)
     keychain: list[dict[str, Any]] = field(default_factory=list)
     # ``task.spec.result`` (inline_max_bytes, store, select, preview): reference-first results.

@@ -31,6 +31,9 @@ __all__ = ["INLINE_KINDS", "run_pipeline", "task_finished", "apply_patches"]
 
 # Kinds evaluated inside the workflow: no activity, no history cost.
 INLINE_KINDS = frozenset({"noop"})
+# Kinds whose configuration is used in the workflow, never by ``noetl.run_task``: inline
+# kinds, and sub-playbooks (the shell runs them as child workflows). One attempt each.
+_RENDERED_IN_WORKFLOW = INLINE_KINDS | {"playbook"}
 
 
 def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, commands: list[Command]) -> None:
@@ -63,7 +66,8 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, command
              task_run_id=task_run_id, iteration=pipe.iteration, status="in_progress",
              payload={"meta": {"kind": task.kind}})
         try:
-            config, secret_context = invocation.render_config(step_def, task, context)
+            config, secret_context = invocation.render_config(
+                step_def, task, context, in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
         except TemplateError as exc:
             _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
                            attempts=[], decision=None, commands=commands)

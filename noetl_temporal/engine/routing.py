@@ -15,7 +15,7 @@ from .common import add_token, emit, patch_ctx, record_failure, template_context
 from .context import Scope, outcome_view, set_path
 from .state import ExecutionState, StepRun
 
-__all__ = ["EventName", "boundary_event", "route"]
+__all__ = ["EventName", "boundary_event", "route", "failure_handled"]
 
 
 class EventName(str):
@@ -57,19 +57,8 @@ def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, 
     router = step_def.next
     if router is None or not router.arcs:
         return False
-    context = template_context(state, step_def, args=run.args,
-                               extra={"event": event, "output": outcome_view(outcome),
-                                      "outcome": outcome_view(outcome)})
-    matched: list[int] = []
-    errors: list[str] = []
-    for index, arc in enumerate(router.arcs):
-        ok, error = evaluate_condition(arc.when, context, where=f"{run.step}.next.arcs[{index}].when")
-        if error:
-            errors.append(error)
-        if ok:
-            matched.append(index)
-            if router.spec.mode == "exclusive":
-                break
+    context = _guard_context(state, run, step_def, event, outcome)
+    matched, errors = _match(run, step_def, context)
     selected = matched if router.spec.mode == "inclusive" else matched[:1]
     fired: list[dict[str, Any]] = []
     for index in selected:
@@ -102,6 +91,44 @@ def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, 
     if event["status"] != "error":
         return False
     return any(_guard_is_failure_specific(f["when"], context, event, outcome) for f in fired)
+
+
+def failure_handled(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
+                    outcome: dict[str, Any] | None) -> bool:
+    """Will ``route`` handle this failure? The same guards on the same state, evaluated
+    before the step's terminal event is emitted (its status says whether it was handled);
+    guard evaluation is pure, so ``route`` then selects exactly the same arcs."""
+    router = step_def.next
+    if router is None or not router.arcs or event["status"] != "error":
+        return False
+    context = _guard_context(state, run, step_def, event, outcome)
+    matched, _ = _match(run, step_def, context)
+    selected = matched if router.spec.mode == "inclusive" else matched[:1]
+    return any(_guard_is_failure_specific(router.arcs[i].when, context, event, outcome) for i in selected)
+
+
+def _guard_context(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
+                   outcome: dict[str, Any] | None) -> Scope:
+    return template_context(state, step_def, args=run.args,
+                            extra={"event": event, "output": outcome_view(outcome),
+                                   "outcome": outcome_view(outcome)})
+
+
+def _match(run: StepRun, step_def: Step, context: Scope) -> tuple[list[int], list[str]]:
+    """Indexes of the arcs whose guard matched (the first only, for ``exclusive``), and guard errors."""
+    router = step_def.next
+    assert router is not None
+    matched: list[int] = []
+    errors: list[str] = []
+    for index, arc in enumerate(router.arcs):
+        ok, error = evaluate_condition(arc.when, context, where=f"{run.step}.next.arcs[{index}].when")
+        if error:
+            errors.append(error)
+        if ok:
+            matched.append(index)
+            if router.spec.mode == "exclusive":
+                break
+    return matched, errors
 
 
 def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str, Any],

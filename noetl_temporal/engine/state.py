@@ -29,6 +29,7 @@ class Token:
     evaluated_ctx_version: int = -1
     joined: bool = False               # already passed its join barrier
     final: bool = False                # the once-after-quiescence final_step token
+    join: dict[str, Any] | None = None  # a joined token: its sources and conflicting keys
 
 
 @dataclass

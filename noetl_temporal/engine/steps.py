@@ -36,8 +36,8 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
     state.step_runs[run.id] = run
     state.current_step = token.step
     emit(state, "step.scheduled", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
-         status="in_progress", payload={"inputs": {"args": token.args}, "meta": {"token": token.id,
-                                                                              "from": token.source}})
+         status="in_progress", payload={"inputs": {"args": token.args}, "meta": {
+             "token": token.id, "from": token.source, **({"join": token.join} if token.join else {})}})
     run.status = transition("step", run.status, StepStatus.RUNNING)
     run.started_at = state.now
     emit(state, "step.started", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
@@ -56,17 +56,23 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
                     outcome: dict[str, Any] | None, commands: list[Command], loop_done: bool = False) -> None:
     step_def = step_definition(state, run.step)
     cancelled = run.cancelled and not ok
-    target = StepStatus.COMPLETED if ok else (StepStatus.CANCELLED if cancelled else StepStatus.FAILED)
-    run.status = transition("step", run.status, target)
     error = (outcome or {}).get("error") if not ok else None
     state.step_results[run.step] = result
+    if not cancelled:
+        # Before the terminal event (the patches emit none): routing guards see them.
+        pipeline.apply_patches(state, step_def, step_def, run, None, outcome, where=f"{run.step}.set")
+    event = routing.boundary_event(run.step, ok=ok, loop_done=loop_done, error=error, result=result)
+    target = _end_status(state, run, step_def, ok=ok, cancelled=cancelled, event=event, outcome=outcome)
+    run.status = transition("step", run.status, target)
     record_step(state, run.step, target, result)
+    # A handled failure keeps the seed's event type and status (`step.failed`, `error`: the
+    # tool did fail; seed 001 has no other status); its payload says it was handled.
+    failure = {} if ok else {"handled": target is StepStatus.HANDLED, "meta": {"step_status": target.value}}
     emit(state, "step.done" if ok else "step.failed", entity_id=run.step, parent_id=state.execution_id,
          step_run_id=run.id, status="success" if ok else "error",
-         payload={"outcome": {"status": "ok" if ok else "error", "result": short(result), "error": error}})
+         payload={"outcome": {"status": "ok" if ok else "error", "result": short(result), "error": error},
+                  **failure})
     state.step_runs.pop(run.id, None)
-    if not cancelled:
-        pipeline.apply_patches(state, step_def, step_def, run, None, outcome, where=f"{run.step}.set")
     if run.final:
         if not ok:
             record_failure(state, run.step, run.id, handled=False, kind=(error or {}).get("kind"),
@@ -75,7 +81,6 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
     if cancelled:
         record_failure(state, run.step, run.id, handled=True, kind="cancelled", message="cancelled")
         return
-    event = routing.boundary_event(run.step, ok=ok, loop_done=loop_done, error=error, result=result)
     handled = routing.route(state, run, step_def, event, outcome)
     if not ok:
         record_failure(state, run.step, run.id, handled=handled, kind=(error or {}).get("kind"),
@@ -83,6 +88,19 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
         if not handled and failure_mode(state, run.step) == "fail_fast":
             stop(state, "fail_fast", f"step '{run.step}' failed (fail_fast): "
                  f"{(error or {}).get('message')}", commands)
+
+
+def _end_status(state: ExecutionState, run: StepRun, step_def: Any, *, ok: bool, cancelled: bool,
+                event: dict[str, Any], outcome: dict[str, Any] | None) -> StepStatus:
+    """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: seed 000
+    counts only a failure "without handled recovery" as FAILED) or FAILED."""
+    if ok:
+        return StepStatus.COMPLETED
+    if cancelled:
+        return StepStatus.CANCELLED
+    if not run.final and routing.failure_handled(state, run, step_def, event, outcome):
+        return StepStatus.HANDLED
+    return StepStatus.FAILED
 
 
 def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any) -> None:

@@ -15,6 +15,10 @@ heartbeat: the workflow itself starts each policy attempt (``PolicyRetry`` is no
 by Temporal there), waits the delay on a durable timer and passes the attempt number and
 the records so far (``run_task_local``'s second argument).
 
+Templates that read ``_attempt`` are rendered here, on every attempt, with Temporal's
+attempt number (the engine leaves them unrendered), so a retried or re-run task sees 1,
+2, 3 ... including attempts lost with their worker (on the fast path, the workflow's attempt number).
+
 Secrets and large results are handled here, and only here: the keychain entries a task
 reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
 configuration, and scrubbed out of the outcome (``***``) before anything is returned,
@@ -42,9 +46,10 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from .. import keychain, results
 from ..engine.context import deep_merge, outcome_view
+from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
 from ..engine.policy import evaluate_policy, retry_delay
-from ..errors import ToolError
+from ..errors import TemplateError, ToolError
 from ..tools import ToolCall, run_tool
 from ..tools.base import error_outcome
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
@@ -80,14 +85,21 @@ _READS_REFS = frozenset({"result"})
 
 
 async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keychain.Scrubber]:
-    """Secrets rendered in, ResultRefs read back: the configuration the tool gets."""
+    """``_attempt`` and secrets rendered in, ResultRefs read back: the configuration the tool gets."""
     results.check_result_spec(cmd.result_spec)
     knobs = cmd.spec.get(cmd.kind)
     if isinstance(knobs, dict):  # `spec.<kind>:` defaults from executor/step/loop/task layers
         cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
+    # The engine left templates reading `_attempt` unrendered: this attempt's number
+    # (Temporal's, so infrastructure retries count) is known only here.
+    context = dict(cmd.secret_context, _attempt=call.attempt)
+    try:
+        cmd = dataclasses.replace(cmd, config=render_attempt(cmd.config, context, call.attempt))
+    except TemplateError as exc:
+        raise ToolError(str(exc), kind="template", retryable=False) from None
     if keychain.needs_keychain(cmd.kind, cmd.config):  # providers may block: off the event loop
         prepared = await asyncio.to_thread(
-            keychain.prepare, cmd.kind, cmd.config, secret_context=cmd.secret_context,
+            keychain.prepare, cmd.kind, cmd.config, secret_context=context,
             declarations=cmd.keychain)
         call.keychain = prepared.entries
         call.secrets = prepared.scrubber.secrets

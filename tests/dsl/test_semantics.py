@@ -64,6 +64,13 @@ CASES = [
      "executor: {spec: {final_step: wrap}}\nworkflow:\n  - step: a\n    tool: {kind: noop}\n"
      "    next: {arcs: [{step: wrap}]}\n  - step: wrap\n    tool: {kind: noop}\n",
      "NTL506", "warning", "wrap}]", "workflow[0].next.arcs[0].step", "final step"),
+    ("join-arcs-set-the-same-args-key",
+     "workflow:\n  - step: s\n    tool: {kind: noop}\n"
+     "    next: {spec: {mode: inclusive}, arcs: [{step: a}, {step: b}]}\n"
+     "  - step: a\n    tool: {kind: noop}\n    next: {arcs: [{step: j, args: {x: 1, same: 1}}]}\n"
+     "  - step: b\n    tool: {kind: noop}\n    next: {arcs: [{step: j, args: {x: 2, same: 1}}]}\n"
+     "  - step: j\n    tool: {kind: noop}\n",
+     "NTL507", "warning", "x: 2", "workflow[2].next.arcs[0].args.x", "args._upstreams"),
     ("max-in-flight-above-limit",
      "workflow:\n  - step: a\n    loop: {in: [1], spec: {mode: parallel, max_in_flight: 5000}}\n    tool: {kind: noop}\n",
      "NTL601", "error", "5000", "workflow[0].loop.spec.max_in_flight", "1000"),
@@ -160,3 +167,12 @@ def test_semantic_errors_are_all_reported_together():
                     "    next: {arcs: [{step: x}, {step: y}]}\n  - step: a\n    tool: {kind: noop}\n")
     assert sorted(codes(errors(text))) == ["NTL202", "NTL502", "NTL502", "NTL503"]
     assert warnings(text) == []
+
+
+def test_sequential_convergence_with_the_same_args_key_is_no_join_warning():
+    # issue 10: s1 -> notify and s1 -> s2 -> notify run notify once per token
+    body = ("workflow:\n  - step: s1\n    tool: {kind: noop}\n"
+            "    next: {spec: {mode: inclusive}, arcs: [{step: notify, args: {stage: 1}}, {step: s2}]}\n"
+            "  - step: s2\n    tool: {kind: noop}\n    next: {arcs: [{step: notify, args: {stage: 2}}]}\n"
+            "  - step: notify\n    tool: {kind: noop}\n")
+    assert "NTL507" not in codes(diags(playbook(body)))

@@ -292,25 +292,32 @@ workflow:
 """
 
 
-@pytest.mark.parametrize("arcs, started, status", [
+@pytest.mark.parametrize("arcs, started, status, step_state", [
     # an arc whose `when` matched the failure handles it
     ("- {step: recover, when: \"{{ event.name == 'step.failed' }}\"}\n        - {step: end}",
-     ["fetch", "recover"], "COMPLETED"),
+     ["fetch", "recover"], "COMPLETED", "HANDLED"),
     # the legacy alias call.error is the same event
     ("- {step: recover, when: \"{{ event.name == 'call.error' }}\"}\n        - {step: end}",
-     ["fetch", "recover"], "COMPLETED"),
+     ["fetch", "recover"], "COMPLETED", "HANDLED"),
     # an unconditional arc continues the flow but does not handle the failure
-    ("- {step: end}", ["fetch", "end"], "FAILED"),
+    ("- {step: end}", ["fetch", "end"], "FAILED", "FAILED"),
     # no arc for failures at all
-    ("- {step: end, when: \"{{ event.name == 'step.done' }}\"}", ["fetch"], "FAILED"),
+    ("- {step: end, when: \"{{ event.name == 'step.done' }}\"}", ["fetch"], "FAILED", "FAILED"),
 ])
-def test_handled_vs_unhandled_failures(arcs, started, status):
+def test_handled_vs_unhandled_failures(arcs, started, status, step_state):
     r = run(HANDLED % arcs, tool=lambda c: err())
     assert r.steps_started() == started
     assert r.status == status
     failed = r.state.result["failed_steps"]
     assert failed[0]["step"] == "fetch"
+    assert failed[0]["handled"] is (step_state == "HANDLED")
     assert r.state.result["failed_steps_count"] == 1
+    # seed 000: only a failure without handled recovery is a FAILED step
+    assert r.state.steps["fetch"]["status"] == step_state
+    (event,) = [e for e in r.events if e["event_type"] == "step.failed"]
+    assert event["status"] == "error"
+    assert event["payload"]["handled"] is (step_state == "HANDLED")
+    assert event["payload"]["meta"]["step_status"] == step_state
 
 
 def test_payload_deep_merges_over_workload_and_workload_is_immutable():

@@ -1,0 +1,56 @@
+"""``_attempt`` in task templates is the real attempt number (issue 10 §1): the engine
+leaves those strings to the activity, which renders them on every attempt."""
+
+from __future__ import annotations
+
+import pytest
+
+from noetl_temporal.engine.invocation import render_attempt
+
+from .harness import run
+
+TEXT = """
+workload: {base: "http://x"}
+workflow:
+  - step: s
+    tool:
+      - name: call
+        kind: python
+        code: "result = {{ _attempt }}"
+        args: {n: "{{ _attempt }}", page: "p{{ _attempt + 1 }}", fixed: "{{ workload.base }}"}
+        url: "{{ workload.base }}/page/{{ _attempt }}"
+      - name: inline
+        kind: noop
+        result: "{{ _attempt }}"
+"""
+
+
+def test_activity_kinds_leave_attempt_templates_unrendered_with_their_context():
+    r = run(TEXT)
+    cmd = r.ran[0]
+    assert cmd.config["args"] == {"n": "{{ _attempt }}", "page": "p{{ _attempt + 1 }}", "fixed": "http://x"}
+    assert cmd.config["code"] == "result = {{ _attempt }}"
+    assert cmd.config["url"] == "{{ workload.base }}/page/{{ _attempt }}"
+    # what the deferred strings read besides _attempt travels as plain values
+    assert cmd.secret_context == {"workload": {"base": "http://x"}}
+    # an inline task has exactly one attempt
+    assert r.state.step_results["s"] == 1
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3])
+def test_the_activity_renders_them_per_attempt(attempt):
+    cmd = run(TEXT).ran[0]
+    config = render_attempt(cmd.config, cmd.secret_context, attempt)
+    assert config["args"] == {"n": attempt, "page": f"p{attempt + 1}", "fixed": "http://x"}
+    assert config["code"] == f"result = {attempt}"
+    assert config["url"] == f"http://x/page/{attempt}"
+
+
+def test_a_string_reading_keychain_and_attempt_is_left_for_the_keychain_step():
+    config = {"a": "{{ keychain.k.token }}-{{ _attempt }}", "b": "{{ _attempt }}"}
+    assert render_attempt(config, {}, 2) == {"a": "{{ keychain.k.token }}-{{ _attempt }}", "b": 2}
+
+
+def test_config_without_attempt_templates_is_returned_as_is():
+    config = {"a": "plain", "b": "{{ keychain.k.x }}"}
+    assert render_attempt(config, {}, 5) is config
