@@ -185,7 +185,11 @@ async def test_worker_sigkilled_at_random_points_loses_no_work(temporal, task_qu
     twice = {task: n for task, n in runs.items() if n > 1}
 
     ids = [h.id for h in handles.values()]
-    ids += [f"{handles['sub'].id}/call:run:1:iter:{n}:task:sub:1" for n in range(4)]
+    children = sorted({e["payload"]["outcome"]["meta"]["child_execution_id"]
+                       for e in store.read(handles["sub"].id, limit=100_000, types=["task.done"])
+                       if e["entity_id"] == "sub"})
+    assert len(children) == 4, children   # one sub-playbook per item, each read back below
+    ids += children
     events = sum(_check_events(store, execution_id) for execution_id in ids)
     print(f"chaos: {worker.starts - 1} kills in {elapsed:.1f}s; {len(expected)} task runs expected, "
           f"{sum(runs.values())} logged; {len(twice)} ran more than once {sorted(twice)}; "
