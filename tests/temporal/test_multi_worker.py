@@ -81,7 +81,14 @@ async def test_two_worker_processes_share_a_200_item_loop(tmp_path, fresh_databa
     async with EmbeddedTemporal(database=str(tmp_path / "temporal.db")) as server:
         env["TEMPORAL_ADDRESS"] = server.address
         try:
-            workers = [Proc(["worker", "--max-concurrent-activities", "20"], env) for _ in range(2)]
+            # The second worker finds the cluster through a Temporal config profile (envconfig),
+            # as on an existing cluster or Temporal Cloud (docs/deployment.md).
+            profile_file = tmp_path / "temporal.toml"
+            profile_file.write_text(f'[profile.shared]\naddress = "{server.address}"\nnamespace = "default"\n')
+            env_profile = {k: v for k, v in env.items() if k != "TEMPORAL_ADDRESS"}
+            env_profile["TEMPORAL_CONFIG_FILE"] = str(profile_file)
+            workers = [Proc(["worker", "--max-concurrent-activities", "20"], env),
+                       Proc(["worker", "--profile", "shared", "--max-concurrent-activities", "20"], env_profile)]
             api = Proc(["api", "--port", "0", "--execution-timeout", "60"], env)
             procs += [*workers, api]
             for worker in workers:
