@@ -24,10 +24,16 @@ from ..errors import responses
 router = APIRouter(tags=["executions"])
 
 
+def _json_errors(*codes: int) -> dict[int | str, dict]:
+    """The usual error entries, documented as JSON although this route's answer is HTML."""
+    return {code: {"description": entry["description"],
+                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+            for code, entry in responses(*codes).items()}
+
+
 @router.get("/executions/{execution_id}/view", response_class=HTMLResponse,
-            responses={200: {"content": {"text/html": {"schema": {"type": "string"}}},
-                             "description": "an HTML page: the step graph, marked live from the event stream"},
-                       **responses(404, 503)},
+            responses={200: {"description": "an HTML page: the step graph, marked live from the event stream"},
+                       **_json_errors(404, 503)},
             summary="A web page drawing the playbook's step graph, with each step's state live")
 async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsDep,
                access_token: Annotated[str | None, Query(

@@ -7,6 +7,7 @@ the interpreter.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..dsl.models import Playbook, Step
@@ -95,4 +96,4 @@ def _edges(step: Step, back_edges: frozenset[tuple[str, str]], names: set[str]) 
 
 
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else repr(value)
+    return value if isinstance(value, str) else json.dumps(value, default=str)

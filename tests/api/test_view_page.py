@@ -9,6 +9,7 @@ A second load of the finished run replays the stream and shows the same picture.
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import httpx
@@ -73,7 +74,7 @@ def _skip_without_browser() -> None:
 @pytest.fixture(scope="module")
 def live(temporal, tmp_path_factory, event_store):
     catalog = Catalog(sqlite_path=tmp_path_factory.mktemp("view") / "catalog.db")
-    with LiveServer(temporal.address, catalog=catalog, task_queue="tq-view-page", event_store=event_store,
+    with LiveServer(temporal.address, catalog=catalog, task_queue=f"tq-view-{uuid.uuid4().hex[:8]}", event_store=event_store,
                     execution_timeout_s=60, heartbeat_timeout_s=2) as server:
         yield server
 
@@ -88,7 +89,8 @@ def test_page_marks_steps_live_in_chromium(live, tmp_path):
         r = http.post("/executions", json={"playbook": PICTURED})
         assert r.status_code == 202, r.text
         execution_id = r.json()["execution_id"]
-        browser.open(f"{live.url}/executions/{execution_id}/view")
+        assert r.json()["links"]["view"] == f"/executions/{execution_id}/view"
+        browser.open(live.url + r.json()["links"]["view"])
 
         # While the run waits at the gate, everything before it is already marked.
         def waiting(s: dict) -> bool:
