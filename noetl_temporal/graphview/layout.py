@@ -84,12 +84,31 @@ def layout(view: GraphView) -> Layout:
     width = 2 * MARGIN + widest * NODE_W + (widest - 1) * GAP_X
     boxes: dict[str, Box] = {}
     for index, row in enumerate(rows):
+        y = MARGIN + index * (NODE_H + GAP_Y)
         row_w = len(row) * NODE_W + (len(row) - 1) * GAP_X
-        left = (width - row_w) / 2
-        for i, name in enumerate(row):
-            boxes[name] = Box(x=left + i * (NODE_W + GAP_X), y=MARGIN + index * (NODE_H + GAP_Y), layer=index)
+        xs = [(width - row_w) / 2 + i * (NODE_W + GAP_X) for i in range(len(row))]  # centered
+        if index:
+            xs = _under_upstreams(row, xs, ups, boxes, width)
+        for name, x in zip(row, xs, strict=True):
+            boxes[name] = Box(x=x, y=y, layer=index)
+    width = max(width, max(b.x for b in boxes.values()) + NODE_W + MARGIN)
     height = 2 * MARGIN + depth * NODE_H + (depth - 1) * GAP_Y
     # Back-edges run down the right-hand side: leave room for them.
     if any(e.back for e in view.edges):
         width += 60
     return Layout(boxes=boxes, width=width, height=height)
+
+
+def _under_upstreams(row: list[str], xs: list[float], ups: dict[str, list[str]], boxes: dict[str, Box],
+                     width: float) -> list[float]:
+    """Move each step of a row toward the mean x of its upstreams, keeping order and spacing."""
+    out: list[float] = []
+    for name, x in zip(row, xs, strict=True):
+        placed = [boxes[u].x for u in ups[name] if u in boxes]
+        want = sum(placed) / len(placed) if placed else x
+        out.append(max(want, out[-1] + NODE_W + GAP_X) if out else max(want, MARGIN))
+    overflow = out[-1] + NODE_W + MARGIN - width
+    if overflow > 0:  # pull the row back left as far as the margin allows
+        shift = min(overflow, out[0] - MARGIN)
+        out = [x - shift for x in out]
+    return out

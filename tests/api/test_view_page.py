@@ -46,8 +46,8 @@ PICTURED = playbook("""
         spec: {policy: {admit: {rules: [{when: "{{ ctx.approved }}", allow: true}], on_deny: wait}}}
         tool: {kind: noop}
         next: {arcs: [{step: after}]}
-      - step: after
-        tool: {kind: noop}
+      - step: after   # runs until the test creates the flag file: "running" is seen live
+        tool: {kind: shell, cmd: 'while [ ! -e "{{ workload.flag }}" ]; do sleep 0.1; done'}
 """)
 
 STATES_JS = """
@@ -86,7 +86,8 @@ def _snapshot(browser: Browser) -> dict:
 def test_page_marks_steps_live_in_chromium(live, tmp_path):
     _skip_without_browser()
     with httpx.Client(base_url=live.url, timeout=30) as http, Browser() as browser:
-        r = http.post("/executions", json={"playbook": PICTURED})
+        flag = tmp_path / "go"
+        r = http.post("/executions", json={"playbook": PICTURED, "payload": {"flag": str(flag)}})
         assert r.status_code == 202, r.text
         execution_id = r.json()["execution_id"]
         assert r.json()["links"]["view"] == f"/executions/{execution_id}/view"
@@ -111,6 +112,14 @@ def test_page_marks_steps_live_in_chromium(live, tmp_path):
 
         # Open the gate through the API: the open page follows the run to its end.
         assert http.post(f"/executions/{execution_id}/ctx", json={"patch": {"approved": True}}).status_code == 200
+        running = browser.wait_js(
+            f"const s = (() => {{{STATES_JS}}})(); return s.steps.after[0] === 'running' ? s : null;",
+            timeout=30, what="the step after the gate running")
+        assert running["steps"]["gate"][0] == "done" and running["steps"]["after"][1] == "running"
+        assert running["state"] == "RUNNING"
+        shots = Path(os.environ.get("NOETL_VIEW_SCREENSHOTS") or tmp_path)  # to look at them yourself
+        browser.screenshot(shots / "view-running.png")
+        flag.touch()
         after = browser.wait_js(
             f"const s = (() => {{{STATES_JS}}})(); return s.stream === 'ended' ? s : null;",
             timeout=40, what="the stream to end")
@@ -126,7 +135,7 @@ def test_page_marks_steps_live_in_chromium(live, tmp_path):
         again = browser.wait_js(f"const s = (() => {{{STATES_JS}}})(); return s.stream === 'ended' ? s : null;",
                                 timeout=30, what="the replayed stream to end")
         assert again["steps"] == after["steps"] and again["state"] == "COMPLETED"
-        shot = Path(os.environ.get("NOETL_VIEW_SCREENSHOT") or tmp_path / "view.png")
+        shot = shots / "view-done.png"
         browser.screenshot(shot)
         assert shot.stat().st_size > 10_000
 
@@ -136,14 +145,18 @@ def _js_pred() -> str:
             " && s.steps.never[0] === 'denied' && ['failed', 'handled'].includes(s.steps.boom[0])")
 
 
-async def test_page_is_served_with_the_pinned_graph_and_token(temporal, task_queue, catalog, event_store):
+async def test_page_is_served_with_the_pinned_graph_and_token(temporal, task_queue, catalog, event_store,
+                                                               tmp_path):
     from noetl_temporal.temporal.worker import build_worker
 
     settings = make_settings(temporal, task_queue, catalog, event_store, token="s3cret")
     auth = {"Authorization": "Bearer s3cret"}
     async with build_worker(temporal.client, task_queue=task_queue, event_store=event_store), \
             app_client(settings) as http:
-        r = await http.post("/executions", json={"playbook": PICTURED.replace("ctx.approved", "true")}, headers=auth)
+        flag = tmp_path / "go"
+        flag.touch()  # the last step does not wait
+        r = await http.post("/executions", json={"playbook": PICTURED.replace("ctx.approved", "true"),
+                                                 "payload": {"flag": str(flag)}}, headers=auth)
         execution_id = r.json()["execution_id"]
         await wait_state(_Authed(http, auth), execution_id)
         assert (await http.get(f"/executions/{execution_id}/view")).status_code == 401

@@ -94,3 +94,26 @@ def test_page_script_config_cannot_close_the_script_block():
 def test_stream_url_carries_types_and_token():
     assert stream_url("x").startswith("events/stream?type=step.scheduled&type=step.started")
     assert stream_url("x", "t&k").endswith("access_token=t%26k")
+
+
+def test_corpus_layouts_never_overlap():
+    from .test_graph_view import REPO
+
+    places = [base / "shared" / "corpus" / "noetl" for base in (REPO.parent, REPO.parent.parent)]
+    files = sorted(f for place in places if place.is_dir() for f in place.rglob("*.yaml"))
+    if not files:
+        pytest.skip(f"no corpus at {places}")
+    from noetl_temporal.dsl import load_playbook
+    from noetl_temporal.errors import PlaybookInvalid
+
+    for path in files:
+        try:
+            view = graph_view(load_playbook(path).playbook)
+        except PlaybookInvalid:
+            continue
+        placed = layout(view)
+        boxes = list(placed.boxes.values())
+        for i, one in enumerate(boxes):
+            assert 0 <= one.x and one.x + NODE_W <= placed.width, path
+            for other in boxes[i + 1:]:
+                assert abs(one.x - other.x) >= NODE_W or abs(one.y - other.y) >= NODE_H, path
