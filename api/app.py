@@ -15,7 +15,7 @@ from noetl_temporal.catalog import Catalog
 from .errors import install_error_handlers, responses
 from .limits import BodyLimit
 from .methods import install_method_not_allowed
-from .routes import catalog, control, events, executions, health
+from .routes import catalog, control, events, executions, health, view
 from .security import bearer_auth
 from .settings import Settings, TemporalLink
 
@@ -39,7 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.token:
         protected = {"dependencies": [Depends(bearer_auth(settings.token))], "responses": responses(401)}
     app.include_router(health.router)
-    for module in (executions, events, control, catalog):
+    for module in (executions, events, control, catalog, view):
         app.include_router(module.router, **protected)
     install_error_handlers(app)
     install_method_not_allowed(app)

@@ -88,6 +88,7 @@ class Links(BaseModel):
     status: str
     events: str
     stream: str
+    view: str = Field(description="a web page drawing the playbook, its steps marked live")
 
 
 class StartResponse(BaseModel):

@@ -12,7 +12,7 @@ import hmac
 import ipaddress
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, status
+from fastapi import Depends, HTTPException, Query, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from noetl_temporal.errors import ConfigError
@@ -23,12 +23,20 @@ _bearer = HTTPBearer(auto_error=False, description="the API token (--token or NO
 
 
 def bearer_auth(token: str):
-    """A FastAPI dependency that requires ``Authorization: Bearer <token>``."""
+    """A FastAPI dependency that requires ``Authorization: Bearer <token>``.
+
+    The ``access_token`` query parameter (RFC 6750 §2.3) is accepted too, because a
+    browser's ``EventSource`` cannot send headers: the execution page passes it on to
+    the event stream. Prefer the header everywhere else (URLs end up in histories).
+    """
     expected = token.encode("utf-8")
 
-    async def require(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
-        given = (credentials.credentials if credentials else "").encode("utf-8", "surrogateescape")
-        if not credentials or not hmac.compare_digest(given, expected):
+    async def require(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+                      access_token: Annotated[str | None, Query(
+                          include_in_schema=False, max_length=4096)] = None) -> None:
+        presented = credentials.credentials if credentials else access_token
+        given = (presented or "").encode("utf-8", "surrogateescape")
+        if not presented or not hmac.compare_digest(given, expected):
             raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong API token: send "
                                 "'Authorization: Bearer <token>'", headers={"WWW-Authenticate": "Bearer"})
 

@@ -96,12 +96,39 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ------------------------------------------------------------------ graph
+
+def _graph_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="playbook YAML file ('-' reads standard input)")
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from .dsl import load_playbook, load_playbook_text
+    from .errors import PlaybookInvalid
+    from .graphview import graph_view, to_mermaid
+
+    try:
+        loaded = (load_playbook_text(sys.stdin.read(), "<stdin>") if args.file == "-"
+                  else load_playbook(args.file))
+    except PlaybookInvalid as exc:
+        for diag in exc.diagnostics:
+            print(diag, file=sys.stderr)
+        print(f"error: {args.file} is not a valid playbook; fix the errors above (see "
+              f"`noetl-temporal validate`)", file=sys.stderr)
+        return EXIT_INVALID
+    sys.stdout.write(to_mermaid(graph_view(loaded.playbook)))
+    return EXIT_OK
+
+
 COMMANDS: list[Command] = [
     Command("validate", "check playbook files: every error, then every warning, one per line as "
                         "file:line:col: CODE message (path) — fix (stdout), a summary on stderr; "
                         "exit 2 if any file is invalid", _validate_args, _validate),
     Command("schema", "print the JSON Schema (Draft 2020-12) of the playbook source format",
             _schema_args, _schema),
+    Command("graph", "print the playbook's step graph as a Mermaid flowchart (steps, arcs with their when, "
+                     "router modes, loops, joins, entry, final step); exit 2 if the playbook is invalid",
+            _graph_args, _graph),
     Command("run", "run a playbook as a Temporal workflow (embedded dev server unless an address is "
                    "configured); exit 0 COMPLETED, 1 FAILED/CANCELLED, 2 invalid, 130 interrupted",
             _lazy("cli_run", "add_run_arguments"), _lazy("cli_run", "run_command")),

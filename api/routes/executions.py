@@ -44,7 +44,8 @@ router = APIRouter(tags=["executions"])
 
 def _links(execution_id: str) -> Links:
     base = f"/executions/{execution_id}"
-    return Links(status=f"{base}/status", events=f"{base}/events", stream=f"{base}/events/stream")
+    return Links(status=f"{base}/status", events=f"{base}/events", stream=f"{base}/events/stream",
+                 view=f"{base}/view")
 
 
 @router.post("/executions", status_code=202, response_model=StartResponse,

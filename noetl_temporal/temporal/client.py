@@ -32,18 +32,25 @@ class Target:
 
 def resolve_target(address: str | None = None, namespace: str | None = None,
                    task_queue: str | None = None, profile: str | None = None) -> Target:
-    """Flag, then ``TEMPORAL_ADDRESS``, then a Temporal config profile; else embedded."""
+    """Where Temporal is: the flag, else Temporal's own client settings, else embedded.
+
+    Temporal's settings are its environment variables (``TEMPORAL_ADDRESS``,
+    ``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS_*``) over a profile of its
+    config file (``--profile``/``TEMPORAL_PROFILE``, file ``TEMPORAL_CONFIG_FILE`` or
+    ``~/.config/temporalio/temporal.toml``), read by the SDK's envconfig, so TLS and an API
+    key (Temporal Cloud) come along with the address. A bare ``--address`` connects plainly,
+    unless a profile is named too (its TLS and API key then apply to that address).
+    """
     queue = task_queue or os.environ.get("NOETL_TASK_QUEUE") or DEFAULT_TASK_QUEUE
     ns = namespace or os.environ.get("TEMPORAL_NAMESPACE")
-    if address:
-        return Target(address=address, namespace=ns or "default", task_queue=queue)
-    if os.environ.get("TEMPORAL_ADDRESS"):
-        return Target(address=os.environ["TEMPORAL_ADDRESS"], namespace=ns or "default", task_queue=queue)
     profile = profile or os.environ.get("TEMPORAL_PROFILE")
-    config = _profile_config(profile)
-    if config and config.get("target_host"):
-        return Target(address=config["target_host"], namespace=ns or config.get("namespace") or "default",
-                      task_queue=queue, profile=profile, connect_config=config)
+    if address and not profile:
+        return Target(address=address, namespace=ns or "default", task_queue=queue)
+    config = _profile_config(profile) or {}
+    host = address or config.get("target_host") or os.environ.get("TEMPORAL_ADDRESS")
+    if host:
+        return Target(address=host, namespace=ns or config.get("namespace") or "default",
+                      task_queue=queue, profile=profile, connect_config=config or None)
     return Target(address=None, namespace=ns or "default", task_queue=queue)
 
 

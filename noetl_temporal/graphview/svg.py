@@ -1,0 +1,103 @@
+"""A :class:`~.model.GraphView` drawn as inline SVG for the API's execution page.
+
+Each step is ``<g class="step" data-step="NAME" data-state="idle">`` so the page's script
+(and a test reading the DOM) can find a step by name and mark its state; the ``state``
+text inside it says the state in words, so the picture reads the same without colour.
+Arcs are ``<g class="arc" data-source data-target>`` with their ``when`` as a label
+(cut to fit; the full guard is in the tooltip).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .layout import GAP_Y, NODE_H, NODE_W, Box, layout
+from .mermaid import node_label
+from .model import Edge, GraphView, Node
+
+__all__ = ["render_svg", "clip"]
+
+_CHARS_PER_LINE = 30
+_ARC_LABEL = 34
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _a(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _classes(node: Node) -> str:
+    flags = {"loop": node.loop is not None, "join": node.join, "final": node.final, "entry": node.entry}
+    return " ".join(["step", *(name for name, on in flags.items() if on)])
+
+
+def _step(index: int, node: Node, box: Box) -> str:
+    lines = node_label(node)
+    detail = " · ".join(lines[2:])
+    tooltip = "\n".join(lines + ([node.desc] if node.desc else []))
+    x, y = box.x, box.y
+    return (
+        f'<g class="{_classes(node)}" id="step-{index}" data-step="{_a(node.name)}" data-state="idle">'
+        f"<title>{escape(tooltip)}</title>"
+        f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
+        f'<text class="name" x="{x + 10:.0f}" y="{y + 20:.0f}">{escape(clip(node.name, _CHARS_PER_LINE - 4))}</text>'
+        f'<text class="kinds" x="{x + 10:.0f}" y="{y + 38:.0f}">{escape(clip(lines[1], _CHARS_PER_LINE + 4))}</text>'
+        f'<text class="detail" x="{x + 10:.0f}" y="{y + 55:.0f}">{escape(clip(detail, _CHARS_PER_LINE + 4))}</text>'
+        f'<text class="state" x="{x + 10:.0f}" y="{y + 74:.0f}">not started</text>'
+        f'<text class="progress" x="{x + NODE_W - 10:.0f}" y="{y + 74:.0f}" text-anchor="end"></text>'
+        "</g>")
+
+
+def _arc(edge: Edge, boxes: dict[str, Box], repeat: int) -> str:
+    src, dst = boxes[edge.source], boxes[edge.target]
+    shift = repeat * 14  # parallel arcs between the same steps fan out a little
+    if edge.back or dst.layer <= src.layer:
+        # Cycles go up the right-hand side, outside the columns.
+        x1, y1 = src.x + NODE_W, src.y + NODE_H / 2
+        x2, y2 = dst.x + NODE_W, dst.y + NODE_H / 2
+        bulge = max(x1, x2) + 50 + shift
+        path = f"M{x1:.0f},{y1:.0f} C{bulge:.0f},{y1:.0f} {bulge:.0f},{y2:.0f} {x2 + 4:.0f},{y2:.0f}"
+        lx, ly = bulge - 8, (y1 + y2) / 2
+    else:
+        x1, y1 = src.cx + shift, src.y + NODE_H
+        x2, y2 = dst.cx + shift, dst.y
+        mid = GAP_Y * 0.6
+        path = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{y1 + mid:.0f} {x2:.0f},{y2 - mid:.0f} {x2:.0f},{y2 - 4:.0f}"
+        lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
+    text = edge.label or ""
+    if edge.order is not None:
+        text = f"{edge.order}. {text}".strip()
+    label = (f'<text class="arc-label" x="{lx:.0f}" y="{ly + 4:.0f}" text-anchor="middle">'
+             f"{escape(clip(text, _ARC_LABEL))}</text>") if text else ""
+    title = f"<title>{escape(edge.source)} → {escape(edge.target)}{': ' + escape(text) if text else ''}</title>"
+    cls = "arc back" if edge.back else "arc"
+    return (f'<g class="{cls}" data-source="{_a(edge.source)}" data-target="{_a(edge.target)}">{title}'
+            f'<path d="{path}" marker-end="url(#arrow)"/>{label}</g>')
+
+
+def render_svg(view: GraphView) -> str:
+    placed = layout(view)
+    seen: dict[tuple[str, str], int] = {}
+    arcs = []
+    for edge in view.edges:
+        key = (edge.source, edge.target)
+        arcs.append(_arc(edge, placed.boxes, seen.get(key, 0)))
+        seen[key] = seen.get(key, 0) + 1
+    steps = [_step(i, node, placed.boxes[node.name]) for i, node in enumerate(view.nodes)]
+    entry = next((n for n in view.nodes if n.entry), None)
+    start = ""
+    if entry is not None:
+        box = placed.boxes[entry.name]
+        start = (f'<g class="start"><circle cx="{box.x - 14:.0f}" cy="{box.y + 12:.0f}" r="6"/>'
+                 f"<title>entry step</title></g>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="playbook-graph" role="img" '
+        f'aria-label="step graph of {_a(view.name)}" width="{placed.width:.0f}" height="{placed.height:.0f}" '
+        f'viewBox="0 0 {placed.width:.0f} {placed.height:.0f}">'
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>'
+        f'<g class="arcs">{"".join(arcs)}</g>{start}<g class="steps">{"".join(steps)}</g></svg>')
