@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from .errors import ToolConfigError, ToolError
 from .paths import data_dir
+from .pgschema import ensure_schema
 from .templates import is_template, render
 
 __all__ = [
@@ -150,12 +151,12 @@ class PostgresResultStore:
         conn = psycopg.connect(self.dsn, autocommit=True, application_name="noetl-temporal-results")
         with self._ready_lock:
             if self.dsn not in self._ready:
-                conn.execute(f"""CREATE TABLE IF NOT EXISTS {self.TABLE} (
+                ensure_schema(conn, [
+                    f"""CREATE TABLE IF NOT EXISTS {self.TABLE} (
                     ref text PRIMARY KEY, execution_id text NOT NULL, body bytea NOT NULL,
                     bytes bigint NOT NULL, sha256 text NOT NULL, content_type text NOT NULL,
-                    created_at timestamptz NOT NULL DEFAULT now())""")
-                conn.execute(f"CREATE INDEX IF NOT EXISTS {self.TABLE}_execution "
-                             f"ON {self.TABLE} (execution_id)")
+                    created_at timestamptz NOT NULL DEFAULT now())""",
+                    f"CREATE INDEX IF NOT EXISTS {self.TABLE}_execution ON {self.TABLE} (execution_id)"])
                 self._ready.add(self.dsn)
         return conn
 

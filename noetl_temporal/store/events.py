@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from ..errors import ConfigError
 from ..paths import data_dir
+from ..pgschema import ensure_schema
 from .legacy import expand_types
 
 __all__ = ["EventStore", "SqliteEventStore", "PostgresEventStore", "open_event_store",
@@ -217,8 +218,7 @@ class PostgresEventStore(_SqlEventStore):
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
             with self._lock:
-                for statement in _PG_SCHEMA:
-                    self._conn.execute(statement)
+                ensure_schema(self._conn, _PG_SCHEMA)
         except psycopg.Error as exc:
             raise ConfigError(f"cannot open the PostgreSQL event store: {exc}".strip(),
                               fix="check the DSN in NOETL_EVENT_STORE and that the server is up") from None

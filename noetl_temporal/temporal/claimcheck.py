@@ -24,6 +24,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import DataConverter, PayloadCodec
 
 from ..paths import data_dir
+from ..pgschema import ensure_schema
 
 __all__ = ["ClaimCheckCodec", "data_converter", "DEFAULT_THRESHOLD", "default_payload_store"]
 
@@ -62,7 +63,8 @@ class _PgStore:
         self._conn = psycopg.connect(dsn, autocommit=True)
         self._lock = threading.Lock()
         with self._lock:
-            self._conn.execute("CREATE TABLE IF NOT EXISTS noetl_payloads (key TEXT PRIMARY KEY, data BYTEA NOT NULL)")
+            ensure_schema(self._conn, [
+                "CREATE TABLE IF NOT EXISTS noetl_payloads (key TEXT PRIMARY KEY, data BYTEA NOT NULL)"])
 
     def put(self, key: str, data: bytes) -> None:
         with self._lock:
