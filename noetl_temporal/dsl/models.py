@@ -243,7 +243,7 @@ class Playbook(_Closed):
     _step_index: dict[str, Step] | None = PrivateAttr(default=None)
 
     def step_by_name(self) -> dict[str, Step]:
-        """Steps by name; built once per model (the engine asks on every input)."""
+        """Steps by name; built once per model (the engine keeps its own index on ``StepGraph.steps``)."""
         if self._step_index is None:
             self._step_index = {s.step: s for s in self.workflow}
         return self._step_index

@@ -8,7 +8,9 @@ import pytest
 from noetl_temporal.engine.budget import WORK_BUDGET
 from noetl_temporal.engine.context import build_context
 from noetl_temporal.engine.events import EventLog
-from tests.engine.harness import run
+from noetl_temporal.engine.machine import new_state, step
+from noetl_temporal.engine.messages import Cancel, Proceed, Start, Yield
+from tests.engine.harness import NOW, playbook, run
 
 
 def chain(n: int) -> str:
@@ -49,15 +51,6 @@ def test_big_inline_loops_yield_and_keep_results_in_item_order(mode):
 
 
 def test_a_cancel_while_work_is_parked_ends_cleanly():
-    from noetl_temporal.engine.machine import step
-    from noetl_temporal.engine.messages import Cancel, Proceed
-
-    r = run(chain(3 * WORK_BUDGET))  # runs to the end through the harness: re-run by hand
-    assert r.status == "COMPLETED"
-    from noetl_temporal.engine.machine import new_state
-    from noetl_temporal.engine.messages import Start, Yield
-    from tests.engine.harness import NOW, playbook
-
     state = new_state(playbook(chain(3 * WORK_BUDGET)), "ex")
     _, commands = step(state, Start(execution_id="ex", now=NOW))
     assert any(isinstance(c, Yield) for c in commands)
