@@ -20,11 +20,11 @@ attempt number (the engine leaves them unrendered), so a retried or re-run task 
 2, 3 ... including attempts lost with their worker (on the fast path, the workflow's attempt number).
 
 Secrets and large results are handled here, and only here: the keychain entries a task
-reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
+reads are resolved in the activity (``noetl_temporal.tools.keychain``), rendered into its
 configuration, and scrubbed out of the outcome (``***``) before anything is returned,
 heartbeated or logged; ResultRefs in the configuration are read back into their bodies
 before the tool runs, and a result larger than ``inline_max_bytes`` leaves as a ResultRef
-(``noetl_temporal.results``), with ``outcome["result_ref"]`` set for ``result.stored``.
+(``noetl_temporal.tools.results``), with ``outcome["result_ref"]`` set for ``result.stored``.
 
 Errors crossing this boundary are typed:
 ``PolicyRetry`` (retryable: a policy asked for another attempt) and
@@ -44,13 +44,12 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from .. import keychain, results
 from ..engine.context import deep_merge, outcome_view
 from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
 from ..engine.policy import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
-from ..tools import ToolCall, run_tool
+from ..tools import ToolCall, keychain, results, run_tool
 from ..tools.base import error_outcome
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 

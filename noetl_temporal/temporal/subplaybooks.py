@@ -51,7 +51,7 @@ def _resolve(path: str, version: int | None, parent_source: str | None) -> dict[
                 loaded = load_playbook(candidate)
                 return {"playbook": playbook_definition(loaded.playbook),
                         "source": str(candidate), "version": None}
-    from ..catalog import Catalog
+    from ..store.catalog import Catalog
 
     text, found_version = Catalog.from_config().get(path, version)
     loaded = load_playbook_text(text, source=f"catalog:{path}@{found_version}")

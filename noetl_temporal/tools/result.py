@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import results
 from ..errors import ToolConfigError
+from . import results
 from .base import ToolCall
 
 

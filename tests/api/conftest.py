@@ -19,8 +19,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from api import Settings, create_app
-from noetl_temporal.catalog import Catalog
+from noetl_temporal.api import Settings, create_app
+from noetl_temporal.store.catalog import Catalog
 from noetl_temporal.store.events import open_event_store
 from noetl_temporal.temporal.worker import build_worker
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from api import Settings, create_app
-from noetl_temporal.cli_api import bind_socket
+from noetl_temporal.api import Settings, create_app
+from noetl_temporal.cli.serve import bind_socket
 from noetl_temporal.temporal.worker import build_worker
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from api.security import check_bind, is_loopback
+from noetl_temporal.api.security import check_bind, is_loopback
 from noetl_temporal.errors import ConfigError
 
 from .conftest import app_client, make_settings

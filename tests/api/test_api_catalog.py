@@ -79,7 +79,7 @@ async def test_start_by_reference_and_running_executions_stay_pinned(api):
 
 
 async def test_catalog_on_postgresql(temporal, task_queue, event_store, pg_dsn, pg_schema):
-    from noetl_temporal.catalog import Catalog
+    from noetl_temporal.store.catalog import Catalog
 
     from .conftest import app_client, make_settings
 

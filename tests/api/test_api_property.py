@@ -16,7 +16,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from noetl_temporal.catalog import Catalog
+from noetl_temporal.store.catalog import Catalog
 
 from .conftest import playbook
 from .live import LiveServer

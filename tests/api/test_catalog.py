@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from noetl_temporal.catalog import Catalog, default_sqlite_path
 from noetl_temporal.errors import ConfigError, NotFound, PlaybookInvalid
+from noetl_temporal.store.catalog import Catalog, default_sqlite_path
 
 V1 = """apiVersion: noetl.io/v2
 kind: Playbook

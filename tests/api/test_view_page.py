@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from noetl_temporal.catalog import Catalog
+from noetl_temporal.store.catalog import Catalog
 from tests.support.webdriver import Browser
 
 from .conftest import app_client, make_settings, playbook, wait_state

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.cli import COMMANDS, build_parser, main
+from noetl_temporal.cli.main import COMMANDS, build_parser, main
 
 from .helpers import playbook
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.cli import main
+from noetl_temporal.cli.main import main
 from noetl_temporal.dsl import load_playbook, load_playbook_text
 from noetl_temporal.engine.graph import StepGraph
 from noetl_temporal.graphview import graph_view, to_mermaid

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from noetl_temporal.cli import main
+from noetl_temporal.cli.main import main
 from noetl_temporal.dsl import playbook_json_schema
 
 from .helpers import CORPUS, playbook

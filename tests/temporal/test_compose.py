@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from noetl_temporal.cli import build_parser
+from noetl_temporal.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker" / "compose.yaml"
@@ -63,7 +63,7 @@ def test_api_and_workers_share_postgres_stores(compose):
 
 def test_dockerfile_installs_this_package():
     text = DOCKERFILE.read_text()
-    for part in ("noetl_temporal", "api", "workers"):
+    for part in ("noetl_temporal", "examples"):
         assert f"COPY {part} ./{part}" in text
     assert "pip install '.[data]'" in text and 'ENTRYPOINT ["noetl-temporal"]' in text
 

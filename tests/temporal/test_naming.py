@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from api.deps import EXECUTION_ID_RE
+from noetl_temporal.api.deps import EXECUTION_ID_RE
 from noetl_temporal.temporal.naming import MAX_SLUG, child_execution_id, new_execution_id, slug
 
 

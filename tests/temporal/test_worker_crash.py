@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def spawn_worker(address: str, task_queue: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "workers.main", "--address", address, "--task-queue", task_queue],
+        [sys.executable, "-m", "noetl_temporal.cli", "worker", "--address", address, "--task-queue", task_queue],
         cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal import keychain
 from noetl_temporal.errors import ToolConfigError, ToolError
-from noetl_temporal.keychain import (
+from noetl_temporal.tools import keychain
+from noetl_temporal.tools.keychain import (
     ChainProvider,
     EnvProvider,
     FileProvider,

@@ -34,10 +34,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import ToolConfigError, ToolError
-from .paths import data_dir
-from .pgschema import ensure_schema
-from .templates import is_template, render
+from ..errors import ToolConfigError, ToolError
+from ..paths import data_dir
+from ..pgschema import ensure_schema
+from ..templates import is_template, render
 
 __all__ = [
     "DEFAULT_INLINE_MAX_BYTES", "REF_KIND", "is_ref", "inline_max_bytes", "externalize", "resolve_ref",

@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
-from noetl_temporal.catalog import PATH_PATTERN, NotFound
+from noetl_temporal.store.catalog import PATH_PATTERN, NotFound
 
 from ..deps import CatalogDep
 from ..errors import responses

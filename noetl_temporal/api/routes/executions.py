@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from noetl_temporal.catalog import PATH_PATTERN, catalog_path_of
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.context import deep_merge
 from noetl_temporal.observe import read_status
 from noetl_temporal.redact import redact
+from noetl_temporal.store.catalog import PATH_PATTERN, catalog_path_of
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 

@@ -21,8 +21,8 @@ import socket
 import sys
 from typing import Any
 
-from .cli_telemetry import add_telemetry_arguments, apply_telemetry_arguments
-from .errors import ConfigError
+from ..errors import ConfigError
+from .telemetry import add_telemetry_arguments, apply_telemetry_arguments
 
 __all__ = ["add_api_arguments", "api_command", "add_dev_arguments", "dev_command", "bind_socket"]
 
@@ -93,7 +93,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def _port_or_free(port: int) -> int:
-    from .temporal.devserver import free_port
+    from ..temporal.devserver import free_port
 
     with socket.socket() as probe:
         try:
@@ -104,10 +104,10 @@ def _port_or_free(port: int) -> int:
 
 
 def _settings(args: argparse.Namespace, **kwargs: Any) -> Any:
-    from api.settings import Settings
+    from noetl_temporal.api.settings import Settings
 
-    from .catalog import Catalog
-    from .store.events import open_event_store
+    from ..store.catalog import Catalog
+    from ..store.events import open_event_store
 
     return Settings(catalog=Catalog.from_config(args.catalog_dsn, args.catalog_path), token=args.token,
                     event_store=open_event_store(args.event_store),
@@ -149,10 +149,10 @@ def _url(host: str, port: int) -> str:
 
 
 async def _api(args: argparse.Namespace) -> None:
-    from api.app import create_app
+    from noetl_temporal.api.app import create_app
 
-    from .temporal.client import connect, resolve_target
-    from .temporal.worker import build_worker
+    from ..temporal.client import connect, resolve_target
+    from ..temporal.worker import build_worker
 
     target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
     if target.address is None:
@@ -177,11 +177,11 @@ async def _api(args: argparse.Namespace) -> None:
 
 
 async def _dev(args: argparse.Namespace) -> None:
-    from api.app import create_app
+    from noetl_temporal.api.app import create_app
 
-    from .temporal.client import resolve_target
-    from .temporal.devserver import EmbeddedTemporal
-    from .temporal.worker import build_worker
+    from ..temporal.client import resolve_target
+    from ..temporal.devserver import EmbeddedTemporal
+    from ..temporal.worker import build_worker
 
     queue = resolve_target(task_queue=args.task_queue).task_queue
     sock = bind_socket(args.host, args.port)  # fail fast, before starting Temporal
@@ -203,7 +203,7 @@ async def _dev(args: argparse.Namespace) -> None:
 
 
 def _run(main: Any, args: argparse.Namespace) -> int:
-    from api.security import check_bind
+    from noetl_temporal.api.security import check_bind
 
     _token(args)
     try:

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from .errors import ConfigError, NotFound
+from ..errors import ConfigError, NotFound
 
 __all__ = ["add_status_arguments", "status_command", "add_events_arguments", "events_command"]
 
@@ -48,7 +48,7 @@ def add_events_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _client(args: argparse.Namespace):
-    from .temporal.client import connect, resolve_target
+    from ..temporal.client import connect, resolve_target
 
     target = resolve_target(args.address, args.namespace, None, args.profile)
     if target.address is None:
@@ -57,7 +57,7 @@ async def _client(args: argparse.Namespace):
 
 
 def _store(args: argparse.Namespace):
-    from .store.events import open_event_store
+    from ..store.events import open_event_store
 
     return open_event_store(args.event_store)
 
@@ -76,7 +76,7 @@ def _run(coro) -> int:
 
 
 def status_command(args: argparse.Namespace) -> int:
-    from .observe import read_status
+    from ..observe import read_status
 
     async def go() -> int:
         status = await read_status(await _client(args), args.execution_id, _store(args))
@@ -100,7 +100,7 @@ def _line(event: dict[str, Any]) -> str:
 
 
 def events_command(args: argparse.Namespace) -> int:
-    from .observe import follow_events, read_events
+    from ..observe import follow_events, read_events
 
     async def go() -> int:
         client = await _client(args)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fastapi import Depends, FastAPI
 
-from noetl_temporal.catalog import Catalog
+from noetl_temporal.store.catalog import Catalog
 
 from .errors import install_error_handlers, responses
 from .limits import BodyLimit

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from noetl_temporal.catalog import PATH_PATTERN
+from noetl_temporal.store.catalog import PATH_PATTERN
 
 State = Literal["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"]
 

@@ -1,6 +1,6 @@
 """Run a noetl-temporal worker against a Temporal cluster until interrupted.
 
-    python -m workers.main --address 127.0.0.1:7233 --task-queue noetl-playbooks
+    noetl-temporal worker --address 127.0.0.1:7233 --task-queue noetl-playbooks
 
 Scale out by starting more of these, on more machines, against the same cluster.
 """
@@ -12,7 +12,7 @@ import asyncio
 import signal
 import sys
 
-from noetl_temporal.cli_telemetry import add_telemetry_arguments, apply_telemetry_arguments
+from noetl_temporal.cli.telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
 from noetl_temporal.temporal.client import connect, resolve_target
 from noetl_temporal.temporal.worker import build_worker

@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 
-from .errors import ConfigError, NoetlError, NotFound
+from ..errors import ConfigError, NoetlError, NotFound
 
 __all__ = ["add_control_arguments", "add_ctx_arguments", "control_command"]
 
@@ -34,9 +34,9 @@ def add_ctx_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def control_command(args: argparse.Namespace) -> int:
-    from .cli_run import parse_payload
-    from .temporal import control
-    from .temporal.client import connect, resolve_target
+    from ..temporal import control
+    from ..temporal.client import connect, resolve_target
+    from .run import parse_payload
 
     async def go() -> dict:
         target = resolve_target(args.address, args.namespace, None, args.profile)

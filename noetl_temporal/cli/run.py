@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError, NoetlError, PlaybookInvalid
+from ..errors import ConfigError, NoetlError, PlaybookInvalid
 
 __all__ = ["add_run_arguments", "run_command", "parse_payload"]
 
@@ -79,9 +79,9 @@ def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from .dsl import load_playbook
-    from .runner import ProgressPrinter, run_playbook
-    from .temporal.client import resolve_target
+    from ..dsl import load_playbook
+    from ..runner import ProgressPrinter, run_playbook
+    from ..temporal.client import resolve_target
 
     try:
         payload = parse_payload(args.payload, args.sets)
@@ -136,7 +136,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _locate_errors(loaded: Any, report: Any) -> None:
     """Runtime errors that name a place in the playbook get its file:line:col."""
-    from .locations import locate_message
+    from ..locations import locate_message
 
     report.error = locate_message(loaded, report.error)
     for failed in (report.summary or {}).get("failed_steps") or []:

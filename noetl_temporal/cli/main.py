@@ -44,7 +44,7 @@ def _validate_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .dsl import validate_file, validate_text
+    from ..dsl import validate_file, validate_text
 
     reports = []
     for name in args.files:
@@ -71,13 +71,13 @@ def _validate(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ lazily imported commands
 
-def _lazy(module: str, name: str, *, absolute: bool = False) -> Callable:
+def _lazy(module: str, name: str) -> Callable:
     """Import a command's module only when that command is used (keeps --help fast)."""
 
     def call(arg):
         import importlib
 
-        mod = importlib.import_module(module if absolute else f"{__package__}.{module}")
+        mod = importlib.import_module(f"{__package__}.{module}")
         return getattr(mod, name)(arg)
 
     return call
@@ -90,7 +90,7 @@ def _schema_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from .dsl import playbook_json_schema
+    from ..dsl import playbook_json_schema
 
     print(json.dumps(playbook_json_schema(), indent=2))
     return EXIT_OK
@@ -103,9 +103,9 @@ def _graph_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _graph(args: argparse.Namespace) -> int:
-    from .dsl import load_playbook, load_playbook_text
-    from .errors import PlaybookInvalid
-    from .graphview import graph_view, to_mermaid
+    from ..dsl import load_playbook, load_playbook_text
+    from ..errors import PlaybookInvalid
+    from ..graphview import graph_view, to_mermaid
 
     try:
         loaded = (load_playbook_text(sys.stdin.read(), "<stdin>") if args.file == "-"
@@ -131,28 +131,28 @@ COMMANDS: list[Command] = [
             _graph_args, _graph),
     Command("run", "run a playbook as a Temporal workflow (embedded dev server unless an address is "
                    "configured); exit 0 COMPLETED, 1 FAILED/CANCELLED, 2 invalid, 130 interrupted",
-            _lazy("cli_run", "add_run_arguments"), _lazy("cli_run", "run_command")),
+            _lazy("run", "add_run_arguments"), _lazy("run", "run_command")),
     Command("status", "print an execution's status: exactly execution_id, state, current_step, started_at, "
                       "ended_at, terminal_event, completion_inferred",
-            _lazy("cli_observe", "add_status_arguments"), _lazy("cli_observe", "status_command")),
+            _lazy("observe", "add_status_arguments"), _lazy("observe", "status_command")),
     Command("events", "print an execution's canonical events (filters: --type, --entity, --after-seq; "
                       "--follow to stream)",
-            _lazy("cli_observe", "add_events_arguments"), _lazy("cli_observe", "events_command")),
+            _lazy("observe", "add_events_arguments"), _lazy("observe", "events_command")),
     Command("cancel", "cancel a running execution (its tasks and, unless --no-cascade, its sub-playbooks)",
-            _lazy("cli_control", "add_control_arguments"), _lazy("cli_control", "control_command")),
+            _lazy("control", "add_control_arguments"), _lazy("control", "control_command")),
     Command("pause", "pause an execution: no new steps start, running tasks finish",
-            _lazy("cli_control", "add_control_arguments"), _lazy("cli_control", "control_command")),
+            _lazy("control", "add_control_arguments"), _lazy("control", "control_command")),
     Command("resume", "resume a paused execution",
-            _lazy("cli_control", "add_control_arguments"), _lazy("cli_control", "control_command")),
+            _lazy("control", "add_control_arguments"), _lazy("control", "control_command")),
     Command("ctx", "patch a running execution's ctx (KEY=VALUE...); re-evaluates steps waiting for admission",
-            _lazy("cli_control", "add_ctx_arguments"), _lazy("cli_control", "control_command")),
+            _lazy("control", "add_ctx_arguments"), _lazy("control", "control_command")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
-            _lazy("workers.main", "add_arguments", absolute=True), _lazy("workers.main", "run", absolute=True)),
+            _lazy("worker", "add_arguments"), _lazy("worker", "run")),
     Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",
-            _lazy("cli_api", "add_api_arguments"), _lazy("cli_api", "api_command")),
+            _lazy("serve", "add_api_arguments"), _lazy("serve", "api_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
-            _lazy("cli_api", "add_dev_arguments"), _lazy("cli_api", "dev_command")),
+            _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),
 ]
 
 

@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, NotFound
-from .paths import data_dir
+from ..errors import ConfigError, NotFound
+from ..paths import data_dir
 
 __all__ = ["Catalog", "NotFound", "default_sqlite_path", "PATH_PATTERN", "catalog_path_of"]
 
@@ -164,7 +164,7 @@ class Catalog:
 
     def register(self, yaml_text: str, *, source: str = "<catalog>") -> dict[str, Any]:
         """Validate and store; ``{path, version, created, sha256, created_at}``."""
-        from .dsl import load_playbook_text
+        from ..dsl import load_playbook_text
 
         loaded = load_playbook_text(yaml_text, source=source)  # raises PlaybookInvalid
         path = catalog_path_of(loaded.playbook.metadata)
@@ -237,8 +237,8 @@ class Catalog:
 
 def _invalid(code: str, message: str, loaded: Any, source: str, *, fix: str) -> Exception:
     """A located catalog diagnostic, raised like any validation error (same shape as ``validate``)."""
-    from .dsl.diagnostics import Diagnostic
-    from .errors import PlaybookInvalid
+    from ..dsl.diagnostics import Diagnostic
+    from ..errors import PlaybookInvalid
 
     key = "metadata.path" if loaded.playbook.metadata.path else "metadata.name"
     line, col = loaded.positions.get(key) or loaded.positions.get("metadata") or (None, None)

@@ -36,8 +36,8 @@ import yaml
 from jinja2 import Environment, nodes
 from jinja2.exceptions import TemplateSyntaxError
 
-from .errors import TemplateError, ToolConfigError, ToolError
-from .templates import is_template, reads_name, render_value
+from ..errors import TemplateError, ToolConfigError, ToolError
+from ..templates import is_template, reads_name, render_value
 
 __all__ = [
     "KeychainProvider", "EnvProvider", "FileProvider", "ChainProvider", "KeychainError", "Scrubber",

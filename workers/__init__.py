@@ -1,1 +1,0 @@
-"""Worker entry points (``python -m workers.main`` or ``noetl-temporal worker``)."""
