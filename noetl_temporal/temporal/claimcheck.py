@@ -119,7 +119,11 @@ class ClaimCheckCodec(PayloadCodec):
 
 
 def data_converter(store: str | None = None, threshold: int = DEFAULT_THRESHOLD) -> DataConverter:
-    """The default converter plus the claim check."""
+    """The default converter (decoding our own messages without the SDK's per-call type
+    walk, see ``payloads``) plus the claim check."""
     import dataclasses
 
-    return dataclasses.replace(DataConverter.default, payload_codec=ClaimCheckCodec(store, threshold))
+    from .payloads import PayloadConverter
+
+    return dataclasses.replace(DataConverter.default, payload_converter_class=PayloadConverter,
+                               payload_codec=ClaimCheckCodec(store, threshold))

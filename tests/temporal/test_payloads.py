@@ -1,0 +1,70 @@
+"""The payload converter's shortcut decodes exactly what the SDK's own conversion would."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from temporalio.converter import DataConverter
+
+from noetl_temporal.engine.messages import RunTask, TaskFinished
+from noetl_temporal.temporal.claimcheck import data_converter
+from noetl_temporal.temporal.payloads import PayloadConverter, PlainJSONTypes
+
+RUN_TASK = RunTask(task_run_id="t1", execution_id="e1", step="s", step_run_id="s#1", task="t", kind="python",
+                   config={"code": "def main(): return 1", "input": {"n": [1, 2.5, None, {"x": True}]}},
+                   rules=[{"when": "{{ ok }}"}], max_attempts=3, timeout=2.5, iteration=None)
+
+
+@dataclasses.dataclass
+class _Nested:  # not ours, and nested: the SDK's way
+    inner: RunTask
+
+
+@pytest.mark.parametrize(("hint", "value"), [
+    (RunTask, RUN_TASK),
+    (TaskFinished, TaskFinished(task_run_id="t", now="2026-01-01T00:00:00Z", outcome={"status": "ok"},
+                                attempts=[{"attempt": 1}], rule_index=0, action="continue", decided=True)),
+    (dict[str, Any], {"a": [1, {"b": None}], "c": "x"}),
+    (list[dict[str, Any]], [{"a": 1}, {}]),
+    (Any, [1, "two", {"three": 3.0}]),
+    (int, 3), (float, 2.5), (str, "s"), (bool, False), (int | None, None), (dict[str, Any] | None, None),
+])
+def test_decodes_like_the_sdk(hint, value):
+    ours, sdk = PayloadConverter(), DataConverter.default.payload_converter
+    payloads = sdk.to_payloads([value])
+    assert ours.from_payloads(payloads, [hint]) == sdk.from_payloads(payloads, [hint]) == [value]
+
+
+@pytest.mark.parametrize(("hint", "value", "expected"), [
+    (float, 3, 3.0),      # an int where a float is declared: converted, as the SDK does
+    (int, 3.0, 3),
+])
+def test_scalars_still_converted_by_the_sdk(hint, value, expected):
+    payloads = DataConverter.default.payload_converter.to_payloads([value])
+    [decoded] = PayloadConverter().from_payloads(payloads, [hint])
+    assert decoded == expected and type(decoded) is type(expected)
+
+
+def test_unknown_keys_are_ignored_and_defaults_apply():
+    decoded = PlainJSONTypes().to_typed_value(RunTask, {**dataclasses.asdict(RUN_TASK), "added_later": 1,
+                                                        "rules": [], "max_attempts": 1})
+    assert isinstance(decoded, RunTask) and decoded.rules == [] and decoded.max_attempts == 1
+    minimal = {k: v for k, v in dataclasses.asdict(RUN_TASK).items()
+               if k in {"task_run_id", "execution_id", "step", "step_run_id", "task", "kind", "config"}}
+    assert PlainJSONTypes().to_typed_value(RunTask, minimal).spec == {}
+
+
+def test_other_types_go_the_sdk_way():
+    types = PlainJSONTypes()
+    assert types.to_typed_value(_Nested, {"inner": {}}) is PlainJSONTypes.Unhandled
+    assert types.to_typed_value(RunTask, ["not", "a", "dict"]) is PlainJSONTypes.Unhandled
+    assert types.to_typed_value(dict[str, Any], [1]) is PlainJSONTypes.Unhandled  # the SDK raises its error
+    value = {"inner": dataclasses.asdict(RUN_TASK)}
+    payloads = DataConverter.default.payload_converter.to_payloads([value])
+    assert PayloadConverter().from_payloads(payloads, [_Nested]) == [_Nested(RUN_TASK)]
+
+
+def test_the_project_converter_uses_it():
+    assert data_converter().payload_converter_class is PayloadConverter
