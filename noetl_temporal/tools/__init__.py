@@ -5,6 +5,7 @@ returns the outcome envelope for every invocation (``status``, ``result``, ``err
 ``meta`` and a per-kind helper such as ``http``/``py``/``shell``).
 """
 
+from . import _workdirs
 from ._pyfork import aclose_forkserver
 from .base import (
     TOOLS,
@@ -29,10 +30,12 @@ from .shell import ShellTool
 
 async def aclose_clients() -> None:
     """Release the running loop's pooled tool resources: HTTP clients and the python
-    fork server (call on worker shutdown; later tasks recreate them)."""
+    fork server (call on worker shutdown; later tasks recreate them), and the python tasks'
+    kept scratch directories."""
     try:
         await _aclose_http_clients()
     finally:
+        _workdirs.clear()
         await aclose_forkserver()
 
 

@@ -22,14 +22,12 @@ import contextlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
-from . import _proc, _pyfork, _pyinworker, _pyspawn
+from . import _proc, _pyfork, _pyinworker, _pyspawn, _workdirs
 from ._pyspawn import RUNNER  # noqa: F401 - the child's program, re-exported
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
 
@@ -99,14 +97,11 @@ def _workdir(call: ToolCall) -> Iterator[str]:
         os.makedirs(call.workdir, exist_ok=True)
         yield call.workdir
         return
-    tmp = tempfile.mkdtemp(prefix="noetl-py-")
+    tmp = _workdirs.take()
     try:
         yield tmp
     finally:
-        try:
-            os.rmdir(tmp)  # the usual case: the code left nothing behind
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
+        _workdirs.give_back(tmp)
 
 
 def _in_worker(config: dict) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.tools import ToolCall, _pyfork, aclose_clients, run_tool
+from noetl_temporal.tools import ToolCall, _pyfork, _workdirs, aclose_clients, run_tool
 from tests.support.processes import pid_alive, wait_dead
 
 PROBE = ("import os, sys, threading\n"
@@ -56,8 +56,9 @@ async def test_a_forked_child_serves_one_task_in_a_clean_process(call: ToolCall)
     assert server is not None and first["ppid"] == server  # forked by the fork server, not the worker
     assert first["ppid"] != os.getpid()
     assert first["sid"] == first["pid"]  # a session (and process group) of its own
-    # its own fresh temporary directory, removed afterwards, as for a process of its own
-    assert os.path.basename(first["cwd"]).startswith("noetl-py-") and not os.path.exists(first["cwd"])
+    # its own empty temporary directory, afterwards removed or kept empty for the next task
+    assert os.path.basename(first["cwd"]).startswith("noetl-py-")
+    assert not os.path.exists(first["cwd"]) or (first["cwd"] in _workdirs._free and not os.listdir(first["cwd"]))
     assert first["path0"] == "" and first["argv"] == ["<python step_a.task_0>"] and first["stdin"] == ""
     # nothing of the worker: no threads, no event loop, no worker modules; no descriptor
     # of the server: stdin/stdout/stderr and the (close-on-exec) response pipe only
@@ -224,3 +225,41 @@ async def test_in_worker_errors_keep_the_envelope(call: ToolCall) -> None:
     bad = await py(call, "result = 1", in_worker=True, env={"A": "1"})
     assert bad["error"]["kind"] == "config"
     assert (await py(call, "result = 1", in_worker="yes"))["error"]["kind"] == "config"
+
+
+WRITES = ("import os\n"
+          "before = sorted(os.listdir('.'))\n"
+          "open('left-behind.txt', 'w').write('x')\n"
+          "result = {'cwd': os.getcwd(), 'before': before}")
+
+
+async def test_every_task_starts_in_an_empty_directory_even_when_directories_are_reused(call: ToolCall) -> None:
+    seen = []
+    for _ in range(3):  # each task finds its directory empty, though the last one wrote a file
+        out = await py(call, WRITES)
+        assert out["status"] == "ok" and out["result"]["before"] == [], out
+        seen.append(out["result"]["cwd"])
+        assert not os.path.exists(seen[-1])  # it was not empty: removed, never handed out again
+    empty = [(await py(call, "import os\nresult = os.getcwd()"))["result"] for _ in range(3)]
+    assert len(set(empty)) == 1 and os.path.isdir(empty[0])  # left empty: reused
+    assert not set(empty) & set(seen)
+
+
+async def test_a_reused_directory_is_checked_again_when_handed_out(call: ToolCall) -> None:
+    path = (await py(call, "import os\nresult = os.getcwd()"))["result"]
+    assert path in _workdirs._free
+    Path(path, "late.txt").write_text("a process of the earlier task wrote after it answered")
+    out = await py(call, "import os\nresult = [os.getcwd(), os.listdir('.')]")
+    assert out["result"][1] == [] and out["result"][0] != path and not os.path.exists(path)
+
+
+async def test_a_directory_whose_mode_the_task_changed_is_not_reused(call: ToolCall) -> None:
+    out = await py(call, "import os\nos.chmod('.', 0o755)\nresult = os.getcwd()")
+    assert out["status"] == "ok" and not os.path.exists(out["result"])
+
+
+async def test_closing_the_tools_removes_kept_directories(call: ToolCall) -> None:
+    path = (await py(call, "import os\nresult = os.getcwd()"))["result"]
+    assert os.path.isdir(path)
+    await aclose_clients()
+    assert not os.path.exists(path) and _workdirs._free == []

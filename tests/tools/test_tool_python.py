@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.tools import ToolCall, _proc, run_tool
+from noetl_temporal.tools import ToolCall, _proc, _workdirs, run_tool
 from tests.support.processes import wait_dead
 
 
@@ -250,10 +250,12 @@ async def test_workdir_env_and_stdin(call: ToolCall, tmp_path: Path) -> None:
     code = "import os, sys\nresult = [os.getcwd(), os.environ['NOETL_TEST_VAR'], sys.stdin.read()]"
     out = await py(call, code, env={"NOETL_TEST_VAR": 5})
     assert out["result"] == [str(tmp_path), "5", ""]
-    # without a workdir the code runs in a fresh temp dir that is removed afterwards
+    # without a workdir the code runs in an empty temp dir, removed afterwards or kept empty
+    # for the next task (tools/_workdirs.py)
     call.workdir = None
-    tmp = (await py(call, "import os\nresult = os.getcwd()"))["result"]
-    assert tmp != os.getcwd() and not os.path.exists(tmp)
+    tmp, listed = (await py(call, "import os\nresult = [os.getcwd(), os.listdir('.')]"))["result"]
+    assert tmp != os.getcwd() and listed == []
+    assert not os.path.exists(tmp) or (tmp in _workdirs._free and not os.listdir(tmp))
 
 
 async def test_heartbeat_while_running(call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
