@@ -42,7 +42,7 @@ def _load_runner(path):
     return runner
 
 
-SPARES = 2  # children forked ahead of time, each waiting for a task
+SPARES = 1  # children forked ahead of time, each waiting for a task (each one costs its RSS)
 
 
 def _spare(zygote):

@@ -16,15 +16,19 @@ import email.utils
 import json
 import time
 import weakref
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout
 
+if TYPE_CHECKING:
+    import httpx
+
+# httpx (with its TLS and certificate set-up, ~7 MiB) is imported by the first HTTP task,
+# not by the worker: a worker that runs no HTTP task does not carry it.
+
 DEFAULT_TIMEOUT = 30.0
-_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+_LIMITS = {"max_connections": 200, "max_keepalive_connections": 50}
 
 # loop -> {verify setting -> client}; weak so a finished loop does not pin its clients
 _CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, httpx.AsyncClient]] = (
@@ -34,11 +38,13 @@ _CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, httpx.A
 
 def get_client(verify: bool | str = True) -> httpx.AsyncClient:
     """The pooled client of the running loop for this ``verify`` setting."""
+    import httpx
+
     loop = asyncio.get_running_loop()
     per_loop = _CLIENTS.setdefault(loop, {})
     client = per_loop.get(verify)
     if client is None or client.is_closed:
-        client = httpx.AsyncClient(verify=verify, limits=_LIMITS, trust_env=True)
+        client = httpx.AsyncClient(verify=verify, limits=httpx.Limits(**_LIMITS), trust_env=True)
         per_loop[verify] = client
     return client
 
@@ -104,6 +110,8 @@ def _verify(config: dict) -> bool | str:
 
 
 def _url(config: dict) -> httpx.URL:
+    import httpx
+
     raw = config.get("url") or config.get("endpoint")
     if not isinstance(raw, str) or not raw.strip():
         raise ToolConfigError("http task has no url", fix="add 'url: https://...' (or 'endpoint:')")
@@ -180,6 +188,8 @@ class HttpTool:
     kind = "http"
 
     async def run(self, config: dict, call: ToolCall) -> Any:
+        import httpx
+
         url = _url(config)
         method = str(config.get("method") or "GET").upper()
         headers = {str(k): str(v) for k, v in _mapping(config, "headers").items() if v is not None}
