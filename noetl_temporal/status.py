@@ -2,7 +2,9 @@
 
 Only the *playbook execution* layer decides an execution's status (PENDING, RUNNING,
 COMPLETED, FAILED, CANCELLED). The lower layers are observability: a step finishing, a
-task's outcome or an activity completing never closes an execution.
+task's outcome or an activity completing never closes an execution. The engine's own
+state machines (pipelines, tokens, loops; ``engine/states.py``) join ``TABLES`` here, so
+one ``transition`` enforces them all and the docs draw them all.
 
 Every move goes through :func:`transition`, which raises :class:`InvalidTransition` for a
 pair not in the table. Such a raise is always a bug in the engine, never user input.
@@ -12,15 +14,15 @@ pair not in the table. Such a raise is always a bug in the engine, never user in
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TypeVar
 
+from .engine.states import ENGINE_TABLES, ENGINE_TERMINAL
 from .errors import InvalidTransition
 
 __all__ = [
     "ExecutionStatus",
     "WorkflowStatus",
     "StepStatus",
-    "CommandStatus",
-    "OutcomeStatus",
     "TABLES",
     "TERMINAL",
     "transition",
@@ -54,29 +56,10 @@ class StepStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-class CommandStatus(StrEnum):
-    """A command is one activity (one task invocation, all its attempts)."""
+_E, _W, _S = ExecutionStatus, WorkflowStatus, StepStatus
+_State = TypeVar("_State", bound=StrEnum)
 
-    PENDING = "PENDING"
-    ISSUED = "ISSUED"      # ScheduleActivityTask sent to Temporal
-    RUNNING = "RUNNING"    # an attempt is running on a worker
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-
-class OutcomeStatus(StrEnum):
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    OK = "OK"
-    ERROR = "ERROR"
-    BREAK = "BREAK"
-    NOOP = "NOOP"
-
-
-_E, _W, _S, _C, _O = ExecutionStatus, WorkflowStatus, StepStatus, CommandStatus, OutcomeStatus
-
-TABLES: dict[str, dict[tuple, str]] = {
+TABLES: dict[str, dict[tuple[StrEnum, StrEnum], str]] = {
     # Playbook execution: the only layer that decides an execution's status.
     "execution": {
         (_E.PENDING, _E.RUNNING): "playbook.started",            # workflow accepted the request
@@ -103,41 +86,22 @@ TABLES: dict[str, dict[tuple, str]] = {
         (_S.RUNNING, _S.HANDLED): "step.failed",                  # status `handled`: a failure arc fired
         (_S.RUNNING, _S.CANCELLED): "step.failed",                # fail_fast / cancel
     },
-    # Command -> activity: answers only "did this invocation finish".
-    "command": {
-        (_C.PENDING, _C.ISSUED): "task.started",
-        (_C.ISSUED, _C.RUNNING): "task.attempt.started",
-        (_C.ISSUED, _C.COMPLETED): "task.done",                   # result arrived (attempts folded)
-        (_C.ISSUED, _C.FAILED): "task.failed",
-        (_C.ISSUED, _C.CANCELLED): "task.failed",
-        (_C.RUNNING, _C.COMPLETED): "task.done",
-        (_C.RUNNING, _C.FAILED): "task.failed",
-        (_C.RUNNING, _C.CANCELLED): "task.failed",
-    },
-    # Tool outcome: feeds routing, never exposed as execution status.
-    "outcome": {
-        (_O.PENDING, _O.RUNNING): "task.attempt.started",
-        (_O.RUNNING, _O.OK): "task.attempt.done",
-        (_O.RUNNING, _O.ERROR): "task.attempt.failed",
-        (_O.RUNNING, _O.BREAK): "policy.task.evaluated",
-        (_O.RUNNING, _O.NOOP): "task.done",
-    },
+    **ENGINE_TABLES,
 }
 
-TERMINAL: dict[str, frozenset] = {
+TERMINAL: dict[str, frozenset[StrEnum]] = {
     "execution": frozenset({_E.COMPLETED, _E.FAILED, _E.CANCELLED}),
     "workflow": frozenset({_W.COMPLETED, _W.FAILED, _W.CANCELLED}),
     "step": frozenset({_S.COMPLETED, _S.FAILED, _S.HANDLED, _S.CANCELLED}),
-    "command": frozenset({_C.COMPLETED, _C.FAILED, _C.CANCELLED}),
-    "outcome": frozenset({_O.OK, _O.ERROR, _O.BREAK, _O.NOOP}),
+    **ENGINE_TERMINAL,
 }
 
 
-def can_transition(layer: str, src, dst) -> bool:
+def can_transition(layer: str, src: StrEnum, dst: StrEnum) -> bool:
     return (src, dst) in TABLES[layer]
 
 
-def transition(layer: str, src, dst):
+def transition(layer: str, src: StrEnum, dst: _State) -> _State:
     """Return ``dst`` if ``src -> dst`` is allowed in ``layer``; raise otherwise."""
     if (src, dst) not in TABLES[layer]:
         raise InvalidTransition(layer, src, dst)

@@ -6,13 +6,12 @@ import itertools
 
 import pytest
 
+from noetl_temporal.engine.states import LoopState, PipelineState, TokenState
 from noetl_temporal.errors import InvalidTransition
 from noetl_temporal.status import (
     TABLES,
     TERMINAL,
-    CommandStatus,
     ExecutionStatus,
-    OutcomeStatus,
     StepStatus,
     WorkflowStatus,
     mermaid,
@@ -20,7 +19,7 @@ from noetl_temporal.status import (
 )
 
 ENUMS = {"execution": ExecutionStatus, "workflow": WorkflowStatus, "step": StepStatus,
-         "command": CommandStatus, "outcome": OutcomeStatus}
+         "pipeline": PipelineState, "token": TokenState, "loop": LoopState}
 
 
 @pytest.mark.parametrize("layer", sorted(TABLES))
