@@ -142,6 +142,11 @@ def render_docs() -> str:
               "| CONTINUED_AS_NEW | - | the latest run's state | false |",
               ""]
     for layer in TABLES:
+        if layer == next(iter(ENGINE_TABLES)):
+            parts += ["## The engine's own state machines", "",
+                      "Pipelines, tokens and loops (`noetl_temporal/engine/states.py`) never leave the engine: "
+                      "no event carries these states. Their tables are enforced like the layers above "
+                      "(an illegal move raises `InvalidTransition`).", ""]
         parts += [f"## {layer}", "", "```mermaid", mermaid(layer), "```", "",
                   "| from | to | signal |", "|---|---|---|"]
         parts += [f"| {s.value} | {d.value} | `{sig}` |" for (s, d), sig in TABLES[layer].items()]

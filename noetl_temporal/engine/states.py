@@ -78,13 +78,13 @@ ENGINE_TABLES: dict[str, dict[tuple[StrEnum, StrEnum], str]] = {
         (_T.READY, _T.BUFFERED): "arrives at a join",                # from a concurrent upstream
         (_T.BUFFERED, _T.JOINED): "join fires",                      # no active step can deliver more
         (_T.READY, _T.ABSORBED): "arc to final_step",
-        (_T.READY, _T.DROPPED): "policy.admit.evaluated",            # execution stopping (skipped)
-        (_T.DENIED, _T.DROPPED): "policy.admit.evaluated",
+        (_T.READY, _T.DROPPED): "execution stopping or cancelled",   # stopping: policy.admit.evaluated
+        (_T.DENIED, _T.DROPPED): "execution stopping or cancelled",
         (_T.BUFFERED, _T.DROPPED): "execution stopping",
     },
     # A loop step's iterations (``loop.spec.mode`` parallel or sequential).
     "loop": {
-        (_L.FILLING, _L.WAITING): "loop.iteration.started",          # max_in_flight reached, or all started
+        (_L.FILLING, _L.WAITING): "iterations in flight",            # max_in_flight reached, or all started
         (_L.FILLING, _L.PARKED): "work budget spent",
         (_L.WAITING, _L.FILLING): "loop.iteration.done / failed",
         (_L.PARKED, _L.FILLING): "Proceed, or an iteration ended",
