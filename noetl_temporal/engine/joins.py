@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..status import transition
 from .common import add_token
 from .context import deep_merge
 from .state import ExecutionState, Token
-from .states import TokenState
+from .states import TokenState, move
 
 __all__ = ["UPSTREAMS_KEY", "waits_at_join", "fire_joins", "joined_args"]
 
@@ -34,7 +33,7 @@ def waits_at_join(state: ExecutionState, token: Token) -> bool:
     upstreams = state.graph.join_upstreams.get(token.step)
     if not upstreams or token.source not in upstreams:
         return False
-    token.state = transition("token", token.state, TokenState.BUFFERED)
+    token.state = move("token", token.state, TokenState.BUFFERED)
     state.tokens.remove(token)
     state.join_buffers.setdefault(token.step, []).append(token)
     return True
@@ -49,7 +48,7 @@ def fire_joins(state: ExecutionState, active_steps: Callable[[str], set[str]]) -
             continue
         args, meta = joined_args(buffered)
         for token in buffered:
-            token.state = transition("token", token.state, TokenState.JOINED)
+            token.state = move("token", token.state, TokenState.JOINED)
         state.join_buffers[join] = []
         add_token(state, join, args, source=",".join(t.source or "" for t in buffered), joined=True,
                   join=meta)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from ..dsl.models import Step
 from ..errors import TemplateError
-from ..status import transition
 from ..templates import render_value
 from . import budget, pipeline
 from .common import emit, error_envelope, error_outcome, short, template_context
@@ -20,7 +19,7 @@ from .completions import Completion, FillLoop, StepRunDone
 from .failure import failure_mode
 from .messages import CancelTasks, Command
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
-from .states import LoopState
+from .states import LoopState, move
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "begin_fill", "fill_loop", "iteration_finished"]
 
@@ -63,7 +62,7 @@ def begin_fill(state: ExecutionState, run: StepRun) -> FillLoop | None:
     assert loop is not None
     if loop.state is LoopState.FILLING:
         return None
-    loop.state = transition("loop", loop.state, LoopState.FILLING)
+    loop.state = move("loop", loop.state, LoopState.FILLING)
     return _fill_pass(state, run)
 
 
@@ -79,7 +78,7 @@ def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: lis
     if (not fill.stop_new and loop.next_index < len(loop.items)
             and len(loop.running) < loop.max_in_flight):
         if budget.exhausted(state):
-            loop.state = transition("loop", loop.state, LoopState.PARKED)
+            loop.state = move("loop", loop.state, LoopState.PARKED)
             budget.park_loop(state, run.id)  # Proceed fills it on a later activation
             return []
         budget.spend(state)
@@ -88,7 +87,7 @@ def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: lis
         end = _start_iteration(state, run, index, commands)
         return [end, fill] if end is not None else [fill]
     if loop.running or not (fill.stop_new or loop.next_index >= len(loop.items)):
-        loop.state = transition("loop", loop.state, LoopState.WAITING)
+        loop.state = move("loop", loop.state, LoopState.WAITING)
         return []
     return [_finish_loop(state, run)]
 
@@ -139,7 +138,7 @@ def _finish_loop(state: ExecutionState, run: StepRun) -> StepRunDone:
     ok = not loop.failed and not run.cancelled
     result = {"results": loop.results, "count": len(loop.items), "done": loop.done_count,
               "failed": len(loop.failed), "failed_iterations": sorted(loop.failed)}
-    loop.state = transition("loop", loop.state, LoopState.COMPLETED if ok else LoopState.FAILED)
+    loop.state = move("loop", loop.state, LoopState.COMPLETED if ok else LoopState.FAILED)
     emit(state, "loop.done", entity_id=run.step, step_run_id=run.id, status="success" if ok else "error",
          payload={"meta": {"count": len(loop.items), "done": loop.done_count, "failed": len(loop.failed)}})
     error = None

@@ -56,7 +56,7 @@ from .messages import (
 from .pipeline import INLINE_KINDS
 from .routing import EventName
 from .state import ExecutionState, Token
-from .states import TokenState
+from .states import TokenState, move
 
 __all__ = ["new_state", "step", "INLINE_KINDS", "DEFAULT_MAX_IN_FLIGHT", "EventName"]
 
@@ -175,7 +175,7 @@ def _drop_tokens(state: ExecutionState) -> None:
 
 
 def _move(token: Token, target: TokenState) -> None:
-    token.state = transition("token", token.state, target)
+    token.state = move("token", token.state, target)
 
 
 def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:

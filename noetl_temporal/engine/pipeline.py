@@ -15,7 +15,6 @@ from typing import Any
 
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
-from ..status import transition
 from ..templates import render_value
 from . import budget, invocation
 from .common import (
@@ -34,7 +33,7 @@ from .failure import timeout_message
 from .messages import Command, TaskFinished
 from .policy import evaluate_policy
 from .state import ExecutionState, PipelineRun, StepRun
-from .states import PipelineAction, PipelineState
+from .states import PipelineAction, PipelineState, move
 
 __all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome"]
 
@@ -103,7 +102,7 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
 
 
 def _move(pipe: PipelineRun, target: PipelineState) -> None:
-    pipe.state = transition("pipeline", pipe.state, target)
+    pipe.state = move("pipeline", pipe.state, target)
 
 
 def _pipeline_extra(pipe: PipelineRun, task: Task, outcome: dict[str, Any] | None = None,

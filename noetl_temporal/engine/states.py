@@ -1,7 +1,7 @@
 """The engine's own state machines as data: pipelines (moved by task policy actions),
 tokens and loops. One enum and one transition table each, like the status layers in
-``noetl_temporal.status`` (which merges these tables into ``TABLES``, so
-``status.transition`` enforces them and ``docs/status.md`` draws them).
+``noetl_temporal.status``; every move goes through :func:`move`, and ``docs/status.md``
+draws these tables beside the status layers.
 
 These states never leave the engine: no event carries them and no reader depends on
 them. They make each object's life explicit, and an illegal move raises
@@ -12,8 +12,14 @@ them. They make each object's life explicit, and an illegal move raises
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TypeVar
 
-__all__ = ["PipelineAction", "PipelineState", "TokenState", "LoopState", "ENGINE_TABLES", "ENGINE_TERMINAL"]
+from ..errors import InvalidTransition
+
+__all__ = ["PipelineAction", "PipelineState", "TokenState", "LoopState", "ENGINE_TABLES", "ENGINE_TERMINAL",
+           "move"]
+
+_S = TypeVar("_S", bound=StrEnum)
 
 
 class PipelineAction(StrEnum):
@@ -98,3 +104,11 @@ ENGINE_TERMINAL: dict[str, frozenset[StrEnum]] = {
     "token": frozenset({_T.ADMITTED, _T.DISCARDED, _T.JOINED, _T.ABSORBED, _T.DROPPED}),
     "loop": frozenset({_L.COMPLETED, _L.FAILED}),
 }
+
+
+def move(layer: str, src: _S, dst: _S) -> _S:
+    """Return ``dst`` if ``src -> dst`` is in ``layer``'s table; raise ``InvalidTransition``
+    (always an engine bug) otherwise."""
+    if (src, dst) not in ENGINE_TABLES[layer]:
+        raise InvalidTransition(layer, src, dst)
+    return dst

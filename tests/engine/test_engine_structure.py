@@ -156,3 +156,13 @@ def test_the_engine_control_flow_does_not_recurse():
     and every end goes through the completer's work list instead of a nested call."""
     cycle = find_cycle(_call_graph(CONTROL))
     assert cycle is None, "recursion in the engine: " + " -> ".join(cycle or [])
+
+
+def test_the_status_module_does_not_import_the_engine_at_load_time():
+    """The engine imports ``noetl_temporal.status``; the reverse only inside the docs
+    generator, so importing either first never meets a half-initialised module."""
+    tree = ast.parse((ENGINE.parent / "status.py").read_text())
+    top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    modules = [getattr(node, "module", None) or "" for node in top_level]
+    assert not [m for m in modules if m.startswith("engine") or ".engine" in m]
+    assert any(isinstance(node, ast.ImportFrom) and node.module == "engine.states" for node in ast.walk(tree))

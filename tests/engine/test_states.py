@@ -1,9 +1,10 @@
-"""The engine's own state machines (pipelines, tokens, loops): their tables, and runs that
-move through them. ``test_status`` checks every pair of every table; here: the paths a
-run takes, what must stay impossible, and the vocabulary each table shares with the DSL."""
+"""The engine's own state machines (pipelines, tokens, loops): every pair of each table,
+the paths a run takes, what must stay impossible, the vocabulary the pipeline shares with
+the DSL, and runs (and snapshots) that carry these states."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import get_args
 
@@ -18,13 +19,40 @@ from noetl_temporal.engine.states import (
     PipelineAction,
     PipelineState,
     TokenState,
+    move,
 )
 from noetl_temporal.errors import InvalidTransition
-from noetl_temporal.status import TABLES, transition
+from noetl_temporal.status import mermaid, render_docs
 
 from .harness import feed, finished, ok, playbook, run
 
 P, T, L = PipelineState, TokenState, LoopState
+ENUMS = {"pipeline": PipelineState, "token": TokenState, "loop": LoopState}
+
+
+@pytest.mark.parametrize("layer", sorted(ENGINE_TABLES))
+def test_every_pair_is_allowed_exactly_when_in_the_table(layer):
+    enum = ENUMS[layer]
+    for src, dst in itertools.product(enum, enum):
+        if (src, dst) in ENGINE_TABLES[layer]:
+            assert move(layer, src, dst) is dst
+        else:
+            with pytest.raises(InvalidTransition):
+                move(layer, src, dst)
+
+
+@pytest.mark.parametrize("layer", sorted(ENGINE_TABLES))
+def test_terminal_states_have_no_way_out(layer):
+    for (src, _dst) in ENGINE_TABLES[layer]:
+        assert src not in ENGINE_TERMINAL[layer]
+
+
+@pytest.mark.parametrize("layer", sorted(ENGINE_TABLES))
+def test_docs_draw_every_move(layer):
+    diagram = mermaid(layer)
+    for (src, dst) in ENGINE_TABLES[layer]:
+        assert f"{src.value} --> {dst.value}" in diagram
+        assert f"| {src.value} | {dst.value} |" in render_docs()
 
 
 @pytest.mark.parametrize("layer, path", [
@@ -43,7 +71,7 @@ P, T, L = PipelineState, TokenState, LoopState
 def test_paths_a_run_takes_are_allowed(layer, path):
     state = path[0]
     for target in path[1:]:
-        state = transition(layer, state, target)
+        state = move(layer, state, target)
     assert state in ENGINE_TERMINAL[layer]
 
 
@@ -60,7 +88,7 @@ def test_paths_a_run_takes_are_allowed(layer, path):
 ])
 def test_impossible_moves_raise(layer, src, dst, why):
     with pytest.raises(InvalidTransition):
-        transition(layer, src, dst)
+        move(layer, src, dst)
 
 
 @pytest.mark.parametrize("layer", sorted(ENGINE_TABLES))
@@ -79,11 +107,6 @@ def test_every_state_is_reachable_and_can_end(layer):
     assert reach == states
     for state in states - ENGINE_TERMINAL[layer]:
         assert any(a == state for (a, _b) in table), f"{state} is a dead end"
-
-
-def test_engine_tables_are_enforced_by_the_status_module():
-    for layer, table in ENGINE_TABLES.items():
-        assert TABLES[layer] is table
 
 
 def test_pipeline_actions_are_the_dsl_task_actions():

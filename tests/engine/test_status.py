@@ -6,7 +6,6 @@ import itertools
 
 import pytest
 
-from noetl_temporal.engine.states import LoopState, PipelineState, TokenState
 from noetl_temporal.errors import InvalidTransition
 from noetl_temporal.status import (
     TABLES,
@@ -18,8 +17,7 @@ from noetl_temporal.status import (
     transition,
 )
 
-ENUMS = {"execution": ExecutionStatus, "workflow": WorkflowStatus, "step": StepStatus,
-         "pipeline": PipelineState, "token": TokenState, "loop": LoopState}
+ENUMS = {"execution": ExecutionStatus, "workflow": WorkflowStatus, "step": StepStatus}
 
 
 @pytest.mark.parametrize("layer", sorted(TABLES))
