@@ -36,9 +36,10 @@ def _pipe(data: dict[str, Any], parked: bool = False) -> PipelineRun:
 
 def _legacy_pipe_state(finished: bool, failed: bool, cancelled: bool, in_flight: str | None,
                        parked: bool) -> PipelineState:
+    if finished and not failed:
+        return PipelineState.COMPLETED
     if finished:
-        return (PipelineState.CANCELLED if cancelled else PipelineState.FAILED) if failed \
-            else PipelineState.COMPLETED
+        return PipelineState.CANCELLED if cancelled else PipelineState.FAILED
     if in_flight:
         return PipelineState.WAITING
     return PipelineState.PARKED if parked else PipelineState.RUNNING
@@ -85,7 +86,6 @@ def _plain_run(run: StepRun) -> dict[str, Any]:
             pipe["state"] = PipelineState(pipe["state"]).value
     if run.loop is not None:
         data["loop"]["state"] = run.loop.state.value
-    if run.loop is not None:
         data["loop"]["running"] = sorted(run.loop.running)
     data["iterations"] = {str(k): v for k, v in data["iterations"].items()}
     return data
