@@ -2,7 +2,9 @@
 
 Only the *playbook execution* layer decides an execution's status (PENDING, RUNNING,
 COMPLETED, FAILED, CANCELLED). The lower layers are observability: a step finishing, a
-task's outcome or an activity completing never closes an execution.
+task's outcome or an activity completing never closes an execution. The engine's own
+state machines (pipelines, tokens, loops) are in ``engine/states.py``; the docs draw
+them beside these layers.
 
 Every move goes through :func:`transition`, which raises :class:`InvalidTransition` for a
 pair not in the table. Such a raise is always a bug in the engine, never user input.
@@ -12,6 +14,7 @@ pair not in the table. Such a raise is always a bug in the engine, never user in
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TypeVar
 
 from .errors import InvalidTransition
 
@@ -19,8 +22,6 @@ __all__ = [
     "ExecutionStatus",
     "WorkflowStatus",
     "StepStatus",
-    "CommandStatus",
-    "OutcomeStatus",
     "TABLES",
     "TERMINAL",
     "transition",
@@ -54,29 +55,10 @@ class StepStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-class CommandStatus(StrEnum):
-    """A command is one activity (one task invocation, all its attempts)."""
+_E, _W, _S = ExecutionStatus, WorkflowStatus, StepStatus
+_State = TypeVar("_State", bound=StrEnum)
 
-    PENDING = "PENDING"
-    ISSUED = "ISSUED"      # ScheduleActivityTask sent to Temporal
-    RUNNING = "RUNNING"    # an attempt is running on a worker
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-
-class OutcomeStatus(StrEnum):
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    OK = "OK"
-    ERROR = "ERROR"
-    BREAK = "BREAK"
-    NOOP = "NOOP"
-
-
-_E, _W, _S, _C, _O = ExecutionStatus, WorkflowStatus, StepStatus, CommandStatus, OutcomeStatus
-
-TABLES: dict[str, dict[tuple, str]] = {
+TABLES: dict[str, dict[tuple[StrEnum, StrEnum], str]] = {
     # Playbook execution: the only layer that decides an execution's status.
     "execution": {
         (_E.PENDING, _E.RUNNING): "playbook.started",            # workflow accepted the request
@@ -103,63 +85,60 @@ TABLES: dict[str, dict[tuple, str]] = {
         (_S.RUNNING, _S.HANDLED): "step.failed",                  # status `handled`: a failure arc fired
         (_S.RUNNING, _S.CANCELLED): "step.failed",                # fail_fast / cancel
     },
-    # Command -> activity: answers only "did this invocation finish".
-    "command": {
-        (_C.PENDING, _C.ISSUED): "task.started",
-        (_C.ISSUED, _C.RUNNING): "task.attempt.started",
-        (_C.ISSUED, _C.COMPLETED): "task.done",                   # result arrived (attempts folded)
-        (_C.ISSUED, _C.FAILED): "task.failed",
-        (_C.ISSUED, _C.CANCELLED): "task.failed",
-        (_C.RUNNING, _C.COMPLETED): "task.done",
-        (_C.RUNNING, _C.FAILED): "task.failed",
-        (_C.RUNNING, _C.CANCELLED): "task.failed",
-    },
-    # Tool outcome: feeds routing, never exposed as execution status.
-    "outcome": {
-        (_O.PENDING, _O.RUNNING): "task.attempt.started",
-        (_O.RUNNING, _O.OK): "task.attempt.done",
-        (_O.RUNNING, _O.ERROR): "task.attempt.failed",
-        (_O.RUNNING, _O.BREAK): "policy.task.evaluated",
-        (_O.RUNNING, _O.NOOP): "task.done",
-    },
 }
 
-TERMINAL: dict[str, frozenset] = {
+TERMINAL: dict[str, frozenset[StrEnum]] = {
     "execution": frozenset({_E.COMPLETED, _E.FAILED, _E.CANCELLED}),
     "workflow": frozenset({_W.COMPLETED, _W.FAILED, _W.CANCELLED}),
     "step": frozenset({_S.COMPLETED, _S.FAILED, _S.HANDLED, _S.CANCELLED}),
-    "command": frozenset({_C.COMPLETED, _C.FAILED, _C.CANCELLED}),
-    "outcome": frozenset({_O.OK, _O.ERROR, _O.BREAK, _O.NOOP}),
 }
 
 
-def can_transition(layer: str, src, dst) -> bool:
+def can_transition(layer: str, src: StrEnum, dst: StrEnum) -> bool:
     return (src, dst) in TABLES[layer]
 
 
-def transition(layer: str, src, dst):
+def transition(layer: str, src: StrEnum, dst: _State) -> _State:
     """Return ``dst`` if ``src -> dst`` is allowed in ``layer``; raise otherwise."""
     if (src, dst) not in TABLES[layer]:
         raise InvalidTransition(layer, src, dst)
     return dst
 
 
+def _drawn() -> tuple[dict[str, dict[tuple[StrEnum, StrEnum], str]], dict[str, frozenset[StrEnum]]]:
+    """Every table the docs draw: these layers, then the engine's own state machines.
+    Imported here, not at the top: the engine imports this module."""
+    from .engine.states import ENGINE_TABLES, ENGINE_TERMINAL
+    return {**TABLES, **ENGINE_TABLES}, {**TERMINAL, **ENGINE_TERMINAL}
+
+
 def mermaid(layer: str) -> str:
-    """A Mermaid state diagram of one layer, drawn from its table."""
+    """A Mermaid state diagram of one layer (or engine state machine), drawn from its table."""
+    tables, terminal = _drawn()
     lines = ["stateDiagram-v2"]
-    first = next(iter(TABLES[layer]))[0]
+    first = next(iter(tables[layer]))[0]
     lines.append(f"    [*] --> {first.value}")
-    for (src, dst), signal in TABLES[layer].items():
+    for (src, dst), signal in tables[layer].items():
         lines.append(f"    {src.value} --> {dst.value}: {signal}")
-    for state in sorted(TERMINAL[layer], key=lambda s: s.value):
+    for state in sorted(terminal[layer], key=lambda s: s.value):
         lines.append(f"    {state.value} --> [*]")
     return "\n".join(lines)
+
+
+def _layer_sections(tables: dict[str, dict[tuple[StrEnum, StrEnum], str]], layers: list[str]) -> list[str]:
+    parts: list[str] = []
+    for layer in layers:
+        parts += [f"## {layer}", "", "```mermaid", mermaid(layer), "```", "",
+                  "| from | to | signal |", "|---|---|---|"]
+        parts += [f"| {s.value} | {d.value} | `{sig}` |" for (s, d), sig in tables[layer].items()]
+        parts.append("")
+    return parts
 
 
 def render_docs() -> str:
     parts = ["# Status layers", "",
              "Generated by `python -m noetl_temporal.status` from the tables in "
-             "`noetl_temporal/status.py`; do not edit by hand.", "",
+             "`noetl_temporal/status.py` and `noetl_temporal/engine/states.py`; do not edit by hand.", "",
              "Only the execution layer decides an execution's status (seed 000).", ""]
     parts += ["## Temporal close status -> execution state", "",
               "Used only when no live workflow state exists (`noetl_temporal.observe`). A stored "
@@ -177,11 +156,13 @@ def render_docs() -> str:
               "| FAILED | none | FAILED (engine error) | true |",
               "| CONTINUED_AS_NEW | - | the latest run's state | false |",
               ""]
-    for layer in TABLES:
-        parts += [f"## {layer}", "", "```mermaid", mermaid(layer), "```", "",
-                  "| from | to | signal |", "|---|---|---|"]
-        parts += [f"| {s.value} | {d.value} | `{sig}` |" for (s, d), sig in TABLES[layer].items()]
-        parts.append("")
+    tables, _ = _drawn()
+    parts += _layer_sections(tables, [layer for layer in tables if layer in TABLES])
+    parts += ["## The engine's own state machines", "",
+              "Pipelines, tokens and loops (`noetl_temporal/engine/states.py`) never leave the engine: "
+              "no event carries these states. Their tables are enforced like the layers above "
+              "(an illegal move raises `InvalidTransition`).", ""]
+    parts += _layer_sections(tables, [layer for layer in tables if layer not in TABLES])
     return "\n".join(parts)
 
 

@@ -62,8 +62,9 @@ def render_attempt(config: dict[str, Any], context: dict[str, Any], attempt: int
     if not _deferred_strings(config, reads_attempt):
         return config
     scope = dict(context, _attempt=attempt)
-    return render_value(config, scope, where="tool",
-                        defer=lambda text: _READS_KEYCHAIN(text) or not reads_attempt(text))
+    rendered: dict[str, Any] = render_value(config, scope, where="tool",
+                                            defer=lambda text: _READS_KEYCHAIN(text) or not reads_attempt(text))
+    return rendered
 
 
 def _deferred_strings(value: Any, predicate: Any) -> list[str]:

@@ -12,11 +12,13 @@ rather than overwritten in silence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .common import add_token
 from .context import deep_merge
 from .state import ExecutionState, Token
+from .states import TokenState, move
 
 __all__ = ["UPSTREAMS_KEY", "waits_at_join", "fire_joins", "joined_args"]
 
@@ -31,12 +33,13 @@ def waits_at_join(state: ExecutionState, token: Token) -> bool:
     upstreams = state.graph.join_upstreams.get(token.step)
     if not upstreams or token.source not in upstreams:
         return False
+    token.state = move("token", token.state, TokenState.BUFFERED)
     state.tokens.remove(token)
     state.join_buffers.setdefault(token.step, []).append(token)
     return True
 
 
-def fire_joins(state: ExecutionState, active_steps: Any) -> bool:
+def fire_joins(state: ExecutionState, active_steps: Callable[[str], set[str]]) -> bool:
     """Fire every join no active step can still deliver to; ``active_steps(join)`` is the
     set of steps that may still produce tokens (the machine decides what counts)."""
     progress = False
@@ -44,6 +47,8 @@ def fire_joins(state: ExecutionState, active_steps: Any) -> bool:
         if not buffered or state.graph.can_still_deliver(join, active_steps(join)):
             continue
         args, meta = joined_args(buffered)
+        for token in buffered:
+            token.state = move("token", token.state, TokenState.JOINED)
         state.join_buffers[join] = []
         add_token(state, join, args, source=",".join(t.source or "" for t in buffered), joined=True,
                   join=meta)

@@ -1,6 +1,11 @@
 """Loop steps: one pipeline run per item of ``loop.in``, ``sequential`` or ``parallel`` (at
 most ``max_in_flight`` at once); ``loop.done`` closes the step with
 ``{results, count, done, failed, failed_iterations}``.
+
+Starting iterations is a chain of ``FillLoop`` completions, one iteration each; the end of
+an iteration is an ``IterationDone`` and the end of the loop a ``StepRunDone``, all
+returned to the completer, which dispatches them (this module never calls up into step
+runs). The loop's state moves by the "loop" table (``states.py``).
 """
 
 from __future__ import annotations
@@ -8,17 +13,22 @@ from __future__ import annotations
 from ..dsl.models import Step
 from ..errors import TemplateError
 from ..templates import render_value
-from . import budget, pipeline, steps
+from . import budget, pipeline
 from .common import emit, error_envelope, error_outcome, short, template_context
+from .completions import Completion, FillLoop, StepRunDone
+from .failure import failure_mode
 from .messages import CancelTasks, Command
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
+from .states import LoopState, move
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "fill_loop", "iteration_finished"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "begin_fill", "fill_loop", "iteration_finished"]
 
 DEFAULT_MAX_IN_FLIGHT = 10
 
 
-def start_loop(state: ExecutionState, run: StepRun, step_def: Step, commands: list[Command]) -> None:
+def start_loop(state: ExecutionState, run: StepRun, step_def: Step) -> Completion:
+    """Render ``loop.in`` and open the loop: the first fill pass, or the step run's end
+    when ``loop.in`` is not a list."""
     loop = step_def.loop
     assert loop is not None
     context = template_context(state, step_def, args=run.args)
@@ -34,51 +44,56 @@ def start_loop(state: ExecutionState, run: StepRun, step_def: Step, commands: li
     except TemplateError as exc:
         emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="error",
              payload={"error": {"kind": "loop", "message": str(exc)}})
-        steps.finish_step_run(state, run, ok=False, result=None,
-                              outcome=error_outcome("loop", str(exc)), commands=commands)
-        return
+        return StepRunDone(run.id, ok=False, result=None,
+                           outcome=error_outcome("loop", str(exc)))
     parallel = loop.spec.mode == "parallel"
     cap = loop.spec.max_in_flight or (DEFAULT_MAX_IN_FLIGHT if parallel else 1)
     run.loop = LoopRun(items=items, iterator=loop.iterator, parallel=parallel,
                        max_in_flight=cap if parallel else 1, results=[None] * len(items))
     emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="in_progress",
          payload={"meta": {"count": len(items), "mode": loop.spec.mode, "max_in_flight": run.loop.max_in_flight}})
-    fill_loop(state, run, commands)
+    return _fill_pass(state, run)
 
 
-def fill_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
-    """Start iterations up to ``max_in_flight``; finish the loop when all are done.
-
-    Inline iterations (noop pipelines) finish while this runs; ``filling`` makes their
-    completion come back here instead of recursing once per item.
-    """
+def begin_fill(state: ExecutionState, run: StepRun) -> FillLoop | None:
+    """Start a fill pass unless one is under way (an iteration that ends inside a pass is
+    picked up by that pass's next ``FillLoop``)."""
     loop = run.loop
     assert loop is not None
-    if loop.filling:
-        return
-    loop.filling = True
-    try:
-        while True:
-            stop_new = run.cancelled or state.stopping is not None
-            while (not stop_new and loop.next_index < len(loop.items)
-                   and len(loop.running) < loop.max_in_flight):
-                if budget.exhausted(state):
-                    budget.park_loop(state, run.id)  # Proceed fills it on a later activation
-                    return
-                budget.spend(state)
-                index = loop.next_index
-                loop.next_index += 1
-                _start_iteration(state, run, index, commands)
-            if loop.running:
-                return
-            if stop_new or loop.next_index >= len(loop.items):
-                _finish_loop(state, run, commands)
-                return
-    finally:
-        loop.filling = False
+    if loop.state is LoopState.FILLING:
+        return None
+    loop.state = move("loop", loop.state, LoopState.FILLING)
+    return _fill_pass(state, run)
 
 
-def _start_iteration(state: ExecutionState, run: StepRun, index: int, commands: list[Command]) -> None:
+def _fill_pass(state: ExecutionState, run: StepRun) -> FillLoop:
+    return FillLoop(run.id, stop_new=run.cancelled or state.stopping is not None)
+
+
+def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: list[Command]) -> list[Completion]:
+    """One step of a fill pass: start the next iteration (and queue the pass's next step
+    behind that iteration's end), or wait for running ones, or close the loop."""
+    loop = run.loop
+    assert loop is not None
+    if (not fill.stop_new and loop.next_index < len(loop.items)
+            and len(loop.running) < loop.max_in_flight):
+        if budget.exhausted(state):
+            loop.state = move("loop", loop.state, LoopState.PARKED)
+            budget.park_loop(state, run.id)  # Proceed fills it on a later activation
+            return []
+        budget.spend(state)
+        index = loop.next_index
+        loop.next_index += 1
+        end = _start_iteration(state, run, index, commands)
+        return [end, fill] if end is not None else [fill]
+    if loop.running or not (fill.stop_new or loop.next_index >= len(loop.items)):
+        loop.state = move("loop", loop.state, LoopState.WAITING)
+        return []
+    return [_finish_loop(state, run)]
+
+
+def _start_iteration(state: ExecutionState, run: StepRun, index: int,
+                     commands: list[Command]) -> pipeline.PipelineEnd | None:
     loop = run.loop
     assert loop is not None
     item = loop.items[index]
@@ -90,14 +105,15 @@ def _start_iteration(state: ExecutionState, run: StepRun, index: int, commands: 
          status="in_progress")
     emit(state, "loop.iteration.started", entity_id=run.step, step_run_id=run.id, iteration=index,
          status="in_progress")
-    pipeline.run_pipeline(state, run, pipe, commands)
+    return pipeline.run_pipeline(state, run, pipe, commands)
 
 
-def iteration_finished(state: ExecutionState, run: StepRun, pipe: PipelineRun,
-                       commands: list[Command]) -> None:
+def iteration_finished(state: ExecutionState, run: StepRun, index: int,
+                       commands: list[Command]) -> FillLoop | None:
+    """Record an iteration's end (fail_fast cancels its siblings), then fill again."""
     loop = run.loop
-    assert loop is not None and pipe.iteration is not None
-    index = pipe.iteration
+    pipe = run.iterations[index]
+    assert loop is not None and pipe.iteration == index
     loop.running.discard(index)
     loop.done_count += 1
     loop.results[index] = pipe.prev
@@ -107,21 +123,22 @@ def iteration_finished(state: ExecutionState, run: StepRun, pipe: PipelineRun,
          step_run_id=run.id, iteration=index, status="error" if pipe.failed else "success",
          payload={"error": pipe.error} if pipe.failed else {"meta": {"result": short(pipe.prev)}})
     run.iterations.pop(index, None)
-    if pipe.failed and not pipe.cancelled and steps.failure_mode(state, run.step) == "fail_fast":
+    if pipe.failed and not pipe.cancelled and failure_mode(state, run.step) == "fail_fast":
         run.cancelled = True  # stop this loop's remaining iterations
         others = [p.in_flight for p in run.iterations.values() if p.in_flight]
         if others:
             commands.append(CancelTasks(task_run_ids=others, reason=f"iteration {index} of "
                                         f"'{run.step}' failed (fail_fast)"))
-    fill_loop(state, run, commands)
+    return begin_fill(state, run)
 
 
-def _finish_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
+def _finish_loop(state: ExecutionState, run: StepRun) -> StepRunDone:
     loop = run.loop
     assert loop is not None
     ok = not loop.failed and not run.cancelled
     result = {"results": loop.results, "count": len(loop.items), "done": loop.done_count,
               "failed": len(loop.failed), "failed_iterations": sorted(loop.failed)}
+    loop.state = move("loop", loop.state, LoopState.COMPLETED if ok else LoopState.FAILED)
     emit(state, "loop.done", entity_id=run.step, step_run_id=run.id, status="success" if ok else "error",
          payload={"meta": {"count": len(loop.items), "done": loop.done_count, "failed": len(loop.failed)}})
     error = None
@@ -129,5 +146,4 @@ def _finish_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -
         error = error_envelope("loop", f"{len(loop.failed)} of {len(loop.items)} iterations failed"
                                if loop.failed else "loop cancelled")
     outcome = {"status": "ok" if ok else "error", "result": result, "error": error, "meta": {}}
-    steps.finish_step_run(state, run, ok=ok, result=result, outcome=outcome, commands=commands,
-                          loop_done=True)
+    return StepRunDone(run.id, ok=ok, result=result, outcome=outcome, loop_done=True)

@@ -18,8 +18,11 @@ Life of an execution (seed 004):
 
 This module holds the lifecycle (start, the token pump with admission and joins,
 quiescence, the final summary, finish, cancel); the rest lives in ``steps`` (step runs,
-failure mode, timeouts), ``loops``, ``pipeline`` (tasks and their policies),
+timeouts), ``failure`` (failure mode), ``loops``, ``pipeline`` (tasks and their policies),
 ``invocation`` (what a ``RunTask`` carries), ``routing`` (``next.arcs``) and ``common``.
+What ends inside those modules comes back as an internal completion, which the
+``completer`` dispatches: the modules call downwards only (machine -> completer ->
+steps -> loops -> pipeline), and nothing here recurses.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..status import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..templates import evaluate_condition
 from . import budget, joins, loops, pipeline, steps
 from .common import add_token, emit, patch_ctx, template_context
+from .completer import complete
 from .context import deep_merge
 from .events import EventLog
 from .graph import StepGraph
@@ -52,6 +56,7 @@ from .messages import (
 from .pipeline import INLINE_KINDS
 from .routing import EventName
 from .state import ExecutionState, Token
+from .states import TokenState, move
 
 __all__ = ["new_state", "step", "INLINE_KINDS", "DEFAULT_MAX_IN_FLIGHT", "EventName"]
 
@@ -72,7 +77,7 @@ def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Comm
     if isinstance(event, Start):
         _start(state, event)
     elif isinstance(event, TaskFinished):
-        pipeline.task_finished(state, event, commands)
+        complete(state, pipeline.task_finished(state, event, commands), commands)
     elif isinstance(event, PatchCtx):
         patch_ctx(state, event.patch)
         if not event.patch:
@@ -91,7 +96,7 @@ def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Comm
         _cancel(state, event.reason, commands)
         return state, commands
     elif isinstance(event, StepTimedOut):
-        steps.step_timed_out(state, event.step_run_id, commands)
+        complete(state, steps.step_timed_out(state, event.step_run_id, commands), commands)
     elif isinstance(event, Proceed):
         _proceed(state, commands)
     _pump(state, commands)
@@ -109,12 +114,12 @@ def _proceed(state: ExecutionState, commands: list[Command]) -> None:
             continue
         pipe = run.main if iteration is None else run.iterations.get(int(iteration))
         if pipe is not None and not pipe.finished and pipe.in_flight is None:
-            pipeline.run_pipeline(state, run, pipe, commands)
+            complete(state, pipeline.run_pipeline(state, run, pipe, commands), commands)
     loops_to_fill, state.parked_loops = state.parked_loops, []
     for step_run_id in loops_to_fill:
         run = state.step_runs.get(step_run_id)
         if run is not None and run.loop is not None:
-            loops.fill_loop(state, run, commands)
+            complete(state, loops.begin_fill(state, run), commands)
 
 
 def _start(state: ExecutionState, event: Start) -> None:
@@ -137,7 +142,8 @@ def _start(state: ExecutionState, event: Start) -> None:
 
 
 def _pump(state: ExecutionState, commands: list[Command]) -> None:
-    """Admit tokens, fire joins, and detect quiescence until nothing changes."""
+    """Admit tokens, fire joins, and detect quiescence until nothing changes (a loop: the
+    final_step token that quiescence adds is pumped by the next round, not a nested call)."""
     progress = True
     while progress and not state.finished:
         progress = False
@@ -149,7 +155,7 @@ def _pump(state: ExecutionState, commands: list[Command]) -> None:
             progress = _admit_tokens(state, commands) or joins.fire_joins(
                 state, lambda join: _active_steps(state, join))
         if not progress:
-            _check_quiescence(state, commands)
+            progress = _check_quiescence(state, commands)
 
 
 def _drop_tokens(state: ExecutionState) -> None:
@@ -160,8 +166,16 @@ def _drop_tokens(state: ExecutionState) -> None:
     for token in dropped:
         emit(state, "policy.admit.evaluated", entity_id=token.step, status="skipped",
              payload={"allowed": False, "reason": f"execution stopping ({state.stopping})"})
+        _move(token, TokenState.DROPPED)
+    for buffered in state.join_buffers.values():
+        for token in buffered:
+            _move(token, TokenState.DROPPED)
     state.tokens = [t for t in state.tokens if t.final]
     state.join_buffers.clear()
+
+
+def _move(token: Token, target: TokenState) -> None:
+    token.state = move("token", token.state, target)
 
 
 def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
@@ -174,6 +188,7 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
             continue
         if final_step and token.step == final_step and not token.final:
             # final_step runs once, after quiescence: an arc to it only ends its branch.
+            _move(token, TokenState.ABSORBED)
             state.tokens.remove(token)
             state.absorbed_final_tokens += 1
             progress = True
@@ -185,15 +200,18 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
             continue  # left for Proceed: only starting a step run costs budget
         allowed = token.final or _admitted(state, token)
         if allowed:
+            _move(token, TokenState.ADMITTED)
             state.tokens.remove(token)
-            steps.start_step_run(state, token, commands)
+            complete(state, steps.start_step_run(state, token, commands), commands)
             progress = True
         elif _on_deny(state, token.step) == "discard":
+            _move(token, TokenState.DISCARDED)
             state.tokens.remove(token)
             state.discarded_steps.append(token.step)
             progress = True
         else:
-            token.denied = True
+            if not token.denied:
+                _move(token, TokenState.DENIED)  # a denied token re-evaluated stays denied
             token.evaluated_ctx_version = state.ctx_version
     return progress
 
@@ -235,19 +253,20 @@ def _active_steps(state: ExecutionState, exclude_join: str) -> set[str]:
     return active
 
 
-def _check_quiescence(state: ExecutionState, commands: list[Command]) -> None:
+def _check_quiescence(state: ExecutionState, commands: list[Command]) -> bool:
+    """At quiescence add the final_step token (True: the pump has work again) or finish."""
     if state.step_runs or any(state.join_buffers.values()):
-        return
+        return False
     waiting = [t for t in state.tokens if not t.denied or _on_deny(state, t.step) == "wait"]
     if waiting:
-        return  # paused (resume runs them), or an approval gate waiting for a ctx patch
+        return False  # paused (resume runs them), or an approval gate waiting for a ctx patch
     final_step = state.playbook.executor.spec.final_step
     if final_step and not state.final_started:
         state.final_started = True
         add_token(state, final_step, _summary(state), source=None, final=True)
-        _pump(state, commands)
-        return
+        return True
     _finish(state, commands)
+    return False
 
 
 def _summary(state: ExecutionState) -> dict[str, Any]:
@@ -329,5 +348,7 @@ def _cancel(state: ExecutionState, reason: str | None, commands: list[Command]) 
     state.ended_at = state.now
     state.terminal_event = "execution.cancelled"
     state.result = result
+    for token in state.tokens:
+        _move(token, TokenState.DROPPED)
     state.tokens.clear()
     commands.append(Finish(status="CANCELLED", result=result))

@@ -1,17 +1,22 @@
 """Pipelines: a step's labeled tasks run in order, one ``RunTask`` at a time (``noop`` runs
 inline); each task's outcome goes through its policy (``continue``, ``jump``, ``break``,
 ``fail``; ``retry`` is the activity's), its ``set`` patches apply before the action, and
-the pipeline's end finishes its step run or loop iteration.
+the pipeline's end is a completion (``PipelineDone`` / ``IterationDone``) returned to the
+caller: this module never calls the step or loop that owns the pipeline.
+
+The pipeline's state moves by the "pipeline" table (``states.py``); a task policy's action
+(``PipelineAction``) picks the move.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
-from . import budget, invocation, loops, steps
+from . import budget, invocation
 from .common import (
     emit,
     error_envelope,
@@ -22,12 +27,18 @@ from .common import (
     step_definition,
     template_context,
 )
+from .completions import IterationDone, PipelineDone
 from .context import outcome_view, set_path
+from .failure import timeout_message
 from .messages import Command, TaskFinished
 from .policy import evaluate_policy
 from .state import ExecutionState, PipelineRun, StepRun
+from .states import PipelineAction, PipelineState, move
 
-__all__ = ["INLINE_KINDS", "run_pipeline", "task_finished", "apply_patches"]
+__all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome"]
+
+#: what a pipeline's end returns: the completion its owner (step run or loop) handles
+PipelineEnd = PipelineDone | IterationDone
 
 # Kinds evaluated inside the workflow: no activity, no history cost.
 INLINE_KINDS = frozenset({"noop"})
@@ -36,26 +47,27 @@ INLINE_KINDS = frozenset({"noop"})
 _RENDERED_IN_WORKFLOW = INLINE_KINDS | {"playbook"}
 
 
-def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, commands: list[Command]) -> None:
-    """Advance a pipeline until it waits on an activity or ends (inline tasks run here)."""
+def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
+                 commands: list[Command]) -> PipelineEnd | None:
+    """Advance a pipeline until it waits on an activity, parks, or ends (inline tasks run
+    here); return its completion when it ended."""
     step_def = step_definition(state, run.step)
     tasks = step_def.tool
+    if pipe.state is PipelineState.PARKED:
+        _move(pipe, PipelineState.RUNNING)
     while not pipe.finished:
         if run.cancelled or run.timed_out:
-            pipe.cancelled = run.cancelled
-            _end_pipeline(state, run, pipe, failed=True,
-                          error={"kind": "timeout" if run.timed_out else "cancelled",
-                                 "message": "step timed out" if run.timed_out else "cancelled"},
-                          commands=commands)
-            return
+            return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled,
+                                 error={"kind": "timeout" if run.timed_out else "cancelled",
+                                        "message": "step timed out" if run.timed_out else "cancelled"})
         if pipe.pc >= len(tasks):
-            _end_pipeline(state, run, pipe, failed=False, error=None, commands=commands)
-            return
+            return _end_pipeline(state, run, pipe, failed=False, error=None)
         task = tasks[pipe.pc]
         if task.kind in INLINE_KINDS:
             if budget.exhausted(state):
+                _move(pipe, PipelineState.PARKED)
                 budget.park_pipeline(state, pipe)  # Proceed runs it on a later activation
-                return
+                return None
             budget.spend(state)
         count = pipe.runs.get(task.name, 0) + 1
         pipe.runs[task.name] = count
@@ -69,19 +81,28 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, command
             config, secret_context = invocation.render_config(
                 step_def, task, context, in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
         except TemplateError as exc:
-            _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
-                           attempts=[], decision=None, commands=commands)
+            end = _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
+                                 attempts=[], decision=None)
+            if end is not None:
+                return end
             continue
         if task.kind in INLINE_KINDS:
             outcome = _inline_outcome(task, config)
-            _apply_outcome(state, run, pipe, task, task_run_id, outcome, attempts=[], decision=None,
-                           commands=commands)
+            end = _apply_outcome(state, run, pipe, task, task_run_id, outcome, attempts=[], decision=None)
+            if end is not None:
+                return end
             continue
+        _move(pipe, PipelineState.WAITING)
         pipe.in_flight = task_run_id
         state.pipelines[task_run_id] = pipe
         commands.append(invocation.run_task_command(state, run, pipe, step_def, task, task_run_id, context,
                                                     config, secret_context))
-        return
+        return None
+    return None
+
+
+def _move(pipe: PipelineRun, target: PipelineState) -> None:
+    pipe.state = move("pipeline", pipe.state, target)
 
 
 def _pipeline_extra(pipe: PipelineRun, task: Task, outcome: dict[str, Any] | None = None,
@@ -99,27 +120,30 @@ def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:
     return {"status": "ok", "result": result, "error": None, "meta": {"attempt": 1, "duration_ms": 0}}
 
 
-def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> None:
+def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> PipelineEnd | None:
+    """Apply a task's reported outcome, then advance its pipeline; its completion if it ended."""
     pipe = state.pipelines.pop(event.task_run_id, None)
     if pipe is None:
-        return  # a late report for a task we no longer wait for (duplicate or cancelled run)
+        return None  # a late report for a task we no longer wait for (duplicate or cancelled run)
     pipe.in_flight = None
+    _move(pipe, PipelineState.RUNNING)
     run = state.step_runs.get(pipe.step_run_id)
     if run is None:
-        return
+        return None
     step_def = step_definition(state, run.step)
     task = step_def.tool[pipe.pc]
     for attempt in event.attempts:
         _emit_attempt(state, run, pipe, task, event.task_run_id, attempt)
     decision = None
     if event.decided:
-        decision = (event.rule_index, event.action or "continue")
+        decision = (event.rule_index, PipelineAction(event.action or "continue"))
         if event.exhausted:
-            decision = (event.rule_index, "fail")
-    _apply_outcome(state, run, pipe, task, event.task_run_id, event.outcome, attempts=event.attempts,
-                   decision=decision, commands=commands)
-    if not pipe.finished:
-        run_pipeline(state, run, pipe, commands)
+            decision = (event.rule_index, PipelineAction.FAIL)
+    end = _apply_outcome(state, run, pipe, task, event.task_run_id, event.outcome, attempts=event.attempts,
+                         decision=decision)
+    if end is not None or pipe.finished:
+        return end
+    return run_pipeline(state, run, pipe, commands)
 
 
 def _emit_attempt(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
@@ -137,23 +161,26 @@ def _emit_attempt(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: 
          **ids)
 
 
-def _decide(rules: list[Any], status: str, context: dict[str, Any], *, cancelled: bool,
-            decision: tuple[int | None, str] | None) -> tuple[int | None, str]:
+def _decide(rules: list[Any], status: str, context: Mapping[str, Any], *, cancelled: bool,
+            decision: tuple[int | None, PipelineAction] | None) -> tuple[int | None, PipelineAction]:
     """The matched rule and action: none for a cancelled task, the activity's decision when
     it made one, else the policy evaluated here (inline tasks and template errors)."""
     if cancelled:
-        return None, "fail"
+        return None, PipelineAction.FAIL
     if decision is not None:
         return decision
     d = evaluate_policy([r.model_dump() for r in rules], status, context)
-    if d.action == "retry":
-        return d.rule_index, "fail"  # inline tasks cannot retry: same outcome every time
-    return d.rule_index, d.action
+    action = PipelineAction(d.action)
+    if action is PipelineAction.RETRY:
+        return d.rule_index, PipelineAction.FAIL  # inline tasks cannot retry: same outcome every time
+    return d.rule_index, action
 
 
 def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
                    outcome: dict[str, Any], *, attempts: list[dict[str, Any]],
-                   decision: tuple[int | None, str] | None, commands: list[Command]) -> None:
+                   decision: tuple[int | None, PipelineAction] | None) -> PipelineEnd | None:
+    """Record a task's outcome, apply its patches and policy action; the completion if
+    the action ended the pipeline."""
     step_def = step_definition(state, run.step)
     status = outcome.get("status", "error")
     attempt = (outcome.get("meta") or {}).get("attempt") or max(1, len(attempts))
@@ -179,7 +206,7 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     if rules or decision is not None:
         emit(state, "policy.task.evaluated", entity_id=f"task:{task.name}", parent_id=task_run_id,
              task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
-             payload={"matched_rule_index": rule_index, "action": {"do": action,
+             payload={"matched_rule_index": rule_index, "action": {"do": action.value,
                                                                     **({"to": then.to} if then and then.to else {})}})
     # set_* patches apply before the action: the task's own, then the matched rule's.
     scope = _pipeline_extra(pipe, task, outcome, attempt)
@@ -192,22 +219,20 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
         apply_patches(state, step_def, then, run, pipe, outcome,
                       where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
     if cancelled:
-        pipe.cancelled = run.cancelled
         err = dict(outcome.get("error") or {})
         if run.timed_out:
             timeout = step_def.spec.lifecycle.timeout_s if step_def.spec.lifecycle else None
-            err = error_envelope("timeout", steps.timeout_message(run, timeout))
-        _end_pipeline(state, run, pipe, failed=True, error=err, commands=commands)
-        return
-    if action == "continue":
+            err = error_envelope("timeout", timeout_message(run, timeout))
+        return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled, error=err)
+    if action is PipelineAction.CONTINUE:
         pipe.prev = result
         pipe.pc += 1
-    elif action == "break":
+    elif action is PipelineAction.BREAK:
         pipe.prev = result
-        _end_pipeline(state, run, pipe, failed=False, error=None, commands=commands)
-    elif action == "jump":
+        return _end_pipeline(state, run, pipe, failed=False, error=None)
+    elif action is PipelineAction.JUMP:
         pipe.prev = result
-        _jump(state, run, pipe, step_def, then.to if then else None, commands)
+        return _jump(state, run, pipe, step_def, then.to if then else None)
     else:  # fail, or retry with nothing left
         error = dict(outcome.get("error") or {})
         if not error:
@@ -215,26 +240,28 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
                                    + (f" (rule {rule_index})" if rule_index is not None else ""))
         if decision is not None and decision[1] == "fail" and attempts and attempts[-1].get("action") == "retry":
             error["message"] = f"retries exhausted after {len(attempts)} attempts: {error.get('message')}"
-        _end_pipeline(state, run, pipe, failed=True, error=error, commands=commands)
+        return _end_pipeline(state, run, pipe, failed=True, error=error)
+    return None
 
 
-def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step, target: str | None,
-          commands: list[Command]) -> None:
+def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step,
+          target: str | None) -> PipelineEnd | None:
     names = [t.name for t in step_def.tool]
     pipe.jumps += 1
     limit = state.playbook.executor.spec.max_jumps
     if pipe.jumps > limit:
-        _end_pipeline(state, run, pipe, failed=True, commands=commands,
-                      error=error_envelope("jump_limit", f"task policy jumped more than {limit} times in one "
-                                           f"run of '{run.step}' (executor.spec.max_jumps); add a guard that "
-                                           "ends the cycle with do: break"))
-    elif target == "previous":
+        return _end_pipeline(state, run, pipe, failed=True,
+                             error=error_envelope("jump_limit", f"task policy jumped more than {limit} times in one "
+                                                  f"run of '{run.step}' (executor.spec.max_jumps); add a guard that "
+                                                  "ends the cycle with do: break"))
+    if target == "previous":
         pipe.pc = max(0, pipe.pc - 1)
     elif target in names:
         pipe.pc = names.index(target)
     else:
-        _end_pipeline(state, run, pipe, failed=True, commands=commands,
-                      error=error_envelope("policy", f"jump target {target!r} is not a task of step '{run.step}'"))
+        return _end_pipeline(state, run, pipe, failed=True,
+                             error=error_envelope("policy", f"jump target {target!r} is not a task of step '{run.step}'"))
+    return None
 
 
 def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepRun,
@@ -271,17 +298,25 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
 
 
 def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, failed: bool,
-                  error: dict[str, Any] | None, commands: list[Command]) -> None:
+                  error: dict[str, Any] | None, cancelled: bool = False) -> PipelineEnd | None:
+    """Close the pipeline; its owner learns from the completion returned (never a call up)."""
     if pipe.finished:
-        return
-    pipe.finished = True
-    pipe.failed = failed
+        return None
+    target = PipelineState.COMPLETED
+    if failed:
+        target = PipelineState.CANCELLED if cancelled else PipelineState.FAILED
+    _move(pipe, target)
     pipe.error = error
     if pipe.iteration is not None:
-        loops.iteration_finished(state, run, pipe, commands)
-        return
+        return IterationDone(step_run_id=run.id, iteration=pipe.iteration)
+    return PipelineDone(step_run_id=run.id)
+
+
+def step_outcome(pipe: PipelineRun) -> dict[str, Any]:
+    """The outcome a step run ends with when its own pipeline ended."""
+    failed, error = pipe.failed, pipe.error
     outcome = dict(pipe.last_outcome or {"meta": {}})
     outcome["status"] = "error" if failed else "ok"
     outcome["result"] = pipe.prev if not failed else (pipe.last_outcome or {}).get("result")
     outcome["error"] = error if failed else None
-    steps.finish_step_run(state, run, ok=not failed, result=outcome["result"], outcome=outcome, commands=commands)
+    return outcome

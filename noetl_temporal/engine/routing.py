@@ -44,7 +44,7 @@ def boundary_event(step: str, *, ok: bool, loop_done: bool, error: dict[str, Any
                    result: Any) -> dict[str, Any]:
     """The ``event`` guards see when a step run ends (``step.done|failed`` or ``loop.done``)."""
     name = "loop.done" if loop_done else ("step.done" if ok else "step.failed")
-    aliases = ("call.done",) if ok else ("call.error",)
+    aliases: tuple[str, ...] = ("call.done",) if ok else ("call.error",)
     if loop_done:
         aliases += ("step.done",) if ok else ("step.failed",)
     return {"name": EventName(name, aliases), "status": "ok" if ok else "error", "step": step,

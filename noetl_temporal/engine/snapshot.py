@@ -17,34 +17,83 @@ from ..status import ExecutionStatus, StepStatus, WorkflowStatus
 from .events import EventLog
 from .graph import StepGraph
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun, Token
+from .states import LoopState, PipelineState, TokenState
 
 __all__ = ["snapshot", "restore"]
 
 _SKIP = {"playbook", "graph", "log", "tokens", "join_buffers", "step_runs", "pipelines"}
 
 
-def _pipe(data: dict[str, Any]) -> PipelineRun:
+def _pipe(data: dict[str, Any], parked: bool = False) -> PipelineRun:
+    data = dict(data)
+    if "state" in data:
+        data["state"] = PipelineState(data["state"])
+    else:  # a snapshot written before pipelines had a state: its three flags say it
+        finished, failed, cancelled = (data.pop(k, False) for k in ("finished", "failed", "cancelled"))
+        data["state"] = _legacy_pipe_state(finished, failed, cancelled, data.get("in_flight"), parked)
     return PipelineRun(**data)
 
 
-def _step_run(data: dict[str, Any]) -> StepRun:
+def _legacy_pipe_state(finished: bool, failed: bool, cancelled: bool, in_flight: str | None,
+                       parked: bool) -> PipelineState:
+    if finished and not failed:
+        return PipelineState.COMPLETED
+    if finished:
+        return PipelineState.CANCELLED if cancelled else PipelineState.FAILED
+    if in_flight:
+        return PipelineState.WAITING
+    return PipelineState.PARKED if parked else PipelineState.RUNNING
+
+
+def _token(data: dict[str, Any]) -> Token:
     data = dict(data)
+    if "state" in data:
+        data["state"] = TokenState(data["state"])
+    else:  # written before tokens had a state
+        data["state"] = TokenState.DENIED if data.pop("denied", False) else TokenState.READY
+    return Token(**data)
+
+
+def _loop(data: dict[str, Any], parked: bool) -> LoopRun:
+    loop = dict(data)
+    loop["running"] = set(loop["running"])
+    if "state" in loop:
+        loop["state"] = LoopState(loop["state"])
+    else:  # written before loops had a state (between inputs a loop never is mid-fill)
+        loop.pop("filling", None)
+        loop["state"] = LoopState.PARKED if parked else LoopState.WAITING
+    return LoopRun(**loop)
+
+
+def _step_run(data: dict[str, Any], parked_pipes: set[tuple[str, int | None]],
+              parked_loops: set[str]) -> StepRun:
+    data = dict(data)
+    run_id = data["id"]
     data["status"] = StepStatus(data["status"])
-    data["main"] = _pipe(data["main"]) if data.get("main") else None
+    data["main"] = _pipe(data["main"], (run_id, None) in parked_pipes) if data.get("main") else None
     if data.get("loop"):
-        loop = dict(data["loop"])
-        loop["running"] = set(loop["running"])
-        data["loop"] = LoopRun(**loop)
-    data["iterations"] = {int(k): _pipe(v) for k, v in (data.get("iterations") or {}).items()}
+        data["loop"] = _loop(data["loop"], run_id in parked_loops)
+    data["iterations"] = {int(k): _pipe(v, (run_id, int(k)) in parked_pipes)
+                          for k, v in (data.get("iterations") or {}).items()}
     return StepRun(**data)
 
 
 def _plain_run(run: StepRun) -> dict[str, Any]:
     data = dataclasses.asdict(run)
     data["status"] = run.status.value
+    for pipe in [data["main"], *data["iterations"].values()]:
+        if pipe is not None:
+            pipe["state"] = PipelineState(pipe["state"]).value
     if run.loop is not None:
+        data["loop"]["state"] = run.loop.state.value
         data["loop"]["running"] = sorted(run.loop.running)
     data["iterations"] = {str(k): v for k, v in data["iterations"].items()}
+    return data
+
+
+def _plain_token(token: Token) -> dict[str, Any]:
+    data = dataclasses.asdict(token)
+    data["state"] = token.state.value
     return data
 
 
@@ -56,8 +105,8 @@ def snapshot(state: ExecutionState) -> dict[str, Any]:
     return {
         "fields": fields,
         "log": {"base": state.log.seq, "parent_execution_id": state.log.parent_execution_id},
-        "tokens": [dataclasses.asdict(t) for t in state.tokens],
-        "join_buffers": {k: [dataclasses.asdict(t) for t in v] for k, v in state.join_buffers.items()},
+        "tokens": [_plain_token(t) for t in state.tokens],
+        "join_buffers": {k: [_plain_token(t) for t in v] for k, v in state.join_buffers.items()},
         "step_runs": {k: _plain_run(r) for k, r in state.step_runs.items()},
         # in-flight task -> which pipeline waits for it (resolved back to the same objects)
         "pipelines": {task_id: [pipe.step_run_id, pipe.iteration] for task_id, pipe in state.pipelines.items()},
@@ -73,10 +122,14 @@ def restore(playbook: Playbook, data: dict[str, Any]) -> ExecutionState:
     log.parent_execution_id = data["log"].get("parent_execution_id")
     entry = playbook.executor.spec.entry_step or playbook.workflow[0].step
     state = ExecutionState(playbook=playbook, graph=StepGraph(playbook, entry), log=log, **fields)
-    state.tokens = [Token(**t) for t in data["tokens"]]
-    state.join_buffers = {k: [Token(**t) for t in v] for k, v in data["join_buffers"].items()}
-    state.step_runs = {k: _step_run(v) for k, v in data["step_runs"].items()}
+    state.tokens = [_token(t) for t in data["tokens"]]
+    state.join_buffers = {k: [_token(t) for t in v] for k, v in data["join_buffers"].items()}
+    parked_pipes = {(run_id, None if it is None else int(it)) for run_id, it in state.parked_pipelines}
+    parked_loops = set(state.parked_loops)
+    state.step_runs = {k: _step_run(v, parked_pipes, parked_loops) for k, v in data["step_runs"].items()}
     for task_id, (run_id, iteration) in data["pipelines"].items():
         run = state.step_runs[run_id]
-        state.pipelines[task_id] = run.main if iteration is None else run.iterations[int(iteration)]
+        pipe = run.main if iteration is None else run.iterations[int(iteration)]
+        assert pipe is not None, f"in-flight task {task_id} without its pipeline"
+        state.pipelines[task_id] = pipe
     return state

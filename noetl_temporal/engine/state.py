@@ -13,6 +13,7 @@ from ..dsl.models import Playbook
 from ..status import ExecutionStatus, StepStatus, WorkflowStatus
 from .events import EventLog
 from .graph import StepGraph
+from .states import LoopState, PipelineState, TokenState
 
 __all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "ExecutionState"]
 
@@ -25,11 +26,16 @@ class Token:
     step: str
     args: dict[str, Any] = field(default_factory=dict)
     source: str | None = None          # the step whose arc produced it
-    denied: bool = False               # admission said no; re-evaluated when ctx changes
+    state: TokenState = TokenState.READY   # moves only by the "token" table (states.py)
     evaluated_ctx_version: int = -1
     joined: bool = False               # already passed its join barrier
     final: bool = False                # the once-after-quiescence final_step token
     join: dict[str, Any] | None = None  # a joined token: its sources and conflicting keys
+
+    @property
+    def denied(self) -> bool:
+        """Admission said no; re-evaluated when ctx changes."""
+        return self.state is TokenState.DENIED
 
 
 @dataclass
@@ -47,10 +53,20 @@ class PipelineRun:
     jumps: int = 0
     runs: dict[str, int] = field(default_factory=dict)
     in_flight: str | None = None       # task_run_id of the running task
-    finished: bool = False
-    failed: bool = False
-    cancelled: bool = False
+    state: PipelineState = PipelineState.RUNNING   # moves only by the "pipeline" table
     error: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (PipelineState.COMPLETED, PipelineState.FAILED, PipelineState.CANCELLED)
+
+    @property
+    def failed(self) -> bool:
+        return self.state in (PipelineState.FAILED, PipelineState.CANCELLED)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state is PipelineState.CANCELLED
 
 
 @dataclass
@@ -64,7 +80,7 @@ class LoopRun:
     results: list[Any] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     done_count: int = 0
-    filling: bool = False              # guards re-entrant scheduling of inline iterations
+    state: LoopState = LoopState.FILLING   # moves only by the "loop" table (states.py)
 
 
 @dataclass

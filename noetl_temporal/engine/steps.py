@@ -1,8 +1,10 @@
 """Step runs: an admitted token becomes a step run (one pipeline, or a loop of them); a
 finished run is recorded, applies its ``set`` patches and routes through ``next.arcs``.
 
-Also the failure mode (``best_effort`` / ``fail_fast``), which stops the execution at the
-first unhandled failure, and step timeouts (``lifecycle.timeout_s``).
+Starting a run returns the completion of work that ended inline (``PipelineDone``,
+``FillLoop``, ``StepRunDone``) for the completer to dispatch; the completer calls
+``finish_step_run``. Also step timeouts (``lifecycle.timeout_s``); the failure mode
+(``fail_fast`` stops the execution at the first unhandled failure) is in ``failure``.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from typing import Any
 from ..status import StepStatus, transition
 from . import budget, loops, pipeline, routing
 from .common import emit, error_outcome, record_failure, short, step_definition
+from .completions import Completion, StepRunDone
+from .failure import failure_mode, stop, timeout_message
 from .messages import CancelTasks, Command, StartTimer
 from .state import ExecutionState, PipelineRun, StepRun, Token
 
-__all__ = ["start_step_run", "finish_step_run", "record_step", "failure_mode", "stop", "step_timed_out",
-           "timeout_message"]
+__all__ = ["start_step_run", "finish_step_run", "record_step", "step_timed_out"]
 
 
-def start_step_run(state: ExecutionState, token: Token, commands: list[Command]) -> None:
+def start_step_run(state: ExecutionState, token: Token, commands: list[Command]) -> Completion | None:
+    """Turn an admitted token into a step run and start its work; the completion of what
+    ended inline (the whole run, for a noop step), if anything did."""
     step_def = step_definition(state, token.step)
     limit = state.playbook.executor.spec.max_step_runs
     if state.total_step_runs >= limit:
@@ -27,7 +32,7 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
              "a routing cycle without an exit?", commands)
         record_failure(state, token.step, None, handled=False, kind="step_run_limit",
                        message="step run limit reached")
-        return
+        return None
     budget.spend(state)
     count = state.run_counts.get(token.step, 0) + 1
     state.run_counts[token.step] = count
@@ -46,10 +51,9 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
     if timeout:
         commands.append(StartTimer(timer_id=f"timeout:{run.id}", seconds=timeout, step_run_id=run.id))
     if step_def.loop is not None:
-        loops.start_loop(state, run, step_def, commands)
-    else:
-        run.main = PipelineRun(key=run.id, step_run_id=run.id)
-        pipeline.run_pipeline(state, run, run.main, commands)
+        return loops.start_loop(state, run, step_def)
+    run.main = PipelineRun(key=run.id, step_run_id=run.id)
+    return pipeline.run_pipeline(state, run, run.main, commands)
 
 
 def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: Any,
@@ -110,42 +114,17 @@ def record_step(state: ExecutionState, name: str, status: StepStatus, result: An
     info["result"] = result
 
 
-def failure_mode(state: ExecutionState, step_name: str) -> str:
-    step_def = step_definition(state, step_name)
-    for holder in (step_def.spec.failure, step_def.spec.policy.failure if step_def.spec.policy else None,
-                   state.playbook.executor.spec.failure):
-        if holder is not None:
-            return holder.mode
-    return "best_effort"
-
-
-def stop(state: ExecutionState, why: str, reason: str, commands: list[Command]) -> None:
-    """fail_fast / limits: schedule nothing new and cancel what is in flight."""
-    if state.stopping:
-        return
-    state.stopping = why
-    state.stopping_reason = reason
-    in_flight = list(state.pipelines)
-    if in_flight:
-        commands.append(CancelTasks(task_run_ids=in_flight, reason=reason))
-    for run in state.step_runs.values():
-        run.cancelled = True
-
-
-def timeout_message(run: StepRun, timeout: float | None) -> str:
-    return f"step '{run.step}' exceeded lifecycle.timeout_s={timeout}"
-
-
-def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> None:
+def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> StepRunDone | None:
+    """Cancel the run's in-flight tasks (their reports end it), or end it now when none is."""
     run = state.step_runs.get(step_run_id)
     if run is None:
-        return  # finished before the timer fired
+        return None  # finished before the timer fired
     run.timed_out = True
     pipes = [run.main] if run.main else list(run.iterations.values())
     in_flight = [p.in_flight for p in pipes if p and p.in_flight]
     if in_flight:
         commands.append(CancelTasks(task_run_ids=in_flight, reason=f"step '{run.step}' timed out"))
-    else:
-        timeout = step_definition(state, run.step).spec.lifecycle.timeout_s  # type: ignore[union-attr]
-        finish_step_run(state, run, ok=False, result=None,
-                        outcome=error_outcome("timeout", timeout_message(run, timeout)), commands=commands)
+        return None
+    timeout = step_definition(state, run.step).spec.lifecycle.timeout_s  # type: ignore[union-attr]
+    return StepRunDone(run.id, ok=False, result=None,
+                       outcome=error_outcome("timeout", timeout_message(run, timeout)))

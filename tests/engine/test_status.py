@@ -10,17 +10,14 @@ from noetl_temporal.errors import InvalidTransition
 from noetl_temporal.status import (
     TABLES,
     TERMINAL,
-    CommandStatus,
     ExecutionStatus,
-    OutcomeStatus,
     StepStatus,
     WorkflowStatus,
     mermaid,
     transition,
 )
 
-ENUMS = {"execution": ExecutionStatus, "workflow": WorkflowStatus, "step": StepStatus,
-         "command": CommandStatus, "outcome": OutcomeStatus}
+ENUMS = {"execution": ExecutionStatus, "workflow": WorkflowStatus, "step": StepStatus}
 
 
 @pytest.mark.parametrize("layer", sorted(TABLES))
