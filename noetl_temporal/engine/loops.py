@@ -9,7 +9,8 @@ from ..dsl.models import Step
 from ..errors import TemplateError
 from ..templates import render_value
 from . import budget, pipeline, steps
-from .common import emit, error_envelope, error_outcome, short, template_context
+from .common import emit, error_outcome, short, template_context
+from .envelopes import ErrorInfo, Outcome
 from .messages import CancelTasks, Command
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
 
@@ -126,8 +127,8 @@ def _finish_loop(state: ExecutionState, run: StepRun, commands: list[Command]) -
          payload={"meta": {"count": len(loop.items), "done": loop.done_count, "failed": len(loop.failed)}})
     error = None
     if not ok:
-        error = error_envelope("loop", f"{len(loop.failed)} of {len(loop.items)} iterations failed"
-                               if loop.failed else "loop cancelled")
-    outcome = {"status": "ok" if ok else "error", "result": result, "error": error, "meta": {}}
+        error = ErrorInfo(kind="loop", message=f"{len(loop.failed)} of {len(loop.items)} iterations failed"
+                          if loop.failed else "loop cancelled")
+    outcome = Outcome(status="ok" if ok else "error", result=result, error=error).to_dict()
     steps.finish_step_run(state, run, ok=ok, result=result, outcome=outcome, commands=commands,
                           loop_done=True)
