@@ -29,9 +29,6 @@ __all__ = ["OutcomeStatus", "ErrorInfo", "Outcome", "TaskResult", "RunOutput"]
 OutcomeStatus = Literal["ok", "error"]
 _OUTCOME_STATUSES: tuple[OutcomeStatus, ...] = ("ok", "error")
 
-_EMPTY: Mapping[str, Any] = {}
-
-
 def _layout(data: Mapping[str, Any], known: Iterable[str]) -> tuple[tuple[str, ...], dict[str, Any]]:
     """The key order of ``data`` and its keys no envelope field models (kept verbatim)."""
     names = set(known)
@@ -252,10 +249,6 @@ class RunOutput:
     paused: bool | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def finished(self) -> bool:
-        return self.state in (ExecutionStatus.COMPLETED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED)
 
     @property
     def reason(self) -> Any:

@@ -115,8 +115,8 @@ def test_fields_are_typed():
     assert result.outcome.error_kind == "timeout"
     assert not TaskResult.from_dict(TASK_RESULTS["undecided"]).decided
     run = RunOutput.from_dict(RUN_OUTPUTS["failed"])
-    assert run.state is ExecutionStatus.FAILED and run.finished and run.reason == "step 'x' failed"
-    assert not RunOutput.from_dict(RUN_OUTPUTS["running (detail query)"]).finished
+    assert run.state is ExecutionStatus.FAILED and run.reason == "step 'x' failed"
+    assert RunOutput.from_dict(RUN_OUTPUTS["running (detail query)"]).paused is True
 
 
 def test_unknown_outcome_status_is_refused():
