@@ -18,7 +18,7 @@ from .envelopes import ErrorInfo, Outcome
 from .state import ExecutionState, PipelineRun, Token
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
-           "error_envelope", "error_outcome", "step_outcome", "short", "short_outcome", "plain"]
+           "error_envelope", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
 
 
 def emit(state: ExecutionState, event_type: str, **fields: Any) -> dict[str, Any]:
@@ -91,9 +91,9 @@ def error_outcome(kind: str, message: str) -> dict[str, Any]:
     return Outcome.failed(ErrorInfo(kind=kind, message=message), attempt=1, duration_ms=0).to_dict()
 
 
-def step_outcome(last: dict[str, Any] | None, *, ok: bool, result: Any,
+def ended_outcome(last: dict[str, Any] | None, *, ok: bool, result: Any,
                  error: dict[str, Any] | None) -> dict[str, Any]:
-    """The outcome a finished pipeline reports for its step run: its last task's outcome
+    """The outcome a step run ends with when its pipeline ended: its last task's outcome
     (meta, tool helpers) with the pipeline's status, result and error."""
     base = Outcome.from_dict(last or {"meta": {}})
     return base.updated(status="ok" if ok else "error", result=result,

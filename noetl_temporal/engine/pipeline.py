@@ -14,13 +14,13 @@ from ..templates import render_value
 from . import budget, invocation, loops, steps
 from .common import (
     emit,
+    ended_outcome,
     error_envelope,
     error_outcome,
     patch_ctx,
     record_failure,
     short_outcome,
     step_definition,
-    step_outcome,
     template_context,
 )
 from .context import outcome_view, set_path
@@ -284,5 +284,5 @@ def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, fai
         loops.iteration_finished(state, run, pipe, commands)
         return
     result = pipe.prev if not failed else (pipe.last_outcome or {}).get("result")
-    outcome = step_outcome(pipe.last_outcome, ok=not failed, result=result, error=error if failed else None)
+    outcome = ended_outcome(pipe.last_outcome, ok=not failed, result=result, error=error if failed else None)
     steps.finish_step_run(state, run, ok=not failed, result=result, outcome=outcome, commands=commands)

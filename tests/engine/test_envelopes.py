@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from noetl_temporal.engine.common import error_envelope, error_outcome, step_outcome
+from noetl_temporal.engine.common import ended_outcome, error_envelope, error_outcome
 from noetl_temporal.engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
 from noetl_temporal.status import ExecutionStatus
 
@@ -141,13 +141,13 @@ def test_built_in_code_they_write_the_shapes_they_always_did():
         "event_count"]
 
 
-def test_a_step_outcome_is_its_last_task_outcome_updated_like_the_dict_was():
+def test_an_ended_pipeline_outcome_is_its_last_task_outcome_updated_like_the_dict_was():
     last = OUTCOMES["stored result ref"]
     failed = {**last, "status": "error", "error": error_envelope("policy", "no")}
-    assert json.dumps(step_outcome(last, ok=False, result=REF, error=error_envelope("policy", "no"))) \
+    assert json.dumps(ended_outcome(last, ok=False, result=REF, error=error_envelope("policy", "no"))) \
         == json.dumps(failed)
     # no task ran: `dict({"meta": {}})` then status/result/error, in that order
-    assert json.dumps(step_outcome(None, ok=True, result=2, error=None)) == json.dumps(
+    assert json.dumps(ended_outcome(None, ok=True, result=2, error=None)) == json.dumps(
         {"meta": {}, "status": "ok", "result": 2, "error": None})
 
 
