@@ -21,7 +21,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from .engine.envelopes import RunOutput
 from .errors import NotFound
+from .status import ExecutionStatus
 from .store.events import EventStore
 from .store.legacy import expand_types
 
@@ -109,14 +111,14 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
 async def _terminal_from_result(handle: Any) -> dict[str, Any] | None:
     """The workflow's result records its terminal lifecycle event (readable without a worker)."""
     try:
-        output = await handle.result()
-    except Exception:
+        output = RunOutput.from_dict(await handle.result())
+    except Exception:   # no result, or not a playbook's output
         return None
-    if not isinstance(output, dict) or not output.get("terminal_event"):
+    if not output.terminal_event:
         return None
-    return {"event_type": output["terminal_event"], "timestamp": output.get("ended_at"),
-            "status": "success" if output.get("state") == "COMPLETED" else "error",
-            "payload": {"meta": {"status": output.get("state")}}}
+    return {"event_type": output.terminal_event, "timestamp": output.ended_at,
+            "status": "success" if output.state == ExecutionStatus.COMPLETED else "error",
+            "payload": {"meta": {"status": output.state.value}}}
 
 
 def _from_lifecycle(execution_id: str, lifecycle: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
 from .dsl.models import Playbook
+from .engine.envelopes import RunOutput
+from .status import ExecutionStatus
 from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
 from .temporal.worker import build_worker
@@ -114,9 +116,9 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
     done = asyncio.Event()
     follower = asyncio.ensure_future(_follow(handle, on_event, done)) if on_event else None
     error: str | None = None
-    output: dict[str, Any] = {}
+    output: RunOutput | None = None
     try:
-        output = await handle.result()
+        output = RunOutput.from_dict(await handle.result())
     except WorkflowFailureError as exc:
         error = str(exc.cause or exc)
     except asyncio.CancelledError:
@@ -129,16 +131,18 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
         if follower is not None:
             await follower
     events = await _all_events(client, handle.id)
-    desc_state = output.get("state") if output else None
-    if not output:
-        detail = await _safe_query(handle, "detail") or {}
-        output = detail
-        desc_state = "CANCELLED" if "cancel" in (error or "").lower() else "FAILED"
-    result = output.get("result") or {}
-    if error is None and desc_state == "FAILED":
+    if output is not None:
+        state = output.state
+    else:  # the workflow failed or was cancelled: what it holds comes from its `detail` query
+        detail = await _safe_query(handle, "detail")
+        output = RunOutput.from_dict(detail) if detail else None
+        state = ExecutionStatus.CANCELLED if "cancel" in (error or "").lower() else ExecutionStatus.FAILED
+    result = dict(output.result or {}) if output is not None else {}
+    if error is None and state == ExecutionStatus.FAILED:
         error = result.get("reason")
-    return RunReport(execution_id=handle.id, workflow_id=handle.id, state=desc_state or "FAILED",
-                     ctx=output.get("ctx") or {}, steps=output.get("steps") or {}, summary=result or None,
+    return RunReport(execution_id=handle.id, workflow_id=handle.id, state=state.value,
+                     ctx=dict(output.ctx) if output is not None else {},
+                     steps=dict(output.steps) if output is not None else {}, summary=result or None,
                      error=error, events=events)
 
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from ..dsl.models import Step
 from .context import Scope, build_context, set_path
+from .envelopes import ErrorInfo, Outcome
 from .state import ExecutionState, PipelineRun, Token
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
-           "error_envelope", "error_outcome", "short", "short_outcome", "plain"]
+           "error_envelope", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
 
 
 def emit(state: ExecutionState, event_type: str, **fields: Any) -> dict[str, Any]:
@@ -81,12 +82,22 @@ def add_token(state: ExecutionState, step_name: str, args: dict[str, Any], sourc
 
 
 def error_envelope(kind: str, message: str) -> dict[str, Any]:
-    return {"kind": kind, "retryable": False, "code": None, "message": message}
+    """A failure the engine itself found (a template, a loop, a policy): never retryable."""
+    return ErrorInfo(kind=kind, message=message).to_dict()
 
 
 def error_outcome(kind: str, message: str) -> dict[str, Any]:
-    return {"status": "error", "result": None, "error": error_envelope(kind, message),
-            "meta": {"attempt": 1, "duration_ms": 0}}
+    """The outcome of a task that failed in the engine, before any tool ran."""
+    return Outcome.failed(ErrorInfo(kind=kind, message=message), attempt=1, duration_ms=0).to_dict()
+
+
+def ended_outcome(last: dict[str, Any] | None, *, ok: bool, result: Any,
+                 error: dict[str, Any] | None) -> dict[str, Any]:
+    """The outcome a step run ends with when its pipeline ended: its last task's outcome
+    (meta, tool helpers) with the pipeline's status, result and error."""
+    base = Outcome.from_dict(last or {"meta": {}})
+    return base.updated(status="ok" if ok else "error", result=result,
+                        error=ErrorInfo.from_dict(error) if error is not None else None).to_dict()
 
 
 def short(value: Any, limit: int = 2048) -> Any:

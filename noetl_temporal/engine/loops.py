@@ -14,8 +14,9 @@ from ..dsl.models import Step
 from ..errors import TemplateError
 from ..templates import render_value
 from . import budget, pipeline
-from .common import emit, error_envelope, error_outcome, short, template_context
+from .common import emit, error_outcome, short, template_context
 from .completions import Completion, FillLoop, StepRunDone
+from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode
 from .messages import CancelTasks, Command
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
@@ -143,7 +144,7 @@ def _finish_loop(state: ExecutionState, run: StepRun) -> StepRunDone:
          payload={"meta": {"count": len(loop.items), "done": loop.done_count, "failed": len(loop.failed)}})
     error = None
     if not ok:
-        error = error_envelope("loop", f"{len(loop.failed)} of {len(loop.items)} iterations failed"
-                               if loop.failed else "loop cancelled")
-    outcome = {"status": "ok" if ok else "error", "result": result, "error": error, "meta": {}}
+        error = ErrorInfo(kind="loop", message=f"{len(loop.failed)} of {len(loop.items)} iterations failed"
+                          if loop.failed else "loop cancelled")
+    outcome = Outcome(status="ok" if ok else "error", result=result, error=error).to_dict()
     return StepRunDone(run.id, ok=ok, result=result, outcome=outcome, loop_done=True)

@@ -30,7 +30,11 @@ class Start:
 class TaskFinished:
     """A task invocation ended (all its attempts). ``rule_index``/``action`` are the
     policy decision the activity took on the final outcome (``decided=False`` when the
-    activity could not decide, e.g. it was cancelled: the engine decides then)."""
+    activity could not decide, e.g. it was cancelled: the engine decides then).
+
+    The shell builds it from a :class:`~.envelopes.TaskResult`; ``outcome`` is that
+    :class:`~.envelopes.Outcome`'s JSON, the form the engine keeps in its state, its
+    snapshots and its events (it reads it back through ``Outcome.from_dict``)."""
 
     task_run_id: str
     now: str

@@ -19,6 +19,7 @@ from ..templates import render_value
 from . import budget, invocation
 from .common import (
     emit,
+    ended_outcome,
     error_envelope,
     error_outcome,
     patch_ctx,
@@ -29,6 +30,7 @@ from .common import (
 )
 from .completions import IterationDone, PipelineDone
 from .context import outcome_view, set_path
+from .envelopes import Outcome
 from .failure import timeout_message
 from .messages import Command, TaskFinished
 from .policy import evaluate_policy
@@ -117,7 +119,7 @@ def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:
     else:
         merged = {**(config.get("input") or {}), **(config.get("args") or {})}
         result = merged or None
-    return {"status": "ok", "result": result, "error": None, "meta": {"attempt": 1, "duration_ms": 0}}
+    return Outcome.ok(result, attempt=1, duration_ms=0).to_dict()
 
 
 def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> PipelineEnd | None:
@@ -182,23 +184,24 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     """Record a task's outcome, apply its patches and policy action; the completion if
     the action ended the pipeline."""
     step_def = step_definition(state, run.step)
-    status = outcome.get("status", "error")
-    attempt = (outcome.get("meta") or {}).get("attempt") or max(1, len(attempts))
+    envelope = Outcome.from_dict(outcome)
+    status = envelope.status
+    attempt = envelope.meta.get("attempt") or max(1, len(attempts))
     rules = task.spec.policy.rules if task.spec.policy else []
-    cancelled = (outcome.get("error") or {}).get("kind") == "cancelled" or run.cancelled or run.timed_out
+    cancelled = envelope.error_kind == "cancelled" or run.cancelled or run.timed_out
     context = template_context(state, step_def, args=run.args, pipe=pipe,
                                extra=_pipeline_extra(pipe, task, outcome, attempt))
     rule_index, action = _decide(rules, status, context, cancelled=cancelled, decision=decision)
     then = rules[rule_index].then if rule_index is not None else None
-    result = outcome.get("result")
+    result = envelope.result
     pipe.last_outcome = outcome
     pipe.vars[task.name] = result
     emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
          step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
-         status="success" if status == "ok" else "error", duration_ms=(outcome.get("meta") or {}).get("duration_ms"),
+         status="success" if status == "ok" else "error", duration_ms=envelope.meta.get("duration_ms"),
          attempt=attempt, payload={"outcome": short_outcome(outcome)})
-    ref = outcome.get("result_ref")
-    if isinstance(ref, dict):
+    ref = envelope.result_ref
+    if ref is not None:
         emit(state, "result.stored", entity_id=f"task:{task.name}:attempt:{attempt}", parent_id=task_run_id,
              task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
              payload={"result_ref": {k: v for k, v in ref.items() if k != "preview"},
@@ -212,14 +215,14 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     scope = _pipeline_extra(pipe, task, outcome, attempt)
     # NoETL's task sequences bind a task's own plain-name `set:` (`fetch_result: "{{ output }}"`)
     # to the task's *result*; its `ctx.`/`iter.` keys and policy `then.set` see the envelope.
-    result_scope = dict(scope, output=outcome.get("result"), outcome=outcome.get("result"))
+    result_scope = dict(scope, output=result, outcome=result)
     apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
                   extra=scope, vars_extra=result_scope)
     if then is not None and not then.is_empty():
         apply_patches(state, step_def, then, run, pipe, outcome,
                       where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
     if cancelled:
-        err = dict(outcome.get("error") or {})
+        err = envelope.error.to_dict() if envelope.error is not None else {}
         if run.timed_out:
             timeout = step_def.spec.lifecycle.timeout_s if step_def.spec.lifecycle else None
             err = error_envelope("timeout", timeout_message(run, timeout))
@@ -234,7 +237,7 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
         pipe.prev = result
         return _jump(state, run, pipe, step_def, then.to if then else None)
     else:  # fail, or retry with nothing left
-        error = dict(outcome.get("error") or {})
+        error = envelope.error.to_dict() if envelope.error is not None else {}
         if not error:
             error = error_envelope("policy", f"task '{task.name}' failed by policy"
                                    + (f" (rule {rule_index})" if rule_index is not None else ""))
@@ -314,9 +317,6 @@ def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, fai
 
 def step_outcome(pipe: PipelineRun) -> dict[str, Any]:
     """The outcome a step run ends with when its own pipeline ended."""
-    failed, error = pipe.failed, pipe.error
-    outcome = dict(pipe.last_outcome or {"meta": {}})
-    outcome["status"] = "error" if failed else "ok"
-    outcome["result"] = pipe.prev if not failed else (pipe.last_outcome or {}).get("result")
-    outcome["error"] = error if failed else None
-    return outcome
+    failed = pipe.failed
+    result = pipe.prev if not failed else (pipe.last_outcome or {}).get("result")
+    return ended_outcome(pipe.last_outcome, ok=not failed, result=result, error=pipe.error if failed else None)

@@ -26,6 +26,11 @@ heartbeated or logged; ResultRefs in the configuration are read back into their 
 before the tool runs, and a result larger than ``inline_max_bytes`` leaves as a ResultRef
 (``noetl_temporal.tools.results``), with ``outcome["result_ref"]`` set for ``result.stored``.
 
+What an invocation reports is a :class:`~noetl_temporal.engine.envelopes.TaskResult`; it
+crosses the boundary as its JSON (``to_dict``), the object recorded histories hold, and
+the workflow reads it back with ``TaskResult.from_dict``. (Temporal's own dataclass
+conversion would write a different object: the envelopes keep unmodelled keys aside.)
+
 Errors crossing this boundary are typed:
 ``PolicyRetry`` (retryable: a policy asked for another attempt) and
 ``NoetlInternalError`` (non-retryable: a bug in noetl-temporal, not in the playbook).
@@ -45,6 +50,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from ..engine.context import deep_merge, outcome_view
+from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
 from ..engine.policy import evaluate_policy, retry_delay
@@ -110,13 +116,13 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     return config, scrubber
 
 
-async def execute(cmd: RunTask, call: ToolCall) -> dict[str, Any]:
+async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     """Prepare, run the tool, scrub secrets, store a large result: the outcome to return."""
     started = time.time()
     try:
         config, scrubber = await _prepare(cmd, call)
     except ToolError as err:
-        return keychain.Scrubber(call.secrets)(error_outcome(err, call, started=started))
+        return Outcome.from_dict(keychain.Scrubber(call.secrets)(error_outcome(err, call, started=started)))
     outcome = scrubber(await run_tool(cmd.kind, config, call))
     try:
         outcome = await asyncio.to_thread(results.externalize, outcome, cmd.result_spec,
@@ -128,21 +134,22 @@ async def execute(cmd: RunTask, call: ToolCall) -> dict[str, Any]:
         outcome = scrubber(error_outcome(
             ToolError(f"cannot store the task result: {err}", kind="result_store", retryable=True),
             call, started=started))
-    return outcome
+    return Outcome.from_dict(outcome)
 
 
 @activity.defn(name=RUN_TASK_ACTIVITY)
 async def run_task(cmd: RunTask) -> dict[str, Any]:
-    return await _run_task(cmd, None)
+    """One task invocation; returns its :class:`TaskResult` as JSON."""
+    return (await _run_task(cmd, None)).to_dict()
 
 
 @activity.defn(name=RUN_TASK_LOCAL_ACTIVITY)
 async def run_task_local(cmd: RunTask, local: dict[str, Any]) -> dict[str, Any]:
     """The fast path's activity (run as a local activity by the workflow)."""
-    return await _run_task(cmd, local)
+    return (await _run_task(cmd, local)).to_dict()
 
 
-async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> dict[str, Any]:
+async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     info = activity.info()
     # A local activity (the fast path) cannot heartbeat: the workflow carries its policy
     # attempts instead (``local``: the attempt number and the earlier records).
@@ -155,11 +162,11 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> dict[str, Any
     beats = None if info.is_local else asyncio.ensure_future(_heartbeat_loop(history))
     try:
         outcome = await execute(cmd, call)
-        outcome.setdefault("meta", {})["attempt"] = attempt
+        outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
         context = dict(cmd.policy_context)
-        view = outcome_view(outcome)
+        view = outcome_view(outcome.to_dict())
         context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
-        decision = evaluate_policy(cmd.rules, outcome.get("status", "error"), context)
+        decision = evaluate_policy(cmd.rules, outcome.status, context)
     except Exception as exc:  # a bug on our side: never retried, always reported with its type
         # No exception chaining: Temporal would record the cause's text, which may quote a secret.
         message = keychain.Scrubber(call.secrets).text(f"internal error running task '{cmd.task}' of step '{cmd.step}': "
@@ -169,12 +176,12 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> dict[str, Any
     finally:
         if beats is not None:
             beats.cancel()
-    record = {
+    record: dict[str, Any] = {
         "attempt": attempt,
-        "status": outcome.get("status"),
+        "status": outcome.status,
         "started_at": started.isoformat().replace("+00:00", "Z"),
         "duration_ms": int((time.monotonic() - clock) * 1000),
-        "error": outcome.get("error"),
+        "error": outcome.error.to_dict() if outcome.error is not None else None,
         "action": decision.action,
         "rule_index": decision.rule_index,
     }
@@ -183,22 +190,21 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> dict[str, Any
         then = cmd.rules[decision.rule_index].get("then") or {}
         allowed = int(then.get("attempts") or 3)
         if attempt < allowed:
-            delay = _delay(then, attempt, outcome)
+            delay = _delay(then, attempt, outcome.error)
             record["next_delay_s"] = delay
             history.append(record)
             if not info.is_local:
                 activity.heartbeat(history)
-            error = outcome.get("error") or {}
             raise ApplicationError(
                 f"policy retry {attempt}/{allowed} of task '{cmd.task}': "
-                f"{error.get('message') or outcome.get('status')}",
+                f"{(outcome.error.message if outcome.error is not None else None) or outcome.status}",
                 history, type=POLICY_RETRY, next_retry_delay=timedelta(seconds=delay),
                 # an expected retry, not a worker problem: no stack trace in the worker log
                 category=ApplicationErrorCategory.BENIGN)
         exhausted = True
     history.append(record)
-    return {"outcome": outcome, "attempts": history, "rule_index": decision.rule_index,
-            "action": decision.action, "exhausted": exhausted}
+    return TaskResult(outcome=outcome, attempts=tuple(history), rule_index=decision.rule_index,
+                      action=decision.action, exhausted=exhausted)
 
 
 def _local_attempt(info: activity.Info, local: dict[str, Any] | None) -> tuple[int, list[dict[str, Any]]]:
@@ -208,10 +214,10 @@ def _local_attempt(info: activity.Info, local: dict[str, Any] | None) -> tuple[i
     return int(local.get("attempt") or 1), list(local.get("history") or [])
 
 
-def _delay(then: dict[str, Any], attempt: int, outcome: dict[str, Any]) -> float:
+def _delay(then: dict[str, Any], attempt: int, error: ErrorInfo | None) -> float:
     """The rule's backoff, but never shorter than a server's ``Retry-After``."""
     delay = retry_delay(then, attempt)
-    retry_after = (outcome.get("error") or {}).get("retry_after")
+    retry_after = error.retry_after if error is not None else None
     if isinstance(retry_after, int | float) and retry_after > delay:
         cap = then.get("max_delay")
         delay = float(retry_after) if cap is None else min(float(retry_after), float(cap))

@@ -17,13 +17,14 @@ activities are cancelled, ``execution.cancelled`` is emitted, the state is CANCE
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from ..engine.envelopes import RunOutput
 from ..errors import NoetlError, NotFound
 from .client import normalized_state
 from .search_attributes import PLAYBOOK_PATH, SEARCH_ATTRIBUTES
@@ -76,7 +77,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value else None
 
 
-def _handle(client: Client, execution_id: str) -> WorkflowHandle:
+def _handle(client: Client, execution_id: str) -> WorkflowHandle[Any, Any]:
     return client.get_workflow_handle(execution_id)
 
 
@@ -84,13 +85,14 @@ def _not_found(execution_id: str) -> NotFound:
     return NotFound(f"no execution {execution_id!r}", fix="GET /executions (or the Temporal UI) lists executions")
 
 
-async def _result_state(handle: WorkflowHandle) -> tuple[str | None, dict[str, Any] | None]:
+async def _result_state(handle: WorkflowHandle[Any, Any]) -> tuple[str | None, RunOutput | None]:
     """A Temporal COMPLETED playbook may still be FAILED: the workflow's output says which."""
     try:
-        output = await handle.result(follow_runs=False, rpc_timeout=RPC_TIMEOUT)
-    except Exception:
+        raw = await handle.result(follow_runs=False, rpc_timeout=RPC_TIMEOUT)
+        output = RunOutput.from_dict(raw)
+    except Exception:   # no result (yet), or not a playbook's output
         return None, None
-    return (output.get("state") if isinstance(output, dict) else None), output
+    return output.state.value, output
 
 
 async def describe(client: Client, execution_id: str) -> ExecutionInfo:
@@ -115,7 +117,7 @@ async def describe(client: Client, execution_id: str) -> ExecutionInfo:
                          playbook_path=path, task_queue=desc.task_queue)
 
 
-async def _running(client: Client, execution_id: str, action: str) -> WorkflowHandle:
+async def _running(client: Client, execution_id: str, action: str) -> WorkflowHandle[Any, Any]:
     info = await describe(client, execution_id)
     if info.closed:
         raise ExecutionFinished(execution_id, info.state, action)
@@ -191,7 +193,8 @@ async def patch_ctx(client: Client, execution_id: str, patch: dict[str, Any]) ->
     """
     handle = await _running(client, execution_id, "patch the ctx of")
     try:
-        return await handle.execute_update("patch_ctx", patch, rpc_timeout=RPC_TIMEOUT)
+        ctx: dict[str, Any] = await handle.execute_update("patch_ctx", patch, rpc_timeout=RPC_TIMEOUT)
+        return ctx
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         message = getattr(cause, "message", None) or str(cause or exc)
@@ -299,7 +302,8 @@ async def read_input(client: Client, execution_id: str) -> RunInput:
         async for event in handle.fetch_history_events(page_size=1, rpc_timeout=RPC_TIMEOUT):
             attrs = event.workflow_execution_started_event_attributes
             values = await client.data_converter.decode(attrs.input.payloads, [RunInput])
-            return values[0]
+            run_input: RunInput = values[0]
+            return run_input
     except RPCError as exc:
         if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
             raise _not_found(execution_id) from None
@@ -318,8 +322,8 @@ async def read_detail(client: Client, execution_id: str) -> tuple[ExecutionInfo,
     handle = _handle(client, execution_id)
     if info.temporal_status == "COMPLETED":
         _, output = await _result_state(handle)
-        if output:
-            return info, {**output, "paused": False}
+        if output is not None:
+            return info, replace(output, paused=False).to_dict()
     try:
         detail = await handle.query("detail", rpc_timeout=QUERY_TIMEOUT if info.closed else RPC_TIMEOUT)
     except Exception:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, SearchAttributeKey, TypedSearchAttributes
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -29,14 +29,19 @@ from temporalio.exceptions import (
     ChildWorkflowError,
     FailureError,
 )
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook, playbook_from_definition
     from ..engine import machine, progress, snapshot
+    from ..engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
+    from ..engine.events import EventLog
     from ..engine.messages import (
         Cancel,
         CancelTasks,
+        Command,
+        Input,
         PatchCtx,
         Pause,
         Proceed,
@@ -48,6 +53,8 @@ with workflow.unsafe.imports_passed_through():
         TaskFinished,
         Yield,
     )
+    from ..engine.state import ExecutionState
+    from ..status import ExecutionStatus
     from . import labels
     from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .metrics import count_execution
@@ -90,9 +97,9 @@ def _now() -> str:
 @workflow.defn(name=WORKFLOW_NAME)
 class PlaybookWorkflow:
     def __init__(self) -> None:
-        self._state: Any = None
+        self._state: ExecutionState | None = None   # set by run(): use ``engine`` below
         self._input: RunInput | None = None
-        self._activities: dict[str, Any] = {}
+        self._activities: dict[str, asyncio.Future[None]] = {}   # task run id -> its runner
         self._cancel_reason: str | None = None
         self._fatal: str | None = None
         self._cascade = True
@@ -102,10 +109,17 @@ class PlaybookWorkflow:
         self._draining = False     # continue-as-new pending: park new work
         self._closing = False      # the run is about to close: persist what is left now
         self._next_flush_at = datetime.min.replace(tzinfo=UTC)   # workflow time of the next write
-        self._parked: list[Any] = []
+        self._parked: list[RunTask | StartTimer] = []
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
         self._details = ""         # the Temporal UI's current details, as last set
+
+    @property
+    def engine(self) -> ExecutionState:
+        """The engine state; set before anything can ask for it (``run`` starts with it)."""
+        if self._state is None:
+            raise RuntimeError("the engine state is not set up yet")
+        return self._state
 
     # ------------------------------------------------------------------ run
 
@@ -122,7 +136,7 @@ class PlaybookWorkflow:
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source))
             self._mark_state()
-        self._flushed_seq = self._state.log.base
+        self._flushed_seq = self.engine.log.base
         self._show_progress()
         try:
             await workflow.wait_condition(lambda: self._done() or self._history_is_long())
@@ -143,13 +157,13 @@ class PlaybookWorkflow:
             raise ApplicationError(self._fatal, type="NoetlEngineError", non_retryable=True)
         await self._drain(flusher)
         self._mark_state()
-        return self._output()
+        return self._output().to_dict()
 
     def _mark_state(self, state: str | None = None) -> None:
         """At the start and the close: count the execution (metrics) and keep the ``NoetlState``
         search attribute current where the cluster has ours registered (the client or the
         parent set them at start)."""
-        state = state or self._state.status.value
+        state = state or self.engine.status.value
         count_execution(workflow.metric_meter(), state)   # (a continued run does not start again)
         if self._has_search_attributes():
             workflow.upsert_search_attributes([NOETL_STATE.value_set(state)])
@@ -158,20 +172,20 @@ class PlaybookWorkflow:
         # Not an RPC: what this run was started with. Old starts set only NoetlPlaybookPath
         # (and registered only it and NoetlState); those upsert NoetlState as before.
         sas = workflow.info().typed_search_attributes
-        return PLAYBOOK_PATH in sas or PLAYBOOK_NAME in sas
+        return _has_attribute(sas, PLAYBOOK_PATH) or _has_attribute(sas, PLAYBOOK_NAME)
 
     def _show_progress(self) -> None:
         """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause).
 
         Current details are read by the UI through a query, so setting them adds no history
         event; the text is rebuilt after each engine step but only set when it changed."""
-        text = progress.describe(self._state)
+        text = progress.describe(self.engine)
         if text != self._details:
             self._details = text
             workflow.set_current_details(text)
 
     def _done(self) -> bool:
-        return self._state.finished or self._fatal is not None
+        return self.engine.finished or self._fatal is not None
 
     # ------------------------------------------------------------------ continue-as-new
 
@@ -183,7 +197,7 @@ class PlaybookWorkflow:
             return info.get_current_history_length() >= inp.continue_as_new_after_events
         return info.is_continue_as_new_suggested()
 
-    async def _continue_as_new(self, flusher: Any) -> None:
+    async def _continue_as_new(self, flusher: asyncio.Future[None] | None) -> None:
         """Drain, then hand the engine state to a fresh run.
 
         While draining, new task and timer commands are parked instead of started; once
@@ -201,8 +215,9 @@ class PlaybookWorkflow:
         for deadline, timer in self._timers.values():
             parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
                                                    step_run_id=timer.step_run_id)))
-        resume = {"state": snapshot.snapshot(self._state), "parked": parked,
+        resume = {"state": snapshot.snapshot(self.engine), "parked": parked,
                   "cancel_reason": self._cancel_reason, "cascade": self._cascade}
+        assert self._input is not None
         workflow.continue_as_new(dataclasses.replace(self._input, resume=resume))
 
     def _busy(self) -> bool:
@@ -214,27 +229,20 @@ class PlaybookWorkflow:
         self._cascade = resume.get("cascade", True)
         for data in resume.get("parked") or []:
             self._execute(_command_from(data))
-        if self._state.yield_requested:
+        if self.engine.yield_requested:
             self._feed(Proceed(now=_now()))  # the previous run ended before its Proceed
 
-    def _output(self) -> dict[str, Any]:
-        state = self._state
-        return {
-            "execution_id": state.execution_id,
-            "state": state.status.value,
-            "result": state.result,
-            "ctx": state.ctx,
-            "steps": state.steps,
-            "started_at": state.started_at,
-            "ended_at": state.ended_at,
-            "terminal_event": state.terminal_event,
-            "event_count": state.log.seq,
-        }
+    def _output(self) -> RunOutput:
+        state = self.engine
+        return RunOutput(execution_id=state.execution_id, state=state.status, result=state.result,
+                         ctx=state.ctx, steps=state.steps, started_at=state.started_at,
+                         ended_at=state.ended_at, terminal_event=state.terminal_event,
+                         event_count=state.log.seq)
 
     async def _flush_events(self) -> None:
         """Hand new events to the event store, in order, in batches, as they appear."""
         failures = 0
-        log = self._state.log
+        log = self.engine.log
         while True:
             await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
             if workflow.patched(PATCH_BATCHED_EVENT_FLUSH):
@@ -259,7 +267,7 @@ class PlaybookWorkflow:
             self._next_flush_at = workflow.now() + FLUSH_INTERVAL
             log.forget(self._flushed_seq - EVENTS_KEPT_IN_MEMORY)
 
-    async def _gather_events(self, log: Any) -> None:
+    async def _gather_events(self, log: EventLog) -> None:
         """Wait for a full batch, the close of the run, or an activation FLUSH_INTERVAL after
         the last write (the first batch goes at once, so the start is always in the store).
 
@@ -269,7 +277,7 @@ class PlaybookWorkflow:
             lambda: self._closing or log.seq - self._flushed_seq >= EVENT_BATCH
             or workflow.now() >= self._next_flush_at)
 
-    async def _drain(self, flusher: Any) -> None:
+    async def _drain(self, flusher: asyncio.Future[None] | None) -> None:
         """Before closing: every event is in the store."""
         self._closing = True
         if flusher is None or not self._persist:
@@ -277,7 +285,7 @@ class PlaybookWorkflow:
         # Bounded without a timer: the flusher gives up (``_persist = False``) after
         # repeated store failures, which also ends this wait.
         await workflow.wait_condition(
-            lambda: self._flushed_seq >= self._state.log.seq or not self._persist)
+            lambda: self._flushed_seq >= self.engine.log.seq or not self._persist)
         flusher.cancel()
 
     async def _settle(self) -> None:
@@ -290,11 +298,11 @@ class PlaybookWorkflow:
 
     # ------------------------------------------------------------------ engine I/O
 
-    def _feed(self, event: Any) -> None:
+    def _feed(self, event: Input) -> None:
         if self._fatal is not None:
             return
         try:
-            _, commands = machine.step(self._state, event)
+            _, commands = machine.step(self.engine, event)
         except Exception as exc:  # never let an engine bug hang the workflow task
             self._fatal = f"internal engine error on {type(event).__name__}: {type(exc).__name__}: {exc}"
             workflow.logger.exception("engine error")
@@ -303,7 +311,7 @@ class PlaybookWorkflow:
             self._execute(command)
         self._show_progress()
 
-    def _execute(self, command: Any) -> None:
+    def _execute(self, command: Command) -> None:
         if isinstance(command, RunTask | StartTimer) and self._draining:
             self._parked.append(command)  # started by the next run (continue-as-new)
         elif isinstance(command, RunTask):
@@ -330,7 +338,7 @@ class PlaybookWorkflow:
     def _release(self, task_run_id: str) -> None:
         """A task ended: free its slot and start the oldest queued task, if any."""
         self._activities.pop(task_run_id, None)
-        while self._queued and len(self._activities) < self._max_pending() and not self._state.finished:
+        while self._queued and len(self._activities) < self._max_pending() and not self.engine.finished:
             self._execute(self._queued.popleft())
 
     def _cancel_task(self, task_run_id: str) -> None:
@@ -340,14 +348,14 @@ class PlaybookWorkflow:
                   if isinstance(c, RunTask) and c.task_run_id == task_run_id]
         if parked:  # never started: report it cancelled right away
             (self._parked if parked[0] in self._parked else self._queued).remove(parked[0])
-            asyncio.ensure_future(self._report_soon(_cancelled(parked[0], "task cancelled")))
+            asyncio.ensure_future(self._report_soon(parked[0], _cancelled("task cancelled")))
             return
         handle = self._activities.get(task_run_id)
         if handle is not None and not handle.done():
             handle.cancel()
 
-    async def _report_soon(self, event: TaskFinished) -> None:
-        self._report(event)  # on the next turn of the loop: not inside the current _feed
+    async def _report_soon(self, cmd: RunTask, result: TaskResult) -> None:
+        self._report(cmd, result)  # on the next turn of the loop: not inside the current _feed
 
     async def _run_task(self, cmd: RunTask) -> None:
         inp = self._input
@@ -357,7 +365,7 @@ class PlaybookWorkflow:
             if cmd.spec.get("local") is True:
                 result = await _run_local(cmd, inp, timeout)
             else:
-                result = await workflow.execute_activity(
+                raw: dict[str, Any] = await workflow.execute_activity(
                     RUN_TASK_ACTIVITY, cmd,
                     activity_id=cmd.task_run_id,
                     start_to_close_timeout=timedelta(seconds=timeout + 30),
@@ -369,21 +377,20 @@ class PlaybookWorkflow:
                     ),
                     summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
                 )
-            event = TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result["outcome"],
-                                 attempts=result.get("attempts") or [], rule_index=result.get("rule_index"),
-                                 action=result.get("action"), decided=True,
-                                 exhausted=bool(result.get("exhausted")))
+                result = TaskResult.from_dict(raw)
         except FailureError as err:  # a local activity's failure may arrive unwrapped
-            event = self._failed_activity(cmd, err)
+            result = self._failed_activity(err)
         except asyncio.CancelledError:
-            event = _cancelled(cmd, "task cancelled")
+            result = _cancelled("task cancelled")
         finally:
             self._release(cmd.task_run_id)
-        self._report(event)
+        self._report(cmd, result)
 
-    def _report(self, event: TaskFinished) -> None:
-        if not self._state.finished:  # late results after the end change nothing
-            self._feed(event)
+    def _report(self, cmd: RunTask, result: TaskResult) -> None:
+        if not self.engine.finished:  # late results after the end change nothing
+            self._feed(TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result.outcome.to_dict(),
+                                    attempts=[dict(a) for a in result.attempts], rule_index=result.rule_index,
+                                    action=result.action, decided=result.decided, exhausted=result.exhausted))
 
     async def _run_child(self, cmd: RunTask) -> None:
         """``kind: playbook``: resolve the child, run it as a child workflow, inherit its status."""
@@ -391,21 +398,18 @@ class PlaybookWorkflow:
         assert inp is not None
         path = cmd.config.get("path") or cmd.config.get("playbook")
         try:
-            event = await self._child_outcome(cmd, inp, path)
+            outcome = await self._child_outcome(cmd, inp, path)
         except asyncio.CancelledError:
-            event = _cancelled(cmd, "sub-playbook cancelled")
+            outcome = _error("cancelled", "sub-playbook cancelled")
         finally:
             self._release(cmd.task_run_id)
-        self._report(event)
+        # The engine decides on a sub-playbook's outcome (no activity evaluated its policy).
+        self._report(cmd, TaskResult.undecided(outcome))
 
-    async def _child_outcome(self, cmd: RunTask, inp: RunInput, path: Any) -> TaskFinished:
-        def finished(outcome: dict[str, Any]) -> TaskFinished:
-            return TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=outcome)
-
+    async def _child_outcome(self, cmd: RunTask, inp: RunInput, path: Any) -> Outcome:
         if inp.depth + 1 > MAX_DEPTH:
-            return finished(_error("recursion", f"sub-playbook nesting deeper than {MAX_DEPTH} "
-                                   f"(at {path!r}): a playbook that calls itself without an exit?",
-                                   retryable=False))
+            return _error("recursion", f"sub-playbook nesting deeper than {MAX_DEPTH} "
+                          f"(at {path!r}): a playbook that calls itself without an exit?")
         try:
             resolved = await workflow.execute_activity(
                 RESOLVE_PLAYBOOK_ACTIVITY, {"path": path, "version": cmd.config.get("version"),
@@ -414,8 +418,7 @@ class PlaybookWorkflow:
                 retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[
                     "PlaybookNotFound", "PlaybookInvalid"]))
         except ActivityError as err:
-            return finished(_error("playbook", str(getattr(err.cause, "message", None) or err.cause or err),
-                                   retryable=False))
+            return _error("playbook", str(getattr(err.cause, "message", None) or err.cause or err))
         child_id = self._child_id(cmd, resolved["playbook"])
         child_input = RunInput(execution_id=child_id, playbook=resolved["playbook"],
                                payload=child_payload(cmd.config), source=resolved["source"],
@@ -432,20 +435,18 @@ class PlaybookWorkflow:
                 **self._child_labels(cmd, resolved, path))
         except ChildWorkflowError as err:
             if isinstance(err.cause, CancelledError):
-                return finished(_error("cancelled", f"sub-playbook {path!r} was cancelled", retryable=False))
+                return _error("cancelled", f"sub-playbook {path!r} was cancelled")
             cause = getattr(err.cause, "message", None) or str(err.cause or err)
-            return finished(_error("playbook", f"sub-playbook {path!r} failed: {cause}", retryable=False))
+            return _error("playbook", f"sub-playbook {path!r} failed: {cause}")
+        child = RunOutput.from_dict(output)
         result = child_result(output, cmd.config.get("return_step"))
-        meta = {"child_execution_id": child_id, "child_state": output.get("state"),
+        meta = {"child_execution_id": child_id, "child_state": child.state.value,
                 "child_version": resolved.get("version")}
-        if output.get("state") == "COMPLETED":
-            return finished({"status": "ok", "result": result, "error": None, "meta": meta})
-        reason = (output.get("result") or {}).get("reason") or output.get("state")
-        outcome = _error("playbook", f"sub-playbook {path!r} ended {output.get('state')}: {reason}",
-                         retryable=False)
-        outcome["result"] = result
-        outcome["meta"] = meta
-        return finished(outcome)
+        if child.state == ExecutionStatus.COMPLETED:
+            return Outcome.ok(result, **meta)
+        reason = child.reason or child.state.value
+        return Outcome.failed(ErrorInfo(kind="playbook", message=f"sub-playbook {path!r} ended "
+                                        f"{child.state.value}: {reason}"), result=result, **meta)
 
     def _child_id(self, cmd: RunTask, child_playbook: dict[str, Any]) -> str:
         inp = self._input
@@ -465,45 +466,34 @@ class PlaybookWorkflow:
             "static_details": labels.details(child, source=source, version=resolved.get("version"),
                                              parent=inp.execution_id),
             "memo": labels.memo(child, source)}
-        if PLAYBOOK_NAME in workflow.info().typed_search_attributes:  # all of ours are registered
+        if _has_attribute(workflow.info().typed_search_attributes, PLAYBOOK_NAME):  # all of ours are registered
             out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id)
         return out
 
-    def _failed_activity(self, cmd: RunTask, err: FailureError) -> TaskFinished:
+    def _failed_activity(self, err: FailureError) -> TaskResult:
         cause = err.cause if isinstance(err, ActivityError) else err
         if isinstance(cause, CancelledError):
-            return _cancelled(cmd, "task cancelled")
-        attempts: list[dict[str, Any]] = []
-        if isinstance(cause, ApplicationError) and cause.type == POLICY_RETRY and cause.details:
-            attempts = list(cause.details[0]) if isinstance(cause.details[0], list) else []
+            return _cancelled("task cancelled")
         if isinstance(cause, ApplicationError) and cause.type == POLICY_RETRY:
-            # Retries ran out on Temporal's side (RetryPolicy cap) while the policy still
-            # asked for more: the last attempt's error is the task's error.
-            last = attempts[-1] if attempts else {}
-            outcome = {"status": "error", "result": None, "meta": {"attempt": last.get("attempt")},
-                       "error": last.get("error") or {"kind": "retries_exhausted", "retryable": False,
-                                                      "message": str(cause.message)}}
-            return TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=outcome,
-                                attempts=attempts, rule_index=last.get("rule_index"), action="fail",
-                                decided=True, exhausted=True)
-        kind = "timeout" if "timeout" in type(cause).__name__.lower() else "activity"
+            return _retries_exhausted(cause)
+        # Temporal's own limits (start-to-close, heartbeat) end an attempt with its TimeoutError.
+        kind = "timeout" if isinstance(cause, TemporalTimeoutError) else "activity"
         message = str(getattr(cause, "message", None) or cause or err)
         if isinstance(cause, ApplicationError) and cause.type:
             message = f"{cause.type}: {message}"
-        return TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
-                            outcome=_error(kind, message, retryable=False))
+        return TaskResult.undecided(_error(kind, message))
 
     async def _proceed_later(self) -> None:
         """The engine used up one input's work budget: go on in a later activation."""
         await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
                                               summary="noetl: continue inline work")
-        if not self._state.finished:
+        if not self.engine.finished:
             self._feed(Proceed(now=_now()))
 
     async def _timer(self, cmd: StartTimer) -> None:
         await workflow.sleep(timedelta(seconds=cmd.seconds), summary=cmd.timer_id)
         self._timers.pop(cmd.timer_id, None)
-        if not self._state.finished:
+        if not self.engine.finished:
             self._feed(StepTimedOut(now=_now(), step_run_id=cmd.step_run_id))
 
     # ------------------------------------------------------------------ signals, updates, queries
@@ -528,7 +518,7 @@ class PlaybookWorkflow:
     @workflow.update(name="patch_ctx")
     def patch_ctx(self, patch: dict[str, Any]) -> dict[str, Any]:
         self._feed(PatchCtx(now=_now(), patch=patch))
-        return dict(self._state.ctx)
+        return dict(self.engine.ctx)
 
     @patch_ctx.validator
     def _validate_patch(self, patch: dict[str, Any]) -> None:
@@ -554,18 +544,16 @@ class PlaybookWorkflow:
     def events(self, after_seq: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         if self._state is None:
             return []
-        return self._state.log.since(max(after_seq, 0), limit)
+        return self.engine.log.since(max(after_seq, 0), limit)
 
     @workflow.query(name="detail")
     def detail(self) -> dict[str, Any]:
         if self._state is None:
             return {}
-        out = self._output()
-        out["paused"] = self._state.paused
-        return out
+        return dataclasses.replace(self._output(), paused=self.engine.paused).to_dict()
 
 
-async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> dict[str, Any]:
+async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
     """The fast path (``spec.local: true``): the task as a local activity, run by this
     worker without a round trip through the server's activity queue.
 
@@ -577,16 +565,17 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> dict[str, A
     A worker crash re-runs the attempt in flight: its result is recorded only when the
     workflow task completes.
     """
-    attempt, history = 1, []
+    attempt, history = 1, list[dict[str, Any]]()
     while True:
         try:
-            return await workflow.execute_local_activity(
+            raw: dict[str, Any] = await workflow.execute_local_activity(
                 RUN_TASK_LOCAL_ACTIVITY, args=[cmd, {"attempt": attempt, "history": history}],
                 activity_id=f"{cmd.task_run_id}/{attempt}",
                 start_to_close_timeout=timedelta(seconds=timeout + 30),
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=inp.infra_attempts,
                                          non_retryable_error_types=[INTERNAL_ERROR, POLICY_RETRY]),
                 summary=f"{cmd.step} / {cmd.task} ({cmd.kind}, local)")
+            return TaskResult.from_dict(raw)
         except (ActivityError, ApplicationError) as err:
             retry = _policy_retry(err)
             if retry is None:
@@ -599,7 +588,7 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> dict[str, A
 
 
 def _chain(err: BaseException | None) -> list[BaseException]:
-    out = []
+    out: list[BaseException] = []
     while err is not None and len(out) < 10:
         out.append(err)
         err = getattr(err, "cause", None) or err.__cause__
@@ -612,14 +601,27 @@ def _policy_retry(err: BaseException) -> ApplicationError | None:
                  and e.details and isinstance(e.details[0], list)), None)
 
 
-def _error(kind: str, message: str, *, retryable: bool) -> dict[str, Any]:
-    return {"status": "error", "result": None, "meta": {},
-            "error": {"kind": kind, "retryable": retryable, "code": None, "message": message}}
+def _error(kind: str, message: str) -> Outcome:
+    """A failure found here, not by a tool (never retryable: no activity is left to retry)."""
+    return Outcome.failed(ErrorInfo(kind=kind, message=message))
 
 
-def _cancelled(cmd: RunTask, message: str) -> TaskFinished:
-    return TaskFinished(task_run_id=cmd.task_run_id, now=_now(),
-                        outcome=_error("cancelled", message, retryable=False))
+def _cancelled(message: str) -> TaskResult:
+    return TaskResult.undecided(_error("cancelled", message))
+
+
+def _retries_exhausted(cause: ApplicationError) -> TaskResult:
+    """Retries ran out on Temporal's side (RetryPolicy cap) while the policy still asked
+    for more: the last attempt's error is the task's error."""
+    details = cause.details[0] if cause.details else None
+    attempts: list[dict[str, Any]] = list(details) if isinstance(details, list) else []
+    last = attempts[-1] if attempts else {}
+    error = (ErrorInfo.from_dict(last["error"]) if last.get("error") else
+             # written without a ``code`` key, as this error always was
+             ErrorInfo(kind="retries_exhausted", message=str(cause.message),
+                       keys=("kind", "retryable", "message")))
+    return TaskResult(outcome=Outcome.failed(error, attempt=last.get("attempt")), attempts=tuple(attempts),
+                      rule_index=last.get("rule_index"), action="fail", exhausted=True)
 
 
 def _command_dict(command: RunTask | StartTimer) -> dict[str, Any]:
@@ -627,5 +629,11 @@ def _command_dict(command: RunTask | StartTimer) -> dict[str, Any]:
 
 
 def _command_from(data: dict[str, Any]) -> RunTask | StartTimer:
-    kind = {"RunTask": RunTask, "StartTimer": StartTimer}[data["type"]]
-    return kind(**data["fields"])
+    kinds: dict[str, type[RunTask] | type[StartTimer]] = {"RunTask": RunTask, "StartTimer": StartTimer}
+    return kinds[data["type"]](**data["fields"])
+
+
+def _has_attribute(attributes: TypedSearchAttributes, key: SearchAttributeKey[Any]) -> bool:
+    """``key in attributes`` (same name and type), spelled out: typeshed sees the
+    collection's items (pairs), not its keys."""
+    return any(pair.key == key for pair in attributes)

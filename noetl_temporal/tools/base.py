@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
+from ..engine.envelopes import ErrorInfo, Outcome, OutcomeStatus
 from ..errors import ToolConfigError, ToolError
 
 log = logging.getLogger(__name__)
@@ -185,48 +186,29 @@ def _rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _error_dict(err: ToolError) -> dict[str, Any]:
-    error: dict[str, Any] = {
-        "kind": err.kind,
-        "retryable": bool(err.retryable),
-        "code": err.code,
-        "message": err.message,
-    }
-    if err.fix:
-        error["fix"] = err.fix
+def _error_info(err: ToolError) -> ErrorInfo:
     details = dict(err.details or {})
-    for key in _PROMOTED_DETAILS:
-        if key in details:
-            error[key] = details.pop(key)
-    if details:
-        error["details"] = details
-    return error
+    promoted = {key: details.pop(key) for key in _PROMOTED_DETAILS if key in details}
+    return ErrorInfo(kind=err.kind, retryable=bool(err.retryable), code=err.code, message=err.message,
+                     fix=err.fix or None, details=details or None, **promoted)
 
 
-def _internal_error(exc: BaseException) -> dict[str, Any]:
+def _internal_error(exc: BaseException) -> ErrorInfo:
     # A bug in a tool, not a user failure: say what it was, keep the traceback short.
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
-    return {
-        "kind": "internal",
-        "retryable": False,
-        "code": type(exc).__name__,
-        "message": f"{type(exc).__name__}: {exc}",
-        "details": {"traceback": tb[-4000:]},
-    }
+    return ErrorInfo(kind="internal", retryable=False, code=type(exc).__name__,
+                     message=f"{type(exc).__name__}: {exc}", details={"traceback": tb[-4000:]})
 
 
 def error_outcome(err: ToolError, call: ToolCall, *, started: float | None = None) -> dict:
     """The outcome envelope of a failure that happened before the tool could run
     (an unknown keychain entry, an unusable result store ...)."""
     started = time.time() if started is None else started
-    return to_jsonable({
-        "status": "error",
-        "result": getattr(err, "outcome_result", None),
-        "error": _error_dict(err),
-        "meta": {"attempt": call.attempt, "duration_ms": int((time.time() - started) * 1000),
-                 "started_at": _rfc3339(started)},
-        **(getattr(err, "outcome_extras", None) or {}),
-    })
+    return to_jsonable(Outcome(
+        status="error", result=getattr(err, "outcome_result", None), error=_error_info(err),
+        meta={"attempt": call.attempt, "duration_ms": int((time.time() - started) * 1000),
+              "started_at": _rfc3339(started)},
+        extra=getattr(err, "outcome_extras", None) or {}).to_dict())
 
 
 async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
@@ -237,7 +219,9 @@ async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
     """
     started = time.time()
     t0 = time.perf_counter()
-    outcome: dict[str, Any] = {"status": "ok", "result": None, "error": None}
+    status: OutcomeStatus = "ok"
+    result: Any = None
+    error: ErrorInfo | None = None
     extras: dict[str, Any] = {}
     try:
         if config is None:
@@ -248,26 +232,23 @@ async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
         if isinstance(value, ToolResult):
             extras = value.extras
             value = value.result
-        outcome["result"] = value
+        result = value
     except ToolError as err:
-        outcome["status"] = "error"
-        outcome["error"] = _error_dict(err)
-        outcome["result"] = getattr(err, "outcome_result", None)
+        status, error = "error", _error_info(err)
+        result = getattr(err, "outcome_result", None)
         extras = getattr(err, "outcome_extras", None) or {}
     except Exception as exc:  # noqa: BLE001 - the envelope is the contract
-        outcome["status"] = "error"
-        outcome["error"] = _internal_error(exc)
+        status, error = "error", _internal_error(exc)
         if call.secrets:  # the traceback may quote a secret: log the scrubbed text only
             from .keychain import Scrubber
 
             log.error("tool %s crashed in %s/%s: %s", kind, call.step, call.task,
-                      Scrubber(call.secrets).text(outcome["error"]["details"]["traceback"]))
+                      Scrubber(call.secrets).text((error.details or {})["traceback"]))
         else:
             log.exception("tool %s crashed in %s/%s", kind, call.step, call.task)
-    outcome["meta"] = {
+    meta = {
         "attempt": call.attempt,
         "duration_ms": int((time.perf_counter() - t0) * 1000),
         "started_at": _rfc3339(started),
     }
-    outcome.update(extras)
-    return to_jsonable(outcome)
+    return to_jsonable(Outcome(status=status, result=result, error=error, meta=meta, extra=extras).to_dict())
