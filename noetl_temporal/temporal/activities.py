@@ -44,6 +44,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
 from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
@@ -181,7 +182,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> dict[str, Any
     exhausted = False
     if decision.action == "retry" and decision.rule_index is not None:
         then = cmd.rules[decision.rule_index].get("then") or {}
-        allowed = int(then.get("attempts") or 3)
+        allowed = int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS)
         if attempt < allowed:
             delay = _delay(then, attempt, outcome)
             record["next_delay_s"] = delay
