@@ -82,7 +82,7 @@ def _event_type_names() -> tuple[str, ...]:
     return tuple(sorted(set(CANONICAL_EVENT_TYPES) | prefixes | set(LEGACY_EVENT_NAMES)))
 
 
-EventTypeName = Literal.__getitem__(_event_type_names())  # type: ignore[attr-defined]
+EventTypeName = Literal.__getitem__(_event_type_names())
 
 
 class Links(BaseModel):

@@ -169,3 +169,10 @@ def test_control_and_failure_paths_emit_only_catalog_names():
     for r in (failing, paused, cancelled):
         seen |= _assert_known(r.events)
     assert {"playbook.paused", "execution.cancelled", "loop.iteration.failed", "step.failed"} <= seen
+
+
+def test_status_tables_signal_catalog_events():
+    from noetl_temporal.status import TABLES
+
+    signals = {signal for table in TABLES.values() for signal in table.values()}
+    assert signals <= set(EVENT_TYPES), signals - set(EVENT_TYPES)
