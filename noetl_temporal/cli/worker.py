@@ -12,9 +12,10 @@ import asyncio
 import signal
 import sys
 
+from noetl_temporal.cli.connection import add_connection_arguments, target_of
 from noetl_temporal.cli.telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
-from noetl_temporal.temporal.client import connect, resolve_target
+from noetl_temporal.temporal.client import connect
 from noetl_temporal.temporal.worker import build_worker
 
 
@@ -26,18 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--address", metavar="HOST:PORT",
-                        help="Temporal frontend (default: $TEMPORAL_ADDRESS or a config profile)")
-    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
-    parser.add_argument("--task-queue", metavar="Q", help="task queue (default: noetl-playbooks)")
-    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
+    add_connection_arguments(parser)
     parser.add_argument("--max-concurrent-activities", type=int, default=100, metavar="N",
                         help="tool tasks this worker runs at once (default: 100)")
     add_telemetry_arguments(parser)
 
 
 async def serve(args: argparse.Namespace) -> None:
-    target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
+    target = target_of(args)
     if target.address is None:
         raise ConfigError("a worker needs a Temporal server to poll",
                           fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
