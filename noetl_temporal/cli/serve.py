@@ -150,7 +150,7 @@ async def _api(args: argparse.Namespace) -> None:
     from noetl_temporal.api.app import create_app
 
     from ..temporal.client import connect
-    from ..temporal.worker import build_worker
+    from ..temporal.hosting import hosted_worker
 
     target = target_of(args)
     if target.address is None:
@@ -170,7 +170,7 @@ async def _api(args: argparse.Namespace) -> None:
         return
     client = await connect(target)
     settings.client = client
-    async with build_worker(client, task_queue=target.task_queue, event_store=settings.event_store):
+    async with hosted_worker(client, task_queue=target.task_queue, event_store=settings.event_store):
         await _serve(create_app(settings), sock, started)
 
 
@@ -178,7 +178,7 @@ async def _dev(args: argparse.Namespace) -> None:
     from noetl_temporal.api.app import create_app
 
     from ..temporal.devserver import EmbeddedTemporal
-    from ..temporal.worker import build_worker
+    from ..temporal.hosting import hosted_worker
 
     queue = target_of(args).task_queue
     sock = bind_socket(args.host, args.port)  # fail fast, before starting Temporal
@@ -187,7 +187,7 @@ async def _dev(args: argparse.Namespace) -> None:
     print("starting the Temporal dev server ...", file=sys.stderr, flush=True)
     async with embedded:
         settings = _settings(args, client=embedded.client, task_queue=queue)
-        async with build_worker(embedded.client, task_queue=queue, event_store=settings.event_store):
+        async with hosted_worker(embedded.client, task_queue=queue, event_store=settings.event_store):
             def started(port: int) -> None:
                 print(f"Temporal: {embedded.address} (namespace {embedded.namespace}, task queue {queue})")
                 print(f"Temporal UI: {embedded.ui_url}")

@@ -16,7 +16,7 @@ from noetl_temporal.cli.connection import add_connection_arguments, target_of
 from noetl_temporal.cli.telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
 from noetl_temporal.temporal.client import connect
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.temporal.hosting import hosted_worker
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,22 +39,16 @@ async def serve(args: argparse.Namespace) -> None:
         raise ConfigError("a worker needs a Temporal server to poll",
                           fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
     client = await connect(target)
-    worker = build_worker(client, task_queue=target.task_queue,
-                          max_concurrent_activities=args.max_concurrent_activities)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     metrics = f"; metrics at http://{args.metrics_host}:{args.metrics_port}/metrics" if args.metrics_port else ""
-    print(f"worker polling {target.task_queue} on {target.address} ({target.namespace}){metrics}",
-          file=sys.stderr, flush=True)
-    try:
-        async with worker:
-            await stop.wait()
-    finally:
-        from noetl_temporal.tools import aclose_clients
-
-        await aclose_clients()  # pooled HTTP connections and the python fork server
+    async with hosted_worker(client, task_queue=target.task_queue,
+                             max_concurrent_activities=args.max_concurrent_activities):
+        print(f"worker polling {target.task_queue} on {target.address} ({target.namespace}){metrics}",
+              file=sys.stderr, flush=True)
+        await stop.wait()
 
 
 def run(args: argparse.Namespace) -> int:
