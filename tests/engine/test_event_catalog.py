@@ -68,6 +68,22 @@ def test_every_name_the_source_emits_is_in_the_catalog():
     assert set(EVENT_TYPES) - set(found) == RESERVED_EVENT_TYPES
 
 
+_EVENT_LIKE = re.compile(r"^(playbook|workflow|step|task|loop|policy|next|result|execution|"
+                         r"call|command|tool|retry|sink|case|iteration)(\.[a-z_]+)+$")
+
+
+def test_every_event_name_the_package_writes_is_a_catalog_or_legacy_name():
+    """Readers list names too (progress lines, graph states, metrics, stores): a typo there
+    would silently match nothing."""
+    known = set(EVENT_TYPES) | set(LEGACY_EVENT_NAMES)
+    strays = [f"{path.relative_to(REPO)}:{node.lineno}: {node.value}"
+              for path in PACKAGE.rglob("*.py")
+              for node in ast.walk(ast.parse(path.read_text(), str(path)))
+              if isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and _EVENT_LIKE.match(node.value) and node.value not in known]
+    assert not strays, "event names missing from engine/event_types.py:\n" + "\n".join(strays)
+
+
 def test_catalog_is_consistent():
     assert len(set(EVENT_TYPES)) == len(EVENT_TYPES)
     assert WORKER_EVENTS <= set(EVENT_TYPES)
