@@ -21,6 +21,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from .engine.event_types import LAST_EVENT_TYPES
 from .errors import NotFound
 from .store.events import EventStore
 from .store.legacy import expand_types
@@ -222,7 +223,7 @@ async def follow_events(client: Client | None, execution_id: str, *, store: Even
             cursor = event["seq"]
             if _matches(event, expanded, entity):
                 yield event
-            if event["event_type"] in ("playbook.processed", "execution.cancelled"):
+            if event["event_type"] in LAST_EVENT_TYPES:
                 return
         if not batch:
             status = await read_status(client, execution_id, store)

@@ -14,6 +14,7 @@ __all__ = [
     "RESERVED_EVENT_TYPES",
     "WORKER_EVENTS",
     "TERMINAL_EVENT_TYPES",
+    "LAST_EVENT_TYPES",
     "CALL_DONE",
     "CALL_ERROR",
     "LEGACY_EVENT_NAMES",
@@ -47,6 +48,9 @@ WORKER_EVENTS = frozenset({
 
 # The terminal lifecycle events: exactly one of them ends every execution's log.
 TERMINAL_EVENT_TYPES: tuple[str, ...] = ("playbook.finished", "execution.cancelled")
+
+# The event that closes a log: nothing follows it (followers stop there).
+LAST_EVENT_TYPES: tuple[str, ...] = ("playbook.processed", "execution.cancelled")
 
 # NoETL's older engines announce the end of a step's call with ``call.done``/``call.error``.
 # Here that is the end of the step itself: every step run, loop steps included, ends with

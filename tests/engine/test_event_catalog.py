@@ -17,6 +17,7 @@ from noetl_temporal.engine.event_types import (
     CALL_DONE,
     CALL_ERROR,
     EVENT_TYPES,
+    LAST_EVENT_TYPES,
     LEGACY_EVENT_NAMES,
     RESERVED_EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
@@ -88,6 +89,7 @@ def test_catalog_is_consistent():
     assert len(set(EVENT_TYPES)) == len(EVENT_TYPES)
     assert WORKER_EVENTS <= set(EVENT_TYPES)
     assert set(TERMINAL_EVENT_TYPES) <= set(EVENT_TYPES)
+    assert set(LAST_EVENT_TYPES) <= set(EVENT_TYPES)
     assert RESERVED_EVENT_TYPES <= set(EVENT_TYPES)
     for legacy, (canonical, narrowing) in LEGACY_EVENT_NAMES.items():
         assert legacy not in EVENT_TYPES, legacy
@@ -153,6 +155,7 @@ def test_golden_playbooks_emit_only_catalog_names(path, outcome):
     names = _assert_known(r.events)
     assert r.status in ("COMPLETED", "FAILED")
     assert len(set(TERMINAL_EVENT_TYPES) & names) == 1
+    assert r.events[-1]["event_type"] in LAST_EVENT_TYPES
 
 
 LOOP_WITH_FAILURES = """
@@ -176,14 +179,17 @@ def test_control_and_failure_paths_emit_only_catalog_names():
     assert "recover" in failing.steps_started()    # call.error routed the failed loop step
     paused = run(LOOP_WITH_FAILURES, hold=lambda cmd: True)
     feed(paused, Pause(now="2026-01-01T00:00:01Z", reason="lunch"))
+    paused.hold = lambda cmd: False
     for held in list(paused.held):
         feed(paused, finished(held, ok()))
     feed(paused, Resume(now="2026-01-01T00:00:02Z"))
+    assert paused.status == "COMPLETED"
     cancelled = run(LOOP_WITH_FAILURES, hold=lambda cmd: True)
     feed(cancelled, Cancel(now="2026-01-01T00:00:01Z", reason="user"))
     seen = set()
     for r in (failing, paused, cancelled):
         seen |= _assert_known(r.events)
+        assert r.events[-1]["event_type"] in LAST_EVENT_TYPES
     assert {"playbook.paused", "execution.cancelled", "loop.iteration.failed", "step.failed"} <= seen
 
 
