@@ -27,7 +27,8 @@ class Code:
     fix: str
 
 
-_E, _W = "error", "warning"
+_E: Literal["error"] = "error"
+_W: Literal["warning"] = "warning"
 
 _TABLE: list[Code] = [
     # ------------------------------------------------------------------ reading the file

@@ -31,7 +31,7 @@ class Decision:
                 "guard_errors": list(self.guard_errors)}
 
 
-def evaluate_policy(rules: list[dict], outcome_status: str, context: dict[str, Any]) -> Decision:
+def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: dict[str, Any]) -> Decision:
     """First matching rule wins; ``when: None`` is the ``else`` fallback.
 
     Without rules: ok -> continue, error -> fail. With rules but no match and no
@@ -70,7 +70,7 @@ def retry_delay(then: dict[str, Any], attempt: int) -> float:
     return delay
 
 
-def max_policy_attempts(rules: list[dict]) -> int:
+def max_policy_attempts(rules: list[dict[str, Any]]) -> int:
     """The largest ``attempts`` of any retry rule (1 when the task never retries)."""
     best = 1
     for rule in rules:
