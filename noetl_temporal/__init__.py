@@ -21,8 +21,8 @@ __all__ = [
     # running
     "run_playbook", "run_with_client", "RunReport", "Target",
     # embedding in a Temporal deployment
-    "PlaybookWorkflow", "ACTIVITIES", "build_worker", "sandbox_runner", "connect", "start_execution",
-    "EmbeddedTemporal", "data_converter",
+    "PlaybookWorkflow", "ACTIVITIES", "build_worker", "hosted_worker", "sandbox_runner", "connect",
+    "start_execution", "EmbeddedTemporal", "data_converter",
     # observing and controlling
     "read_status", "read_events", "follow_events", "open_event_store",
     # errors
@@ -35,7 +35,7 @@ _WHERE = {
     "run_playbook": "runner", "run_with_client": "runner", "RunReport": "runner",
     "Target": "temporal.client", "connect": "temporal.client", "start_execution": "temporal.client",
     "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
-    "build_worker": "temporal.worker", "sandbox_runner": "temporal.worker",
+    "build_worker": "temporal.worker", "hosted_worker": "temporal.hosting", "sandbox_runner": "temporal.worker",
     "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.claimcheck",
     "read_status": "observe", "read_events": "observe", "follow_events": "observe",
     "open_event_store": "store.events",

@@ -22,18 +22,17 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from .engine.envelopes import RunOutput
+from .engine.event_types import LAST_EVENT_TYPES
 from .errors import NotFound
 from .status import ExecutionStatus
 from .store.events import EventStore
 from .store.legacy import expand_types
+from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, execution_state
 
 __all__ = ["read_status", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close"]
 
 STATUS_FIELDS = ("execution_id", "state", "current_step", "started_at", "ended_at", "terminal_event",
                  "completion_inferred")
-
-_TERMINAL_STATE = {"playbook.finished": None, "execution.cancelled": "CANCELLED"}
-
 
 def _status(execution_id: str, state: str, *, current_step: str | None = None, started_at: str | None = None,
             ended_at: str | None = None, terminal_event: str | None = None,
@@ -47,22 +46,21 @@ def _iso(value: Any) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
-def state_from_close(status: WorkflowExecutionStatus, terminal: dict[str, Any] | None) -> tuple[str, bool]:
-    """(state, completion_inferred) for a closed workflow. Documented in docs/status.md."""
-    if terminal is not None:
-        if terminal["event_type"] == "execution.cancelled":
-            return "CANCELLED", False
-        meta = ((terminal.get("payload") or {}).get("meta") or {})
-        state = meta.get("status") or ("COMPLETED" if terminal.get("status") == "success" else "FAILED")
-        return state, False
-    inferred = {
-        WorkflowExecutionStatus.CANCELED: "CANCELLED",
-        WorkflowExecutionStatus.TERMINATED: "CANCELLED",
-        WorkflowExecutionStatus.TIMED_OUT: "FAILED",
-        WorkflowExecutionStatus.FAILED: "FAILED",
-        WorkflowExecutionStatus.COMPLETED: "FAILED",   # completed without a lifecycle event: not trusted
-    }
-    return inferred.get(status, "FAILED"), True
+def state_from_close(status: WorkflowExecutionStatus | None,
+                     terminal: dict[str, Any] | None) -> tuple[str, bool]:
+    """(state, completion_inferred) for a closed workflow and its terminal lifecycle event
+    (:func:`~noetl_temporal.temporal.close_status.execution_state`; docs/status.md)."""
+    return execution_state(status, _recorded_state(terminal))
+
+
+def _recorded_state(terminal: dict[str, Any] | None) -> str | None:
+    """The state a terminal lifecycle event records."""
+    if terminal is None:
+        return None
+    if terminal["event_type"] == "execution.cancelled":
+        return "CANCELLED"
+    meta = ((terminal.get("payload") or {}).get("meta") or {})
+    return str(meta.get("status") or ("COMPLETED" if terminal.get("status") == "success" else "FAILED"))
 
 
 def _not_found(exc: RPCError) -> bool:
@@ -84,7 +82,7 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
                            fix="check the id (noetl-temporal run prints it) and the Temporal address")
         return _from_lifecycle(execution_id, lifecycle)
     handle = client.get_workflow_handle(execution_id)  # type: ignore[union-attr]
-    if description.status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
+    if description.status in OPEN_STATUSES:
         try:
             live = await handle.query("status")
         except RPCError:
@@ -124,8 +122,7 @@ async def _terminal_from_result(handle: Any) -> dict[str, Any] | None:
 def _from_lifecycle(execution_id: str, lifecycle: dict[str, Any]) -> dict[str, Any]:
     terminal = lifecycle.get("terminal")
     if terminal is not None:
-        state, _ = state_from_close(WorkflowExecutionStatus.COMPLETED, terminal)
-        return _status(execution_id, state, current_step=lifecycle.get("current_step"),
+        return _status(execution_id, str(_recorded_state(terminal)), current_step=lifecycle.get("current_step"),
                        started_at=lifecycle.get("started_at"), ended_at=terminal.get("timestamp"),
                        terminal_event=terminal["event_type"])
     state = "RUNNING" if lifecycle.get("started") else "PENDING"
@@ -142,7 +139,7 @@ async def read_events(client: Client | None, execution_id: str, *, store: EventS
     if live is not True and store is not None:  # closed, unknown to Temporal, or no Temporal at all
         stored = await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
                                          types=types, entity=entity)
-        if stored or await asyncio.to_thread(store.lifecycle, execution_id):
+        if stored or await asyncio.to_thread(store.lifecycle, execution_id) is not None:
             return stored
     if client is None:
         raise NotFound(f"no execution {execution_id!r} in the event store",
@@ -181,7 +178,7 @@ async def _live_open(client: Client | None, execution_id: str) -> bool | None:
         if _not_found(exc):
             return False
         raise
-    return desc.status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
+    return desc.status in OPEN_STATUSES
 
 
 async def _query_events(client: Client, execution_id: str, after_seq: int, limit: int,
@@ -228,11 +225,11 @@ async def follow_events(client: Client | None, execution_id: str, *, store: Even
             cursor = event["seq"]
             if _matches(event, expanded, entity):
                 yield event
-            if event["event_type"] in ("playbook.processed", "execution.cancelled"):
+            if event["event_type"] in LAST_EVENT_TYPES:
                 return
         if not batch:
             status = await read_status(client, execution_id, store)
-            if status["state"] in ("COMPLETED", "FAILED", "CANCELLED") and status["terminal_event"] is None:
+            if status["state"] in TERMINAL_STATES and status["terminal_event"] is None:
                 return
             await asyncio.sleep(poll_s)
 

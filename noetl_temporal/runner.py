@@ -24,7 +24,7 @@ from .engine.envelopes import RunOutput
 from .status import ExecutionStatus
 from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
-from .temporal.worker import build_worker
+from .temporal.hosting import hosted_worker
 
 __all__ = ["RunReport", "run_playbook", "run_with_client", "ProgressPrinter"]
 
@@ -199,14 +199,11 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
 async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kwargs: Any) -> RunReport:
     if not worker:
         return await _execute(client, playbook, **kwargs)
-    try:
-        async with build_worker(client, task_queue=kwargs["target"].task_queue):
-            return await _execute(client, playbook, **kwargs)
-    finally:
-        if kwargs["target"].address != "(connected)":  # a CLI run owns its tools' resources
-            from .tools import aclose_clients
-
-            await aclose_clients()
+    # A CLI run owns its loop's tool resources; on a connected client (tests, embedding)
+    # other workers of the caller's loop may share them.
+    owns_tools = kwargs["target"].address != "(connected)"
+    async with hosted_worker(client, task_queue=kwargs["target"].task_queue, owns_tools=owns_tools):
+        return await _execute(client, playbook, **kwargs)
 
 
 async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str,

@@ -141,14 +141,18 @@ def render_docs() -> str:
              "`noetl_temporal/status.py` and `noetl_temporal/engine/states.py`; do not edit by hand.", "",
              "Only the execution layer decides an execution's status (seed 000).", ""]
     parts += ["## Temporal close status -> execution state", "",
-              "Used only when no live workflow state exists (`noetl_temporal.observe`). A stored "
-              "terminal lifecycle event always wins; without one the state is inferred and the status "
-              "read says `completion_inferred: true`.", "",
+              "One function, `noetl_temporal.temporal.close_status.execution_state`, used by every "
+              "reader (`noetl_temporal.observe` when no live workflow state exists, the control module "
+              "and the API's listings). The state the lifecycle recorded (the terminal lifecycle event, "
+              "or the workflow's output) always wins; without one the state is inferred and the status "
+              "read says `completion_inferred: true`. Success is only ever reported from "
+              "`playbook.finished`.", "",
               "| Temporal status | terminal lifecycle event | state | completion_inferred |",
               "|---|---|---|---|",
               "| RUNNING (worker answers) | - | the workflow's own state (PENDING/RUNNING) | false |",
               "| RUNNING (no worker) | - | RUNNING if `playbook.started` is stored, else PENDING | false |",
               "| COMPLETED | `playbook.finished` | its `payload.meta.status` (COMPLETED or FAILED) | false |",
+              "| COMPLETED | none | FAILED (no recorded state: not trusted) | true |",
               "| CANCELED | `execution.cancelled` | CANCELLED | false |",
               "| CANCELED | none | CANCELLED | true |",
               "| TERMINATED | none | CANCELLED (stopped by an operator) | true |",

@@ -75,13 +75,14 @@ StartExecution = StartInline | StartFromCatalog
 
 def _event_type_names() -> tuple[str, ...]:
     """Every name an event filter accepts: canonical types, ``prefix.*`` and legacy names."""
-    from noetl_temporal.store.legacy import CANONICAL_EVENT_TYPES, LEGACY_EVENT_NAMES
+    from noetl_temporal.engine.event_types import EVENT_TYPES as CANONICAL_EVENT_TYPES
+    from noetl_temporal.engine.event_types import LEGACY_EVENT_NAMES
 
     prefixes = {".".join(t.split(".")[:i]) + ".*" for t in CANONICAL_EVENT_TYPES for i in range(1, t.count(".") + 1)}
     return tuple(sorted(set(CANONICAL_EVENT_TYPES) | prefixes | set(LEGACY_EVENT_NAMES)))
 
 
-EventTypeName = Literal.__getitem__(_event_type_names())  # type: ignore[attr-defined]
+EventTypeName = Literal.__getitem__(_event_type_names())
 
 
 class Links(BaseModel):

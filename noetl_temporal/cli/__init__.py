@@ -2,7 +2,8 @@
 
 ``main`` parses and dispatches (``main.COMMANDS``); ``run``, ``observe``, ``control``,
 ``serve`` (``api`` and ``dev``) and ``worker`` hold the commands that need Temporal, imported
-only when used so ``--help`` stays fast; ``telemetry`` holds the flags they share. This is
+only when used so ``--help`` stays fast; ``connection`` (the Temporal connection flags) and
+``telemetry`` hold the flags they share. This is
 the top of the dependency graph: the library and the service never import it.
 """
 

@@ -12,16 +12,14 @@ import json
 import sys
 
 from ..errors import ConfigError, NoetlError, NotFound
+from .connection import add_connection_arguments, target_of
 
 __all__ = ["add_control_arguments", "add_ctx_arguments", "control_command"]
 
 
 def add_control_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("execution_id", metavar="ID", help="execution id")
-    parser.add_argument("--address", metavar="HOST:PORT",
-                        help="Temporal frontend (default: $TEMPORAL_ADDRESS or a config profile)")
-    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
-    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
+    add_connection_arguments(parser, task_queue=False)
     parser.add_argument("--reason", metavar="TEXT", help="why (recorded in the events)")
     parser.add_argument("--no-cascade", action="store_true",
                         help="cancel only: leave running sub-playbooks running")
@@ -35,11 +33,11 @@ def add_ctx_arguments(parser: argparse.ArgumentParser) -> None:
 
 def control_command(args: argparse.Namespace) -> int:
     from ..temporal import control
-    from ..temporal.client import connect, resolve_target
+    from ..temporal.client import connect
     from .run import parse_payload
 
     async def go() -> dict:
-        target = resolve_target(args.address, args.namespace, None, args.profile)
+        target = target_of(args)
         if target.address is None:
             raise ConfigError("no Temporal server to talk to",
                               fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS (see `noetl-temporal dev`)")

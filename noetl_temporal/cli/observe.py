@@ -14,17 +14,14 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError, NotFound
+from .connection import add_connection_arguments, target_of
 
 __all__ = ["add_status_arguments", "status_command", "add_events_arguments", "events_command"]
 
 
 def _connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("execution_id", metavar="ID", help="execution id (printed by `run`)")
-    parser.add_argument("--address", metavar="HOST:PORT",
-                        help="Temporal frontend (default: $TEMPORAL_ADDRESS or a config profile; "
-                             "without one, only the event store is read)")
-    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
-    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
+    add_connection_arguments(parser, without_address="only the event store is read", task_queue=False)
     parser.add_argument("--event-store", metavar="URL",
                         help="event store: SQLite file or postgresql:// DSN (default: $NOETL_EVENT_STORE "
                              "or ~/.local/share/noetl-temporal/events.db)")
@@ -48,9 +45,9 @@ def add_events_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _client(args: argparse.Namespace):
-    from ..temporal.client import connect, resolve_target
+    from ..temporal.client import connect
 
-    target = resolve_target(args.address, args.namespace, None, args.profile)
+    target = target_of(args)
     if target.address is None:
         return None
     return await connect(target)

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, NoetlError, PlaybookInvalid
+from .connection import add_connection_arguments, target_of
 
 __all__ = ["add_run_arguments", "run_command", "parse_payload"]
 
@@ -30,12 +31,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (execution_id, workflow_id, state, ctx, steps, "
                              "summary, error, events) on stdout")
-    parser.add_argument("--address", metavar="HOST:PORT",
-                        help="Temporal frontend to use (default: $TEMPORAL_ADDRESS, then a Temporal "
-                             "config profile, else an embedded dev server started for this run)")
-    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
-    parser.add_argument("--task-queue", metavar="Q", help="task queue (default: noetl-playbooks)")
-    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile to connect with")
+    add_connection_arguments(parser, without_address="an embedded dev server started for this run")
     parser.add_argument("--no-worker", action="store_true",
                         help="with --address: do not start an in-process worker (your workers serve the queue)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
@@ -81,8 +77,6 @@ def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
 def run_command(args: argparse.Namespace) -> int:
     from ..dsl import load_playbook
     from ..runner import ProgressPrinter, run_playbook
-    from ..temporal.client import resolve_target
-
     try:
         payload = parse_payload(args.payload, args.sets)
     except ValueError as exc:
@@ -99,7 +93,7 @@ def run_command(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(warning, file=sys.stderr)
     try:
-        target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
+        target = target_of(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID

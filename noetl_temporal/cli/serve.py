@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
+from .connection import add_connection_arguments, target_of
 from .telemetry import add_telemetry_arguments, apply_telemetry_arguments
 
 __all__ = ["add_api_arguments", "api_command", "add_dev_arguments", "dev_command", "bind_socket"]
@@ -38,7 +39,6 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
                         help="require 'Authorization: Bearer TOKEN' (default: $NOETL_API_TOKEN; none = no auth)")
     parser.add_argument("--allow-remote-without-token", action="store_true",
                         help="allow a non-loopback --host without a token (trusted networks only)")
-    parser.add_argument("--task-queue", metavar="Q", help="task queue (default: noetl-playbooks)")
     parser.add_argument("--catalog-dsn", metavar="DSN",
                         help="PostgreSQL DSN for the catalog (default: $NOETL_CATALOG_DSN, else SQLite)")
     parser.add_argument("--catalog-path", metavar="FILE",
@@ -59,16 +59,14 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
 
 def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     _common(parser, default_port=8080)
-    parser.add_argument("--address", metavar="HOST:PORT",
-                        help="Temporal frontend (default: $TEMPORAL_ADDRESS, then a Temporal config profile)")
-    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
-    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile to connect with")
+    add_connection_arguments(parser)
     parser.add_argument("--worker", action="store_true",
                         help="also run a worker in this process (otherwise run `noetl-temporal worker`)")
 
 
 def add_dev_arguments(parser: argparse.ArgumentParser) -> None:
     _common(parser, default_port=8080)
+    add_connection_arguments(parser, server=False)  # dev starts its own server: only --task-queue
     parser.add_argument("--temporal-port", type=int, default=7233,
                         help="Temporal frontend port (default 7233; a free port if that one is taken)")
     parser.add_argument("--ui-port", type=int, default=8233,
@@ -151,10 +149,10 @@ def _url(host: str, port: int) -> str:
 async def _api(args: argparse.Namespace) -> None:
     from noetl_temporal.api.app import create_app
 
-    from ..temporal.client import connect, resolve_target
-    from ..temporal.worker import build_worker
+    from ..temporal.client import connect
+    from ..temporal.hosting import hosted_worker
 
-    target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
+    target = target_of(args)
     if target.address is None:
         raise ConfigError("noetl-temporal api needs a Temporal server",
                           fix="pass --address HOST:PORT (or set TEMPORAL_ADDRESS), or run `noetl-temporal dev` "
@@ -172,25 +170,24 @@ async def _api(args: argparse.Namespace) -> None:
         return
     client = await connect(target)
     settings.client = client
-    async with build_worker(client, task_queue=target.task_queue, event_store=settings.event_store):
+    async with hosted_worker(client, task_queue=target.task_queue, event_store=settings.event_store):
         await _serve(create_app(settings), sock, started)
 
 
 async def _dev(args: argparse.Namespace) -> None:
     from noetl_temporal.api.app import create_app
 
-    from ..temporal.client import resolve_target
     from ..temporal.devserver import EmbeddedTemporal
-    from ..temporal.worker import build_worker
+    from ..temporal.hosting import hosted_worker
 
-    queue = resolve_target(task_queue=args.task_queue).task_queue
+    queue = target_of(args).task_queue
     sock = bind_socket(args.host, args.port)  # fail fast, before starting Temporal
     embedded = EmbeddedTemporal(ui=True, port=_port_or_free(args.temporal_port),
                                 ui_port=_port_or_free(args.ui_port), database=args.db)
     print("starting the Temporal dev server ...", file=sys.stderr, flush=True)
     async with embedded:
         settings = _settings(args, client=embedded.client, task_queue=queue)
-        async with build_worker(embedded.client, task_queue=queue, event_store=settings.event_store):
+        async with hosted_worker(embedded.client, task_queue=queue, event_store=settings.event_store):
             def started(port: int) -> None:
                 print(f"Temporal: {embedded.address} (namespace {embedded.namespace}, task queue {queue})")
                 print(f"Temporal UI: {embedded.ui_url}")

@@ -12,10 +12,11 @@ import asyncio
 import signal
 import sys
 
+from noetl_temporal.cli.connection import add_connection_arguments, target_of
 from noetl_temporal.cli.telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
-from noetl_temporal.temporal.client import connect, resolve_target
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.temporal.client import connect
+from noetl_temporal.temporal.hosting import hosted_worker
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,38 +27,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--address", metavar="HOST:PORT",
-                        help="Temporal frontend (default: $TEMPORAL_ADDRESS or a config profile)")
-    parser.add_argument("--namespace", metavar="NS", help="Temporal namespace (default: default)")
-    parser.add_argument("--task-queue", metavar="Q", help="task queue (default: noetl-playbooks)")
-    parser.add_argument("--profile", metavar="NAME", help="Temporal config profile")
+    add_connection_arguments(parser)
     parser.add_argument("--max-concurrent-activities", type=int, default=100, metavar="N",
                         help="tool tasks this worker runs at once (default: 100)")
     add_telemetry_arguments(parser)
 
 
 async def serve(args: argparse.Namespace) -> None:
-    target = resolve_target(args.address, args.namespace, args.task_queue, args.profile)
+    target = target_of(args)
     if target.address is None:
         raise ConfigError("a worker needs a Temporal server to poll",
                           fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
     client = await connect(target)
-    worker = build_worker(client, task_queue=target.task_queue,
-                          max_concurrent_activities=args.max_concurrent_activities)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     metrics = f"; metrics at http://{args.metrics_host}:{args.metrics_port}/metrics" if args.metrics_port else ""
-    print(f"worker polling {target.task_queue} on {target.address} ({target.namespace}){metrics}",
-          file=sys.stderr, flush=True)
-    try:
-        async with worker:
-            await stop.wait()
-    finally:
-        from noetl_temporal.tools import aclose_clients
-
-        await aclose_clients()  # pooled HTTP connections and the python fork server
+    async with hosted_worker(client, task_queue=target.task_queue,
+                             max_concurrent_activities=args.max_concurrent_activities):
+        print(f"worker polling {target.task_queue} on {target.address} ({target.namespace}){metrics}",
+              file=sys.stderr, flush=True)
+        await stop.wait()
 
 
 def run(args: argparse.Namespace) -> int:

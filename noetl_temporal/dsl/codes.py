@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ..tool_kinds import LOAD_TIME_KINDS, TOOL_KINDS
+
 __all__ = ["Code", "CODES", "markdown"]
+
+# The kinds a task may name, as the fixes list them.
+_KINDS = ", ".join((*TOOL_KINDS, *LOAD_TIME_KINDS))
 
 
 @dataclass(frozen=True)
@@ -22,7 +27,8 @@ class Code:
     fix: str
 
 
-_E, _W = "error", "warning"
+_E: Literal["error"] = "error"
+_W: Literal["warning"] = "warning"
 
 _TABLE: list[Code] = [
     # ------------------------------------------------------------------ reading the file
@@ -98,9 +104,9 @@ _TABLE: list[Code] = [
          "(loop iteration scope); for pipeline-local names use `set:` on a task"),
     # ------------------------------------------------------------------ tools and tasks
     Code("NTL301", _E, "a tool task has no `kind`", "`tool: {url: ..., method: GET}`",
-         "add `kind:` (noop, python, shell, http, postgres, duckdb, playbook, result, workbook)"),
+         f"add `kind:` ({_KINDS})"),
     Code("NTL302", _E, "unknown tool kind", "`kind: htttp`",
-         "use one of noop, python, shell, http, postgres, duckdb, playbook, result, workbook"),
+         f"use one of {_KINDS}"),
     Code("NTL303", _E, "`tool` has the wrong shape", "`tool: python`, `tool: []`",
          "write a task mapping (`tool: {kind: ...}`) or a list of tasks"),
     Code("NTL304", _E, "two tasks of one step have the same label", "two `- name: fetch` in one pipeline",

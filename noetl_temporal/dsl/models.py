@@ -20,8 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-# Tool kinds the runtime can execute. ``workbook`` is resolved away at load time.
-KNOWN_TOOL_KINDS = ("noop", "python", "shell", "http", "postgres", "duckdb", "playbook", "result")
+from ..tool_kinds import TOOL_KINDS
+
+# Tool kinds the runtime can execute (the tool registry's and ``playbook``).
+# ``workbook`` is resolved away at load time.
+KNOWN_TOOL_KINDS = TOOL_KINDS
 
 
 class _Closed(BaseModel):

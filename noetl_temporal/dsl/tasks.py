@@ -20,6 +20,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ..tool_kinds import LOAD_TIME_KINDS
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
 from .models import KNOWN_TOOL_KINDS
@@ -30,7 +31,7 @@ from .rejections import reject_task_keys
 
 __all__ = ["TaskNormalizer", "ALL_KINDS"]
 
-ALL_KINDS = (*KNOWN_TOOL_KINDS, "workbook")
+ALL_KINDS = (*KNOWN_TOOL_KINDS, *LOAD_TIME_KINDS)
 _TASK_FIELDS = frozenset({"name", "kind", "spec"}) | PATCH_KEYS
 
 

@@ -11,19 +11,13 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from .event_types import WORKER_EVENTS
+
 __all__ = ["EventLog", "alias_of", "PAYLOAD_CAP_BYTES", "WORKER_EVENTS"]
 
 # Payloads are capped so the log (workflow memory, queries, the store) stays small;
 # large values belong in the result store and travel as references.
 PAYLOAD_CAP_BYTES = 16 * 1024
-
-# Events the data plane emits per seed 001 §5.2; everything else is the server's.
-WORKER_EVENTS = frozenset({
-    "step.started", "step.done", "step.failed",
-    "task.started", "task.attempt.started", "task.attempt.done", "task.attempt.failed",
-    "task.done", "task.failed", "policy.task.evaluated",
-    "loop.iteration.started", "loop.iteration.done", "loop.iteration.failed", "result.stored",
-})
 
 _ENTITY_OF_PREFIX = {
     "playbook": "playbook", "workflow": "workflow", "step": "step", "task": "task",

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
 from ..templates import evaluate_condition
 
 __all__ = ["Decision", "evaluate_policy", "retry_delay", "max_policy_attempts"]
@@ -76,5 +77,5 @@ def max_policy_attempts(rules: list[dict[str, Any]]) -> int:
     for rule in rules:
         then = rule.get("then") or {}
         if then.get("do") == "retry":
-            best = max(best, int(then.get("attempts") or 3))
+            best = max(best, int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS))
     return best

@@ -13,6 +13,7 @@ from ..errors import TemplateError
 from ..templates import evaluate_condition, render_value
 from .common import add_token, emit, patch_ctx, record_failure, template_context
 from .context import Scope, outcome_view, set_path
+from .event_types import CALL_DONE, CALL_ERROR
 from .state import ExecutionState, StepRun
 
 __all__ = ["EventName", "boundary_event", "route", "failure_handled"]
@@ -44,7 +45,7 @@ def boundary_event(step: str, *, ok: bool, loop_done: bool, error: dict[str, Any
                    result: Any) -> dict[str, Any]:
     """The ``event`` guards see when a step run ends (``step.done|failed`` or ``loop.done``)."""
     name = "loop.done" if loop_done else ("step.done" if ok else "step.failed")
-    aliases: tuple[str, ...] = ("call.done",) if ok else ("call.error",)
+    aliases: tuple[str, ...] = (CALL_DONE,) if ok else (CALL_ERROR,)
     if loop_done:
         aliases += ("step.done",) if ok else ("step.failed",)
     return {"name": EventName(name, aliases), "status": "ok" if ok else "error", "step": step,
@@ -143,7 +144,7 @@ def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str
         return False
     name = str(event["name"])
     ok_name = "loop.done" if name == "loop.done" else "step.done"
-    ok_event = dict(event, name=EventName(ok_name, ("call.done", "step.done")), status="ok", error=None)
+    ok_event = dict(event, name=EventName(ok_name, (CALL_DONE, "step.done")), status="ok", error=None)
     ok_outcome = outcome_view(dict(outcome or {}, status="ok", error=None))
     ok_context = context.with_names({"event": ok_event, "output": ok_outcome, "outcome": ok_outcome})
     matched_on_success, _ = evaluate_condition(when, ok_context)

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..engine.event_types import TERMINAL_EVENT_TYPES
 from ..errors import ConfigError
 from ..paths import data_dir
 from ..pgschema import ensure_schema
@@ -27,7 +28,7 @@ __all__ = ["EventStore", "SqliteEventStore", "PostgresEventStore", "open_event_s
            "default_event_store_url", "LIFECYCLE_TERMINAL"]
 
 # The only persisted signals that close an execution (seed 000).
-LIFECYCLE_TERMINAL = ("playbook.finished", "execution.cancelled")
+LIFECYCLE_TERMINAL = TERMINAL_EVENT_TYPES
 
 
 def default_event_store_url() -> str:

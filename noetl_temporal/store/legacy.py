@@ -1,58 +1,16 @@
-"""Legacy NoETL event names and what they mean in the canonical taxonomy (seed 001 §4).
+"""Event-type filters: canonical names, ``prefix.*`` and legacy NoETL names (seed 001 §4).
 
-Used to accept legacy names as filters; ``docs/events.md`` prints this table.
-A legacy name maps to one or more canonical types, optionally narrowed by ``status``.
+The names themselves live in :mod:`noetl_temporal.engine.event_types`, beside the
+emitter; ``docs/events.md`` prints the legacy table. A legacy name maps to one or more
+canonical types, optionally narrowed by ``status``.
 """
 
 from __future__ import annotations
 
+from ..engine.event_types import EVENT_TYPES as CANONICAL_EVENT_TYPES
+from ..engine.event_types import LEGACY_EVENT_NAMES
+
 __all__ = ["LEGACY_EVENT_NAMES", "CANONICAL_EVENT_TYPES", "expand_types"]
-
-CANONICAL_EVENT_TYPES = (
-    "playbook.execution.requested", "playbook.request.evaluated", "playbook.started",
-    "playbook.paused", "playbook.finished", "playbook.processed",
-    "workflow.started", "workflow.finished",
-    "step.scheduled", "step.started", "step.done", "step.failed",
-    "task.started", "task.attempt.started", "task.attempt.done", "task.attempt.failed",
-    "task.done", "task.failed",
-    "loop.started", "loop.iteration.scheduled", "loop.iteration.started", "loop.iteration.done",
-    "loop.iteration.failed", "loop.done",
-    "policy.admit.evaluated", "policy.task.evaluated", "next.evaluated",
-    "result.stored", "result.manifest.updated", "execution.cancelled",
-)
-
-# legacy name -> (canonical types, status narrowing or None)
-LEGACY_EVENT_NAMES: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "playbook.initialized": (("playbook.started",), None),
-    "playbook.completed": (("playbook.finished",), "success"),
-    "playbook.failed": (("playbook.finished",), "error"),
-    "workflow.initialized": (("workflow.started",), None),
-    "workflow.completed": (("workflow.finished",), "success"),
-    "workflow.failed": (("workflow.finished",), "error"),
-    "step.enter": (("step.started",), None),
-    "step.exit": (("step.done", "step.failed"), None),
-    "call.done": (("task.done",), None),
-    "call.error": (("task.failed",), None),
-    "command.issued": (("task.started",), None),
-    "command.claimed": (("task.attempt.started",), None),
-    "command.started": (("task.attempt.started",), None),
-    "command.completed": (("task.done",), None),
-    "command.failed": (("task.failed",), None),
-    "command.cancelled": (("task.failed",), "error"),
-    "tool.started": (("task.started",), None),
-    "tool.processed": (("task.done", "task.failed"), None),
-    "retry.started": (("task.attempt.started",), None),
-    "retry.processed": (("task.attempt.done", "task.attempt.failed"), None),
-    "sink.started": (("task.started",), None),
-    "sink.processed": (("task.done", "task.failed"), None),
-    "case.evaluated": (("next.evaluated", "policy.task.evaluated"), None),
-    "case.matched": (("next.evaluated", "policy.task.evaluated"), None),
-    "loop.completed": (("loop.done",), None),
-    "iteration.started": (("loop.iteration.started",), None),
-    "iteration.completed": (("loop.iteration.done",), None),
-    "iteration.failed": (("loop.iteration.failed",), None),
-}
-
 
 def expand_types(names: list[str] | None) -> tuple[set[str], dict[str, str]] | None:
     """Canonical types a filter selects, plus status narrowing per type (legacy names).

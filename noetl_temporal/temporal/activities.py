@@ -49,6 +49,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import render_attempt
@@ -188,7 +189,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     exhausted = False
     if decision.action == "retry" and decision.rule_index is not None:
         then = cmd.rules[decision.rule_index].get("then") or {}
-        allowed = int(then.get("attempts") or 3)
+        allowed = int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS)
         if attempt < allowed:
             delay = _delay(then, attempt, outcome.error)
             record["next_delay_s"] = delay

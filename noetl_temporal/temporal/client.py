@@ -12,11 +12,12 @@ from ..dsl.models import Playbook, playbook_definition
 from ..errors import ConfigError
 from . import labels
 from .claimcheck import data_converter
+from .close_status import execution_state
 from .naming import new_execution_id
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
 
 __all__ = ["Target", "resolve_target", "connect", "start_execution", "new_execution_id",
-           "CLOSE_STATUS_TO_STATE", "normalized_state"]
+           "normalized_state"]
 
 
 @dataclass
@@ -94,7 +95,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           heartbeat_timeout_s: float = 30.0,
                           execution_timeout_s: float | None = None,
                           continue_as_new_after_events: int = 0, version: int | None = None,
-                          api_url: str | None = None) -> WorkflowHandle:
+                          api_url: str | None = None) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
     ``search_attributes``: set ours (the cluster must have them registered);
@@ -121,21 +122,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     )
 
 
-# Temporal's close status -> the normalized execution state (docs/status.md).
-CLOSE_STATUS_TO_STATE: dict[WorkflowExecutionStatus, str] = {
-    WorkflowExecutionStatus.RUNNING: "RUNNING",
-    WorkflowExecutionStatus.COMPLETED: "COMPLETED",  # refined by the result's state
-    WorkflowExecutionStatus.FAILED: "FAILED",
-    WorkflowExecutionStatus.CANCELED: "CANCELLED",
-    WorkflowExecutionStatus.TERMINATED: "CANCELLED",
-    WorkflowExecutionStatus.TIMED_OUT: "FAILED",
-    WorkflowExecutionStatus.CONTINUED_AS_NEW: "RUNNING",
-}
-
-
 def normalized_state(status: WorkflowExecutionStatus | None, result_state: str | None = None) -> str:
-    if status is None:
-        return "PENDING"
-    if status == WorkflowExecutionStatus.COMPLETED and result_state:
-        return result_state
-    return CLOSE_STATUS_TO_STATE.get(status, "RUNNING")
+    """The execution state (see :func:`.close_status.execution_state`); ``result_state``: the
+    state the workflow's output recorded, read for COMPLETED workflows."""
+    return execution_state(status, result_state)[0]

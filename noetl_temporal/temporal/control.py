@@ -27,6 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ..engine.envelopes import RunOutput
 from ..errors import NoetlError, NotFound
 from .client import normalized_state
+from .close_status import TERMINAL_STATES
 from .search_attributes import PLAYBOOK_PATH, SEARCH_ATTRIBUTES
 from .types import WORKFLOW_NAME, RunInput
 
@@ -34,7 +35,6 @@ __all__ = ["NotFound", "ExecutionFinished", "Rejected", "ExecutionInfo", "TERMIN
            "describe", "cancel", "pause", "resume", "patch_ctx", "list_executions", "read_input",
            "read_detail", "search_attributes_available", "visibility_query"]
 
-TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 #: bound on calls that need a worker (queries of closed executions): never hang a request
 QUERY_TIMEOUT = timedelta(seconds=3)
 RPC_TIMEOUT = timedelta(seconds=10)

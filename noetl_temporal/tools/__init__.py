@@ -39,12 +39,17 @@ async def aclose_clients() -> None:
         await aclose_forkserver()
 
 
-for _tool in (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(), DuckdbTool(), ResultTool()):
+#: one instance per kind of ``noetl_temporal.tool_kinds.REGISTRY_KINDS`` (the DSL's list;
+#: tests/tools/test_tool_kinds.py keeps the two equal)
+BUILTIN_TOOLS: tuple[Tool, ...] = (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(),
+                                   DuckdbTool(), ResultTool())
+for _tool in BUILTIN_TOOLS:
     register_tool(_tool)
 del _tool
 
 __all__ = [
     "TOOLS",
+    "BUILTIN_TOOLS",
     "Tool",
     "ToolCall",
     "ToolResult",

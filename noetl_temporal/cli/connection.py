@@ -1,0 +1,50 @@
+"""The Temporal connection flags, defined once for every command that talks to Temporal.
+
+``run``, ``status``/``events``, ``cancel``/``pause``/``resume``/``ctx``, ``worker`` and
+``api``/``dev`` all take the same flags with the same meaning; :func:`target_of` turns
+them into a :class:`~noetl_temporal.temporal.client.Target` the same way for all of them
+(flag, else Temporal's environment and config profile, see ``resolve_target``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, not for --help
+    from ..temporal.client import Target
+
+__all__ = ["add_connection_arguments", "target_of", "CONNECTION_FLAGS"]
+
+#: every flag :func:`add_connection_arguments` can add
+CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue")
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, *, without_address: str | None = None,
+                             task_queue: bool = True, server: bool = True) -> None:
+    """Add the connection flags.
+
+    ``without_address``: what the command does when no address is configured (said in
+    the help); ``task_queue``: the command starts or serves workflows; ``server``: False
+    for a command that starts its own embedded server (``dev``: only ``--task-queue``).
+    """
+    if server:
+        otherwise = f", else {without_address}" if without_address else ""
+        parser.add_argument("--address", metavar="HOST:PORT",
+                            help="Temporal frontend (default: $TEMPORAL_ADDRESS, then a Temporal config "
+                                 f"profile{otherwise})")
+        parser.add_argument("--namespace", metavar="NS",
+                            help="Temporal namespace (default: $TEMPORAL_NAMESPACE, the profile's, else default)")
+        parser.add_argument("--profile", metavar="NAME",
+                            help="Temporal config profile to connect with (default: $TEMPORAL_PROFILE)")
+    if task_queue:
+        parser.add_argument("--task-queue", metavar="Q",
+                            help="task queue (default: $NOETL_TASK_QUEUE, else noetl-playbooks)")
+
+
+def target_of(args: argparse.Namespace) -> Target:
+    """Where Temporal is, from the connection flags the command has (absent ones: unset)."""
+    from ..temporal.client import resolve_target
+
+    return resolve_target(getattr(args, "address", None), getattr(args, "namespace", None),
+                          getattr(args, "task_queue", None), getattr(args, "profile", None))

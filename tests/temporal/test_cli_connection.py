@@ -1,0 +1,81 @@
+"""The Temporal connection flags are defined once (cli/connection.py) for every command."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from noetl_temporal.cli.connection import CONNECTION_FLAGS, add_connection_arguments, target_of
+from noetl_temporal.cli.main import build_parser
+from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
+
+CLI = Path(__file__).resolve().parents[2] / "noetl_temporal" / "cli"
+SERVER = {"--address", "--namespace", "--profile"}
+EXPECTED = {
+    "run": SERVER | {"--task-queue"},
+    "status": SERVER, "events": SERVER,
+    "cancel": SERVER, "pause": SERVER, "resume": SERVER, "ctx": SERVER,
+    "worker": SERVER | {"--task-queue"},
+    "api": SERVER | {"--task-queue"},
+    "dev": {"--task-queue"},
+    "validate": set(), "schema": set(), "graph": set(),
+}
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def _flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {opt: action for action in parser._actions for opt in action.option_strings
+            if opt in CONNECTION_FLAGS}
+
+
+def test_every_command_has_its_connection_flags():
+    subs = _subparsers()
+    assert set(subs) == set(EXPECTED)
+    for name, parser in subs.items():
+        assert set(_flags(parser)) == EXPECTED[name], name
+
+
+@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev"])
+def test_the_flags_mean_the_same_everywhere(name):
+    reference = argparse.ArgumentParser()
+    add_connection_arguments(reference)
+    ours = _flags(reference)
+    for flag, action in _flags(_subparsers()[name]).items():
+        if flag == "--address":  # the help may add what happens without one
+            assert action.help.startswith(ours[flag].help.rstrip(")")), name
+        else:
+            assert action.help == ours[flag].help, (name, flag)
+        assert (action.dest, action.metavar, action.default) == \
+            (ours[flag].dest, ours[flag].metavar, ours[flag].default), (name, flag)
+
+
+def test_only_the_connection_module_defines_them():
+    for path in CLI.glob("*.py"):
+        if path.name == "connection.py":
+            continue
+        text = path.read_text()
+        for flag in CONNECTION_FLAGS:
+            assert f'add_argument("{flag}"' not in text, (path.name, flag)
+
+
+def test_target_of_reads_the_flags(monkeypatch):
+    for var in ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_PROFILE", "NOETL_TASK_QUEUE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", "/nonexistent/temporal.toml")
+    parser = build_parser()
+    run = parser.parse_args(["run", "pb.yaml", "--address", "h:7233", "--namespace", "ns", "--task-queue", "q"])
+    target = target_of(run)
+    assert (target.address, target.namespace, target.task_queue) == ("h:7233", "ns", "q")
+    status = parser.parse_args(["status", "ID", "--address", "h:7233"])
+    assert (target_of(status).namespace, target_of(status).task_queue) == ("default", DEFAULT_TASK_QUEUE)
+    monkeypatch.setenv("NOETL_TASK_QUEUE", "from-env")
+    dev = parser.parse_args(["dev"])
+    assert target_of(dev).task_queue == "from-env"
+    assert target_of(dev).address is None
