@@ -12,17 +12,21 @@ from typing import Literal
 
 __all__ = ["Code", "CODES", "markdown"]
 
+Severity = Literal["error", "warning"]
+
 
 @dataclass(frozen=True)
 class Code:
     code: str
-    severity: Literal["error", "warning"]
+    severity: Severity
     meaning: str
     example: str
     fix: str
 
 
-_E, _W = "error", "warning"
+# Typed as the Literal (not str) so every row of the table checks against Code.severity.
+_E: Severity = "error"
+_W: Severity = "warning"
 
 _TABLE: list[Code] = [
     # ------------------------------------------------------------------ reading the file
