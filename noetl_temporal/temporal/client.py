@@ -94,7 +94,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           heartbeat_timeout_s: float = 30.0,
                           execution_timeout_s: float | None = None,
                           continue_as_new_after_events: int = 0, version: int | None = None,
-                          api_url: str | None = None) -> WorkflowHandle:
+                          api_url: str | None = None) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
     ``search_attributes``: set ours (the cluster must have them registered);
