@@ -12,21 +12,19 @@ from typing import Literal
 
 __all__ = ["Code", "CODES", "markdown"]
 
-Severity = Literal["error", "warning"]
-
 
 @dataclass(frozen=True)
 class Code:
     code: str
-    severity: Severity
+    severity: Literal["error", "warning"]
     meaning: str
     example: str
     fix: str
 
 
-# Typed as the Literal (not str) so every row of the table checks against Code.severity.
-_E: Severity = "error"
-_W: Severity = "warning"
+# Annotated so every row checks against Code.severity (a bare "error" would be a str).
+_E: Literal["error", "warning"] = "error"
+_W: Literal["error", "warning"] = "warning"
 
 _TABLE: list[Code] = [
     # ------------------------------------------------------------------ reading the file
