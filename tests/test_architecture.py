@@ -78,6 +78,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 #: Single modules a part may import from a part it may not import otherwise, and why.
 NARROW: dict[tuple[str, str], str] = {
     ("dsl", "noetl_temporal.engine.graph"): "validation and runs share one reachability rule",
+    ("tools", "noetl_temporal.engine.envelopes"): "a tool builds the typed task outcome the engine reads",
 }
 
 #: Standard-library modules the engine must not import: I/O, processes, clocks, threads,
