@@ -140,7 +140,7 @@ async def read_events(client: Client | None, execution_id: str, *, store: EventS
     if live is not True and store is not None:  # closed, unknown to Temporal, or no Temporal at all
         stored = await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
                                          types=types, entity=entity)
-        if stored or bool(await asyncio.to_thread(store.lifecycle, execution_id)):
+        if stored or await asyncio.to_thread(store.lifecycle, execution_id):
             return stored
     if client is None:
         raise NotFound(f"no execution {execution_id!r} in the event store",
