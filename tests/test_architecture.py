@@ -78,6 +78,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 NARROW: dict[tuple[str, str], str] = {
     ("dsl", "noetl_temporal.engine.graph"): "validation and runs share one reachability rule",
     ("tools", "noetl_temporal.engine.envelopes"): "a tool builds the typed task outcome the engine reads",
+    ("helpers", "noetl_temporal.engine.states"): "status.py's transition() also guards the engine's tables",
 }
 
 #: Standard-library modules the engine must not import: I/O, processes, clocks, threads,
