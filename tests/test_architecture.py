@@ -19,6 +19,7 @@ to learn its imports, so a function-level import counts as much as a top-level o
 from __future__ import annotations
 
 import ast
+import fnmatch
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -26,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from setuptools import find_packages
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "noetl_temporal"
@@ -320,11 +320,21 @@ def test_importing_the_dsl_loads_no_runtime() -> None:
     assert loaded == [], f"importing noetl_temporal.dsl loads {loaded}"
 
 
+def _packages(where: Path, prefix: str = "") -> Iterator[str]:
+    """What setuptools' ``packages.find`` walks: directories with ``__init__.py``, nested."""
+    for child in sorted(where.iterdir()):
+        if child.is_dir() and (child / "__init__.py").is_file():
+            name = prefix + child.name
+            yield name
+            yield from _packages(child, name + ".")
+
+
 def test_the_only_installed_top_level_package_is_noetl_temporal() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     find = config["tool"]["setuptools"]["packages"]["find"]
     assert find["include"] == ["noetl_temporal*"]
-    packages = find_packages(where=str(REPO), include=find["include"], exclude=find.get("exclude", ()))
+    packages = [p for p in _packages(REPO) if any(fnmatch.fnmatchcase(p, pattern) for pattern in find["include"])
+                and not any(fnmatch.fnmatchcase(p, pattern) for pattern in find.get("exclude", ()))]
     assert {p.split(".")[0] for p in packages} == {ROOT}
     assert "noetl_temporal.engine" in packages and "noetl_temporal.cli" in packages
 
