@@ -10,7 +10,7 @@ malformed body, it is a 422 here.
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -21,8 +21,9 @@ def allowed_methods(app: FastAPI, request: Request) -> list[str]:
     methods: set[str] = set()
     for route in app.router.routes:
         match, _ = route.matches(request.scope)
-        if match != Match.NONE and getattr(route, "methods", None):
-            methods |= set(route.methods)
+        route_methods = getattr(route, "methods", None)  # mounts and websocket routes have none
+        if match != Match.NONE and route_methods:
+            methods |= set(route_methods)
     return sorted(methods)
 
 
@@ -30,7 +31,7 @@ def install_method_not_allowed(app: FastAPI) -> None:
     from fastapi.exception_handlers import http_exception_handler
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 400:  # FastAPI's "error parsing the body": a malformed request is a 422
             return JSONResponse({"detail": f"malformed request body: {exc.detail}"}, status_code=422)
         if exc.status_code != 405:

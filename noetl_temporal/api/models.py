@@ -7,13 +7,23 @@ models forbid unknown fields, so a typo is a 422 that names it instead of being 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from noetl_temporal.store.catalog import PATH_PATTERN
 
 State = Literal["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"]
+STATES: tuple[State, ...] = get_args(State)
+
+
+def as_state(value: str) -> State:
+    """``value`` as a :data:`State` (the type checker cannot narrow a ``str`` by itself);
+    ValueError for a name the execution layer never produces."""
+    for state in STATES:
+        if state == value:
+            return state
+    raise ValueError(f"not an execution state: {value!r}")
 
 #: the largest playbook text accepted inline or into the catalog (characters)
 MAX_PLAYBOOK_CHARS = 512 * 1024
@@ -46,7 +56,7 @@ class ErrorBody(BaseModel):
     detail: Any = Field(description="what went wrong (a list of field errors for malformed requests)")
     errors: list[Diagnostic] | None = None
     warnings: list[Diagnostic] | None = None
-    state: State | None = Field(None, description="the execution's state, when it already finished")
+    state: State | None = Field(default=None, description="the execution's state, when it already finished")
 
 
 # ------------------------------------------------------------------ executions
@@ -64,7 +74,7 @@ class StartFromCatalog(_Request):
     """Start a registered playbook: the latest version, or ``version``."""
 
     path: str = Field(pattern=PATH_PATTERN, description="catalog path of a registered playbook")
-    version: int | None = Field(None, ge=1, le=MAX_INT, description="catalog version (default: latest)")
+    version: int | None = Field(default=None, ge=1, le=MAX_INT, description="catalog version (default: latest)")
     payload: dict[str, Any] = Field(default_factory=dict,
                                     description="request payload, deep-merged over the playbook's workload")
 
@@ -82,7 +92,10 @@ def _event_type_names() -> tuple[str, ...]:
     return tuple(sorted(set(CANONICAL_EVENT_TYPES) | prefixes | set(LEGACY_EVENT_NAMES)))
 
 
-EventTypeName = Literal.__getitem__(_event_type_names())
+if TYPE_CHECKING:
+    EventTypeName = str  # the names are known only at run time; the schema lists them all
+else:
+    EventTypeName = Literal[_event_type_names()]
 
 
 class Links(BaseModel):
@@ -111,13 +124,13 @@ class ExecutionSummary(BaseModel):
 
 class ExecutionList(BaseModel):
     items: list[ExecutionSummary]
-    next_page_token: str | None = Field(None, description="pass as page_token for the next page")
+    next_page_token: str | None = Field(default=None, description="pass as page_token for the next page")
 
 
 class PlaybookRef(BaseModel):
     path: str | None = None
     name: str | None = None
-    source: str | None = Field(None, description="'inline', or 'catalog:<path>@<version>'")
+    source: str | None = Field(default=None, description="'inline', or 'catalog:<path>@<version>'")
     catalog_version: int | None = None
 
 
@@ -138,7 +151,7 @@ class ExecutionDetail(BaseModel):
     started_at: str | None = None
     ended_at: str | None = None
     terminal_event: str | None = None
-    summary: dict[str, Any] | None = Field(None, description="final summary (total/failed steps, reason)")
+    summary: dict[str, Any] | None = Field(default=None, description="final summary (total/failed steps, reason)")
     steps: dict[str, Any] = Field(default_factory=dict)
     event_count: int | None = None
     playbook: PlaybookRef
@@ -178,7 +191,7 @@ class Event(BaseModel):
 class EventPage(BaseModel):
     execution_id: str
     events: list[Event]
-    next_after_seq: int | None = Field(None, description="pass as after_seq for the next page; null at the end")
+    next_after_seq: int | None = Field(default=None, description="pass as after_seq for the next page; null at the end")
 
 
 class Variables(BaseModel):
@@ -191,8 +204,8 @@ class Variables(BaseModel):
 
 
 class CancelRequest(_Request):
-    reason: str | None = Field(None, max_length=2000)
-    cascade: bool = Field(True, description="also cancel running sub-playbooks (child workflows); "
+    reason: str | None = Field(default=None, max_length=2000)
+    cascade: bool = Field(default=True, description="also cancel running sub-playbooks (child workflows); "
                                             "false leaves them running on their own")
 
 
@@ -203,7 +216,7 @@ class CancelResponse(BaseModel):
 
 
 class PauseRequest(_Request):
-    reason: str | None = Field(None, max_length=2000)
+    reason: str | None = Field(default=None, max_length=2000)
 
 
 class ControlResponse(BaseModel):

@@ -27,8 +27,9 @@ class Code:
     fix: str
 
 
-_E: Literal["error"] = "error"
-_W: Literal["warning"] = "warning"
+# Annotated so every row checks against Code.severity (a bare "error" would be a str).
+_E: Literal["error", "warning"] = "error"
+_W: Literal["error", "warning"] = "warning"
 
 _TABLE: list[Code] = [
     # ------------------------------------------------------------------ reading the file

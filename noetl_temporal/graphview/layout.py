@@ -81,7 +81,7 @@ def layout(view: GraphView) -> Layout:
             row.sort(key=lambda n: (sum(position[u] for u in ups[n]) / len(ups[n])) if ups[n] else position[n])
             position.update({name: i for i, name in enumerate(row)})
     widest = max(len(row) for row in rows)
-    width = 2 * MARGIN + widest * NODE_W + (widest - 1) * GAP_X
+    width: float = 2 * MARGIN + widest * NODE_W + (widest - 1) * GAP_X
     boxes: dict[str, Box] = {}
     for index, row in enumerate(rows):
         y = MARGIN + index * (NODE_H + GAP_Y)

@@ -116,17 +116,17 @@ class Catalog:
             return
         assert self.sqlite_path is not None
         self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.sqlite_path, timeout=30, isolation_level=None)
+        lite = sqlite3.connect(self.sqlite_path, timeout=30, isolation_level=None)
         try:
-            conn.execute("BEGIN IMMEDIATE")  # one writer at a time: versions are assigned once
+            lite.execute("BEGIN IMMEDIATE")  # one writer at a time: versions are assigned once
             try:
-                yield conn
+                yield lite
             except BaseException:
-                conn.execute("ROLLBACK")
+                lite.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            lite.execute("COMMIT")
         finally:
-            conn.close()
+            lite.close()
 
     def _sql(self, text: str) -> str:
         """Our SQL uses ``?`` placeholders and ``{t}`` for the table; psycopg wants ``%s``."""

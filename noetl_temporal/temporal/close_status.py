@@ -19,7 +19,7 @@ __all__ = ["OPEN_STATUSES", "TERMINAL_STATES", "execution_state"]
 _T, _E = WorkflowExecutionStatus, ExecutionStatus
 
 #: the execution states that never change again (str-compatible: ``"FAILED" in TERMINAL_STATES``)
-TERMINAL_STATES: frozenset[ExecutionStatus] = TERMINAL["execution"]
+TERMINAL_STATES: frozenset[ExecutionStatus] = frozenset(ExecutionStatus(s) for s in TERMINAL["execution"])
 
 #: Temporal statuses of a workflow that is still running (a continued-as-new run goes on)
 OPEN_STATUSES = frozenset({_T.RUNNING, _T.CONTINUED_AS_NEW})

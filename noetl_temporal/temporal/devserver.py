@@ -18,10 +18,14 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from temporalio.testing import WorkflowEnvironment
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
 
 __all__ = ["temporal_cli_path", "EmbeddedTemporal", "DEV_SERVER_ARGS", "free_port"]
 
@@ -49,7 +53,8 @@ def temporal_cli_path() -> str:
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]  # (host, port) for AF_INET; the stubs say Any
+        return port
 
 
 class EmbeddedTemporal:
@@ -70,7 +75,7 @@ class EmbeddedTemporal:
         # (the benchmark compares both).
         self.server_args = tuple(server_args)
         self.env: WorkflowEnvironment | None = None
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     async def __aenter__(self) -> EmbeddedTemporal:
         from temporalio.client import Client
@@ -125,7 +130,7 @@ class EmbeddedTemporal:
         return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
 
     @property
-    def client(self):
+    def client(self) -> Client:
         assert self.env is not None
         return self.env.client
 

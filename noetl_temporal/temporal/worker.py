@@ -29,7 +29,8 @@ __all__ = ["build_worker", "sandbox_runner", "PASSTHROUGH_MODULES", "enable_byte
 
 # Pure, deterministic modules shared with the sandbox instead of re-imported per run.
 # jinja2 creates a lock at import and fails inside the sandbox; our own engine modules
-# hold no clock, randomness or I/O (checked by tests/engine and the before-stop hook).
+# hold no clock, randomness or I/O (tests/test_architecture.py checks the engine, and that
+# only it and the pure parts it may import are listed here).
 PASSTHROUGH_MODULES = (
     "jinja2", "markupsafe", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
     "noetl_temporal.templates", "noetl_temporal.template_limits", "noetl_temporal.errors", "noetl_temporal.status",

@@ -190,7 +190,7 @@ async def start(argv: Sequence[str], *, cwd: str | None, env: dict[str, str],
 
 
 async def start_on(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], stdin: int, stdout: int,
-                   stderr: int, pass_fds: Sequence[int] = (),
+                   stderr: int | None, pass_fds: Sequence[int] = (),
                    child_sets_pdeathsig: bool = False) -> asyncio.subprocess.Process:
     """Start ``argv`` in a new session on the given descriptors, dying with this process.
 

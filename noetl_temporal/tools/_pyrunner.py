@@ -24,6 +24,17 @@ opt-in in-worker mode (``_pyinworker``).
 import os
 import sys
 
+# Not `from typing import TYPE_CHECKING`: the runner imports as little as it can before the
+# user code runs (mypy treats any name TYPE_CHECKING as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import json
+    from collections.abc import Callable
+    from typing import Any
+
+# Bound by _use_json (json is imported lazily, and user code may replace json.dumps).
+_dumps: "Callable[..., str]"
+
 MODULE = "__noetl_task__"  # not "__main__": an `if __name__ == "__main__": main()` guard
 # would otherwise run main a second time after we call it ourselves.
 CONVENIENCE = ("json", "os", "datetime", "uuid")  # NoETL's worker pre-binds these
@@ -49,9 +60,9 @@ def _sanitize(x, seen):
         return out
     if isinstance(x, (list, tuple, set, frozenset)):
         seen.add(id(x))
-        out = [_sanitize(v, seen) for v in x]
+        items = [_sanitize(v, seen) for v in x]
         seen.discard(id(x))
-        return out
+        return items
     return _sanitize(_default(x), seen)
 
 
@@ -209,7 +220,7 @@ def _run(req):
     return {"ok": True, "result": result}
 
 
-_PRCTL = None  # libc's prctl, looked up once (the fork server's children reuse it)
+_PRCTL: "Any" = None  # libc's prctl (False: not available), looked up once (the fork server's children reuse it)
 
 
 def _prctl():
@@ -284,8 +295,11 @@ def serve(fd, path0):
     os.dup2(null, 0)  # the request is consumed; user `input()` sees EOF
     os.close(null)
     # Line buffering keeps printed lines even when the code crashes or calls os._exit.
-    sys.stdout.reconfigure(line_buffering=True)
-    sys.stderr.reconfigure(line_buffering=True)
+    import io  # loaded by the interpreter at start-up: costs nothing
+
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):  # always, in a runner process
+            stream.reconfigure(line_buffering=True)
     sys.argv = [req["filename"]]
     resp = _enter(req.get("cwd"))
     if resp is None:

@@ -30,7 +30,8 @@ def base_env() -> dict[str, str]:
     """The environment of a task without ``env:`` (the fork server's). Built again only
     when ``os.environ`` changed: copying it decodes every entry, on every task."""
     global _BASE
-    raw = os.environ._data  # type: ignore[attr-defined] - bytes -> bytes, cheap to compare
+    # os.environ's private bytes -> bytes mapping: cheap to compare (not in the stubs).
+    raw = os.environ._data  # type: ignore[attr-defined]
     if _BASE is None or _BASE[0] != raw:
         env = dict(os.environ)
         env.setdefault("PYTHONIOENCODING", "utf-8")  # prints of any text work under a C/latin-1 locale

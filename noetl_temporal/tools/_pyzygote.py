@@ -37,6 +37,8 @@ def _load_runner(path):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("_noetl_pyrunner", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the python tool runner from {path}")
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     return runner
@@ -86,7 +88,7 @@ def _receive(sock):
             msg, anc, _, _ = sock.recvmsg(256, socket.CMSG_SPACE(4 * 4), socket.MSG_CMSG_CLOEXEC)
         except InterruptedError:
             continue
-        fds = []
+        fds: list[int] = []
         for level, kind, data in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.extend(int.from_bytes(data[i:i + 4], sys.byteorder) for i in range(0, len(data) - 3, 4))
@@ -159,8 +161,8 @@ class Zygote:
             return
         *lines, self._taken_buf = self._taken_buf.split(b"\n")
         for line in lines:
-            task_id, pid = line.decode().split()
-            pid = int(pid)
+            task_id, pid_text = line.decode().split()
+            pid = int(pid_text)
             self.spares.discard(pid)
             self.running[pid] = task_id
             self.by_id[task_id] = pid

@@ -94,7 +94,7 @@ class _Run:
                 index = i
                 res = conn.execute(statement, self.params) if self.params is not None else conn.execute(statement)
             columns = [d[0] for d in res.description] if res is not None and res.description else []
-            rows = res.fetchall() if columns else []
+            rows = res.fetchall() if res is not None and columns else []
             if not self.autocommit:
                 conn.commit()
             return _sql.result(columns, rows, None, len(self.sql))

@@ -272,6 +272,7 @@ def _names_in(text: str) -> set[str] | None:
     names: set[str] = set()
     direct: set[int] = set()
     for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        assert isinstance(node, (nodes.Getattr, nodes.Getitem))  # find_all is typed as any Node
         base = node.node
         if isinstance(base, nodes.Name) and base.name == "keychain":
             if isinstance(node, nodes.Getattr):

@@ -39,7 +39,7 @@ DEFAULT_CONNECT_TIMEOUT = 10
 
 
 def retryable_sqlstate(code: str | None) -> bool:
-    return bool(code) and (code in RETRYABLE_SQLSTATES or code.startswith("08"))
+    return code is not None and (code in RETRYABLE_SQLSTATES or code.startswith("08"))
 
 
 def connection_params(config: dict, call: ToolCall) -> tuple[str, dict[str, Any]]:

@@ -50,8 +50,9 @@ async def events(
     await read_status(client, execution_id, store)  # 404 for unknown ids, even when no event matches
     batch = await read_events(client, execution_id, store=store, after_seq=after_seq, limit=limit,
                               types=wanted, entity=entity)
-    return EventPage(execution_id=execution_id, events=batch,
-                     next_after_seq=batch[-1]["seq"] if len(batch) == limit else None)
+    # model_validate: the store's dicts become Event models (validated, as the constructor would)
+    return EventPage.model_validate({"execution_id": execution_id, "events": batch,
+                                     "next_after_seq": batch[-1]["seq"] if len(batch) == limit else None})
 
 
 def _sse(event: dict[str, Any]) -> str:
