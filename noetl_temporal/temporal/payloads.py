@@ -10,8 +10,8 @@ JSON values, and a ``dict[str, Any]`` loaded from JSON is already what it claims
 one call. Anything else (a user's own types in an embedding deployment, nested dataclasses)
 goes the SDK's way, unchanged. The JSON on the wire is the same either way.
 
-The module is pure (no I/O, no clock) and passed through the workflow sandbox, so the
-per-class cache survives from one workflow run to the next.
+The worker hands the converter class to the workflow sandbox as an object (it is not
+re-imported per run), so the per-class cache below serves every workflow run.
 """
 
 from __future__ import annotations

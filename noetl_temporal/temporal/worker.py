@@ -34,7 +34,7 @@ __all__ = ["build_worker", "sandbox_runner", "PASSTHROUGH_MODULES", "enable_byte
 PASSTHROUGH_MODULES = (
     "jinja2", "markupsafe", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
     "noetl_temporal.templates", "noetl_temporal.template_limits", "noetl_temporal.errors", "noetl_temporal.status",
-    "noetl_temporal.dsl.models", "noetl_temporal.engine", "noetl_temporal.temporal.payloads",
+    "noetl_temporal.dsl.models", "noetl_temporal.engine",
     # the tracing interceptor's workflow side (only used when tracing is on)
     "opentelemetry",
 )

@@ -121,6 +121,11 @@ async def test_postgres_result_store(monkeypatch: pytest.MonkeyPatch) -> None:
 # ----------------------------------------------------------- the activity's preparation
 
 
+async def execute_json(cmd: RunTask, call: ToolCall) -> dict:
+    """The activity's outcome as it goes on the wire."""
+    return (await execute(cmd, call)).to_dict()
+
+
 def run_task(kind: str, config: dict, **kwargs) -> RunTask:
     return RunTask(task_run_id=kwargs.pop("task_run_id", "s:run:1:task:t:1"), execution_id="exec-act", step="s",
                    step_run_id="s:run:1", task="t", kind=kind, config=config, **kwargs)
@@ -134,7 +139,7 @@ async def test_execute_renders_secrets_and_scrubs_them(monkeypatch: pytest.Monke
                             "params": {"sig": "{{ who }}-{{ keychain.api.token | length }}"}},
                    secret_context={"who": "tester"}, keychain=[{"name": "api", "kind": "bearer"}])
     call = ToolCall(execution_id="exec-act", step="s", task="t")
-    outcome = await execute(cmd, call)
+    outcome = await execute_json(cmd, call)
     assert outcome["status"] == "ok", outcome
     headers = outcome["result"]["data"]["headers"]
     # a value rendered from a keychain template is secret as a whole
@@ -144,27 +149,27 @@ async def test_execute_renders_secrets_and_scrubs_them(monkeypatch: pytest.Monke
 
     leak = run_task("python", {"code": "import os\nprint(os.environ['T'])\nraise ValueError('bad ' + os.environ['T'])",
                                "env": {"T": "{{ keychain.api.token }}"}}, keychain=[{"name": "api"}])
-    failed = await execute(leak, ToolCall(execution_id="exec-act", step="s", task="t"))
+    failed = await execute_json(leak, ToolCall(execution_id="exec-act", step="s", task="t"))
     assert failed["status"] == "error" and "***" in failed["error"]["message"]
     assert secret not in json.dumps(failed)
 
-    missing = await execute(run_task("http", {"url": "{{ keychain.nope.url }}"}), call)
+    missing = await execute_json(run_task("http", {"url": "{{ keychain.nope.url }}"}), call)
     assert missing["error"]["kind"] == "keychain" and "NOETL_KEYCHAIN_NOPE" in missing["error"]["fix"]
 
 
 async def test_execute_resolves_refs_and_stores_large_results(http_server, store_dir: Path) -> None:
     call = ToolCall(execution_id="exec-act", step="s", task="t")
-    fetched = await execute(run_task("http", {"url": http_server.url("/big?bytes=600000&json=1")},
+    fetched = await execute_json(run_task("http", {"url": http_server.url("/big?bytes=600000&json=1")},
                                      result_spec={"select": {"n": "data.blob | length"}}), call)
     ref = fetched["result_ref"]
     assert fetched["result"] == ref and ref["extracted"] == {"n": 600000}
     assert len(json.dumps(fetched)) < 4000
     assert (store_dir / "exec-act").is_dir()
-    used = await execute(run_task("python", {"input": {"doc": ref}, "code": "result = len(doc['data']['blob'])"},
+    used = await execute_json(run_task("python", {"input": {"doc": ref}, "code": "result = len(doc['data']['blob'])"},
                                   task_run_id="s:run:1:task:u:1"), call)
     assert used["status"] == "ok" and used["result"] == 600000
     # the result kind reads the reference itself
-    picked = await execute(run_task("result", {"ref": ref, "select": {"status": "status"}}), call)
+    picked = await execute_json(run_task("result", {"ref": ref, "select": {"status": "status"}}), call)
     assert picked["result"] == {"status": 200}
-    bad_store = await execute(run_task("noop", {"result": 1}, result_spec={"store": "nowhere"}), call)
+    bad_store = await execute_json(run_task("noop", {"result": 1}, result_spec={"store": "nowhere"}), call)
     assert bad_store["error"]["kind"] == "config"
