@@ -52,7 +52,7 @@ class DevProcess:
     def __init__(self, home: Path, *, db: Path | None = None) -> None:
         from noetl_temporal.temporal.devserver import free_port
 
-        self.home = home
+        self.home, self.db = home, db
         self.port, self.temporal_port, self.ui_port = free_port(), free_port(), free_port()
         self.argv = [sys.executable, "-m", "noetl_temporal.cli", "dev", "--port", str(self.port),
                      "--temporal-port", str(self.temporal_port), "--ui-port", str(self.ui_port),
@@ -100,8 +100,15 @@ class DevProcess:
 
         for _ in range(100):
             if not _listening(self.temporal_port):
-                return
+                break
             time.sleep(0.1)
+        # It stops listening before it lets go of its database: a restart on the same --db
+        # file while the old server still holds it fails with SQLITE_BUSY.
+        if self.db is not None:
+            for _ in range(300):
+                if not _holders(str(self.db)):
+                    return
+                time.sleep(0.1)
 
     def __enter__(self) -> DevProcess:
         self.start()
@@ -109,6 +116,21 @@ class DevProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+
+
+def _holders(path: str) -> list[int]:
+    """Processes started with ``path`` on their command line (the Temporal server's --db-filename)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+            except OSError:
+                continue
+            if path.encode() in argv and state != "Z":
+                found.append(int(entry))
+    return found
 
 
 def _listening(port: int) -> bool:
