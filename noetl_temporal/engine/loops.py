@@ -14,6 +14,7 @@ from ..dsl.models import Step
 from ..errors import TemplateError
 from ..templates import render_value
 from . import budget, pipeline
+from .behaviours import LOOP_FAIL_FAST_FAILS_STEP
 from .common import emit, error_outcome, short, template_context
 from .completions import Completion, FillLoop, StepRunDone
 from .envelopes import ErrorInfo, Outcome
@@ -68,7 +69,8 @@ def begin_fill(state: ExecutionState, run: StepRun) -> FillLoop | None:
 
 
 def _fill_pass(state: ExecutionState, run: StepRun) -> FillLoop:
-    return FillLoop(run.id, stop_new=run.cancelled or state.stopping is not None)
+    halted = run.loop is not None and run.loop.halted
+    return FillLoop(run.id, stop_new=run.cancelled or halted or state.stopping is not None)
 
 
 def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: list[Command]) -> list[Completion]:
@@ -76,8 +78,10 @@ def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: lis
     behind that iteration's end), or wait for running ones, or close the loop."""
     loop = run.loop
     assert loop is not None
-    if (not fill.stop_new and loop.next_index < len(loop.items)
-            and len(loop.running) < loop.max_in_flight):
+    # ``halted`` is read per iteration (an inline iteration may fail inside this pass);
+    # ``stop_new`` was decided when the pass began.
+    stop = fill.stop_new or loop.halted
+    if not stop and loop.next_index < len(loop.items) and len(loop.running) < loop.max_in_flight:
         if budget.exhausted(state):
             loop.state = move("loop", loop.state, LoopState.PARKED)
             budget.park_loop(state, run.id)  # Proceed fills it on a later activation
@@ -87,7 +91,7 @@ def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: lis
         loop.next_index += 1
         end = _start_iteration(state, run, index, commands)
         return [end, fill] if end is not None else [fill]
-    if loop.running or not (fill.stop_new or loop.next_index >= len(loop.items)):
+    if loop.running or not (stop or loop.next_index >= len(loop.items)):
         loop.state = move("loop", loop.state, LoopState.WAITING)
         return []
     return [_finish_loop(state, run)]
@@ -125,7 +129,10 @@ def iteration_finished(state: ExecutionState, run: StepRun, index: int,
          payload={"error": pipe.error} if pipe.failed else {"meta": {"result": short(pipe.prev)}})
     run.iterations.pop(index, None)
     if pipe.failed and not pipe.cancelled and failure_mode(state, run.step) == "fail_fast":
-        run.cancelled = True  # stop this loop's remaining iterations
+        if LOOP_FAIL_FAST_FAILS_STEP in state.behaviours:
+            loop.halted = True  # start no more; the loop step fails when the others are done
+        else:
+            run.cancelled = True  # before that fix: the step ended CANCELLED (behaviours.py)
         others = [p.in_flight for p in run.iterations.values() if p.in_flight]
         if others:
             commands.append(CancelTasks(task_run_ids=others, reason=f"iteration {index} of "

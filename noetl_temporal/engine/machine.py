@@ -127,6 +127,7 @@ def _start(state: ExecutionState, event: Start) -> None:
     state.parent_execution_id = event.parent_execution_id
     state.log.parent_execution_id = event.parent_execution_id
     state.source = event.source
+    state.behaviours = list(event.behaviours)
     state.started_at = event.now
     emit(state, "playbook.execution.requested", entity_id=state.execution_id, status="in_progress",
          payload={"inputs": event.payload, "meta": {"playbook": pb.metadata.path or pb.metadata.name,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .behaviours import CURRENT
+
 __all__ = [
     "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
     "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
@@ -24,6 +26,9 @@ class Start:
     payload: dict[str, Any] = field(default_factory=dict)
     parent_execution_id: str | None = None
     source: str | None = None
+    # Behaviour changes this execution runs with (``behaviours.py``): all of them for a new
+    # one; the workflow passes only those its history has (replay of older executions).
+    behaviours: list[str] = field(default_factory=lambda: list(CURRENT))
 
 
 @dataclass

@@ -81,6 +81,7 @@ class LoopRun:
     failed: list[int] = field(default_factory=list)
     done_count: int = 0
     state: LoopState = LoopState.FILLING   # moves only by the "loop" table (states.py)
+    halted: bool = False   # fail_fast: an iteration failed, start no more (the step will fail)
 
 
 @dataclass
@@ -107,6 +108,7 @@ class ExecutionState:
     now: str = ""
     parent_execution_id: str | None = None
     source: str | None = None          # the playbook file (sub-playbook paths are relative to it)
+    behaviours: list[str] = field(default_factory=list)   # switched-on changes (behaviours.py)
     status: ExecutionStatus = ExecutionStatus.PENDING
     workflow_status: WorkflowStatus = WorkflowStatus.PENDING
     workload: dict[str, Any] = field(default_factory=dict)

@@ -34,7 +34,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook, playbook_from_definition
-    from ..engine import machine, progress, snapshot
+    from ..engine import behaviours, machine, progress, snapshot
     from ..engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
     from ..engine.events import EventLog
     from ..engine.messages import (
@@ -88,6 +88,7 @@ FLUSH_INTERVAL = timedelta(seconds=2)
 # recorded before them (docs/deployment.md, "Upgrading workers"). Never reuse an id.
 PATCH_READABLE_CHILD_IDS = "readable-child-ids"   # sub-playbook ids `<child>-<hash>`, not `<parent>/<task>`
 PATCH_BATCHED_EVENT_FLUSH = "noetl-batched-event-flush"   # events persisted in batches, not per step
+# Engine behaviour changes are patched too, one id each: ``engine/behaviours.py`` (asked once, before Start).
 
 
 def _now() -> str:
@@ -134,7 +135,8 @@ class PlaybookWorkflow:
         else:
             self._state = machine.new_state(playbook, inp.execution_id)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
-                             parent_execution_id=inp.parent_execution_id, source=inp.source))
+                             parent_execution_id=inp.parent_execution_id, source=inp.source,
+                             behaviours=[b for b in behaviours.CURRENT if workflow.patched(behaviours.patch_id(b))]))
             self._mark_state()
         self._flushed_seq = self.engine.log.base
         self._show_progress()

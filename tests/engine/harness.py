@@ -65,9 +65,11 @@ def playbook(text: str):
 
 
 def run(text: str, tool: Callable[[RunTask], dict] | None = None, *, payload: dict | None = None,
-        hold: Callable[[RunTask], bool] | None = None, execution_id: str = "ex") -> Run:
+        hold: Callable[[RunTask], bool] | None = None, execution_id: str = "ex",
+        behaviours: list[str] | None = None) -> Run:
     """Run to the end. ``tool(cmd)`` returns the outcome of each task; ``hold(cmd)`` keeps a
-    task in flight (the test then feeds inputs itself through ``feed``)."""
+    task in flight (the test then feeds inputs itself through ``feed``). ``behaviours``:
+    the engine behaviour changes switched on (default: all, as for a new execution)."""
     pb = playbook(text) if isinstance(text, str) else text
     state = new_state(pb, execution_id)
     r = Run(state)
@@ -75,7 +77,10 @@ def run(text: str, tool: Callable[[RunTask], dict] | None = None, *, payload: di
     r.hold = hold or (lambda cmd: False)  # type: ignore[attr-defined]
     r.held = []  # type: ignore[attr-defined]
     r.yields = 0  # type: ignore[attr-defined]
-    feed(r, Start(execution_id=execution_id, now=NOW, payload=payload or {}))
+    start = Start(execution_id=execution_id, now=NOW, payload=payload or {})
+    if behaviours is not None:
+        start.behaviours = list(behaviours)
+    feed(r, start)
     return r
 
 

@@ -73,9 +73,10 @@ workflow:
 
 
 def test_an_inline_fill_pass_keeps_its_stop_decision():
-    """fail_fast in an inline loop: the pass that started item 0 decided "start more"
-    before 0 failed, so 1 and 2 still start (and end cancelled at once)."""
-    r = run(FAIL_FAST)
+    """Recorded executions (before ``loop-fail-fast-fails-step``): fail_fast in an inline loop:
+    the pass that started item 0 decided "start more" before 0 failed, so 1 and 2 still
+    start (and end cancelled at once)."""
+    r = run(FAIL_FAST, behaviours=[])
     assert _loop_events(r) == START + _iterations(3, done="failed") + ["loop.done", "step.failed"]
     assert [e["payload"]["error"]["kind"] for e in r.events if e["event_type"] == "loop.iteration.failed"] == [
         "policy", "cancelled", "cancelled"]
@@ -83,7 +84,7 @@ def test_an_inline_fill_pass_keeps_its_stop_decision():
 
 def test_an_activity_iteration_failure_starts_no_new_pass():
     """The same failure reported by an activity: the next pass sees fail_fast and stops."""
-    r = run(FAIL_FAST.replace("kind: noop", "kind: python\n        code: x"))
+    r = run(FAIL_FAST.replace("kind: noop", "kind: python\n        code: x"), behaviours=[])
     assert _loop_events(r) == START + ["loop.iteration.scheduled:0", "loop.iteration.started:0",
                                        "loop.iteration.failed:0", "loop.done", "step.failed"]
 

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 from noetl_temporal.dsl import load_playbook
+from noetl_temporal.engine import behaviours
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
 
@@ -24,15 +25,21 @@ REPO = HERE.parents[1]
 PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "retry_loop.yaml",
              # the same run before and after the `readable-child-ids` patch (workflow.py):
              # `subplaybook` was recorded by the code before it, `subplaybook_patched` after
-             "subplaybook": HERE / "subplaybook.yaml", "subplaybook_patched": HERE / "subplaybook.yaml"}
+             "subplaybook": HERE / "subplaybook.yaml", "subplaybook_patched": HERE / "subplaybook.yaml",
+             # before and after the engine change `loop-fail-fast-fails-step` (engine/behaviours.py)
+             "loop_fail_fast": HERE / "loop_fail_fast.yaml", "loop_fail_fast_patched": HERE / "loop_fail_fast.yaml"}
+# Recorded as the code before a change ran: the workflow does not ask for these behaviours.
+BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",)}
 
 
 async def record(names: list[str]) -> None:
+    current = behaviours.CURRENT
     async with EmbeddedTemporal() as env:
         for name, path in PLAYBOOKS.items():
             if names and name not in names:
                 continue
             playbook = load_playbook(path).playbook
+            behaviours.CURRENT = tuple(b for b in current if b not in BEFORE.get(name, ()))
             report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
                                            execution_id=f"replay-{name}", source=str(path))
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()

@@ -19,7 +19,8 @@ from noetl_temporal.temporal.workflow import PATCH_READABLE_CHILD_IDS, PlaybookW
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
 
-@pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched"])
+@pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
+                                  "loop_fail_fast", "loop_fail_fast_patched"])
 async def test_recorded_history_replays_to_identical_events(name, monkeypatch):
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
@@ -85,3 +86,29 @@ async def test_live_run_replays_to_the_same_events(run_yaml, temporal):
         machine.step = real_step
     assert result.replay_failure is None
     assert json.loads(json.dumps(states[-1].log.events, default=str)) == report.events
+
+
+@pytest.mark.parametrize("name,forced", [("loop_fail_fast", True), ("loop_fail_fast_patched", False)])
+async def test_engine_behaviour_changes_are_guarded_the_same_way(name, forced, monkeypatch):
+    """``loop-fail-fast-fails-step`` changed what the engine does when a loop iteration fails
+    under fail_fast. ``loop_fail_fast`` was recorded without it and ends COMPLETED, the
+    ``_patched`` one with it and ends FAILED; each replays to its own events above. Forcing
+    the other answer for the history's patch id does not reproduce what was recorded."""
+    from temporalio import workflow
+
+    from noetl_temporal.engine.behaviours import LOOP_FAIL_FAST_FAILS_STEP, patch_id
+
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    finished = [e for e in expected if e["event_type"] == "playbook.finished"]
+    assert finished[-1]["payload"]["meta"]["status"] == ("COMPLETED" if forced else "FAILED")
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    real = workflow.patched
+    monkeypatch.setattr(workflow, "patched",
+                        lambda pid: forced if pid == patch_id(LOOP_FAIL_FAST_FAILS_STEP) else real(pid))
+    states = []
+    real_step = machine.step
+    monkeypatch.setattr(machine, "step", lambda state, event: states.append(state) or real_step(state, event))
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    replayed = json.loads(json.dumps(states[-1].log.events, default=str)) if states else None
+    assert result.replay_failure is not None or replayed != expected
