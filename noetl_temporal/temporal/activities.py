@@ -126,6 +126,8 @@ async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     except ToolError as err:
         return Outcome.from_dict(keychain.Scrubber(call.secrets)(error_outcome(err, call, started=started)))
     outcome = scrubber(await run_tool(cmd.kind, config, call))
+    if results.surely_inline(outcome.get("result"), cmd.result_spec):
+        return Outcome.from_dict(outcome)  # the usual small result: no thread, no store
     try:
         outcome = await asyncio.to_thread(results.externalize, outcome, cmd.result_spec,
                                           execution_id=cmd.execution_id, task_run_id=cmd.task_run_id,

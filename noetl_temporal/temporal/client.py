@@ -9,6 +9,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 
 from ..dsl.models import Playbook, playbook_definition
+from ..engine import behaviours
 from ..errors import ConfigError
 from . import labels
 from .claimcheck import data_converter
@@ -105,7 +106,8 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     execution_id = execution_id or new_execution_id(playbook.metadata.name or playbook.metadata.path)
     inp = RunInput(execution_id=execution_id, playbook=definition,
                    payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s,
-                   continue_as_new_after_events=continue_as_new_after_events)
+                   continue_as_new_after_events=continue_as_new_after_events,
+                   behaviours=list(behaviours.CURRENT))
     extra: dict[str, Any] = {}
     if search_attributes:
         extra["search_attributes"] = labels.search_attributes(definition, source)

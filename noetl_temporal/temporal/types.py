@@ -40,5 +40,8 @@ class RunInput:
     continue_as_new_after_events: int = 0
     # At most this many tasks in flight per execution (0: 1,500, under Temporal's 2,000).
     max_pending: int = 0
+    # Engine behaviour changes this execution runs with (engine/behaviours.py): start_execution
+    # sets all current ones; None (an input from before the list existed) means none of them.
+    behaviours: list[str] | None = None
     # Set by a run that continued as new: the engine state and the work to restart.
     resume: dict[str, Any] | None = None

@@ -88,7 +88,7 @@ FLUSH_INTERVAL = timedelta(seconds=2)
 # recorded before them (docs/deployment.md, "Upgrading workers"). Never reuse an id.
 PATCH_READABLE_CHILD_IDS = "readable-child-ids"   # sub-playbook ids `<child>-<hash>`, not `<parent>/<task>`
 PATCH_BATCHED_EVENT_FLUSH = "noetl-batched-event-flush"   # events persisted in batches, not per step
-# Engine behaviour changes are patched too, one id each: ``engine/behaviours.py`` (asked once, before Start).
+# Engine behaviour changes are named in ``engine/behaviours.py`` and listed in the workflow input instead.
 
 
 def _now() -> str:
@@ -136,7 +136,7 @@ class PlaybookWorkflow:
             self._state = machine.new_state(playbook, inp.execution_id)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
-                             behaviours=[b for b in behaviours.CURRENT if workflow.patched(behaviours.patch_id(b))]))
+                             behaviours=behaviours.of_input(inp.behaviours)))
             self._mark_state()
         self._flushed_seq = self.engine.log.base
         self._show_progress()
@@ -426,7 +426,8 @@ class PlaybookWorkflow:
                                payload=child_payload(cmd.config), source=resolved["source"],
                                parent_execution_id=inp.execution_id, infra_attempts=inp.infra_attempts,
                                heartbeat_timeout_s=inp.heartbeat_timeout_s,
-                               persist_events=inp.persist_events, depth=inp.depth + 1)
+                               persist_events=inp.persist_events, depth=inp.depth + 1,
+                               behaviours=list(self.engine.behaviours))
         try:
             output = await workflow.execute_child_workflow(
                 WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,

@@ -40,7 +40,8 @@ from ..pgschema import ensure_schema
 from ..templates import is_template, render
 
 __all__ = [
-    "DEFAULT_INLINE_MAX_BYTES", "REF_KIND", "is_ref", "inline_max_bytes", "externalize", "resolve_ref",
+    "DEFAULT_INLINE_MAX_BYTES", "REF_KIND", "is_ref", "inline_max_bytes", "surely_inline", "externalize",
+    "resolve_ref",
     "aresolve_ref", "resolve_refs", "select_values", "make_preview", "open_result_store",
     "check_result_spec", "ResultStore", "FsResultStore", "PostgresResultStore", "ResultRefError",
 ]
@@ -72,6 +73,49 @@ def inline_max_bytes(spec: Mapping[str, Any] | None) -> int:
         env = os.environ.get("NOETL_INLINE_MAX_BYTES")
         value = int(env) if env and env.strip().isdigit() else DEFAULT_INLINE_MAX_BYTES
     return int(value)
+
+
+_WALK_LIMIT = 256  # values looked at before surely_inline gives up and lets externalize measure
+
+
+def surely_inline(value: Any, spec: Mapping[str, Any] | None) -> bool:
+    """True when ``value``'s JSON certainly fits ``inline_max_bytes``, found without encoding it.
+
+    An upper bound from a walk over at most a few hundred values (a string counts six bytes
+    a character, the most an escape takes). It lets the activity keep the usual small result
+    on the event loop; anything else goes to :func:`externalize`, in a thread, which measures
+    the encoded body exactly.
+    """
+    limit = inline_max_bytes(spec)
+    budget, seen, stack = 0, 0, [value]
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > _WALK_LIMIT:
+            return False
+        if item is None or isinstance(item, bool):
+            budget += 5
+        elif isinstance(item, int | float):
+            if isinstance(item, int) and not -(10**18) < item < 10**18:
+                return False
+            budget += 24
+        elif isinstance(item, str):
+            budget += 6 * len(item) + 2
+        elif isinstance(item, list):
+            budget += 2 + len(item)
+            stack.extend(item)
+        elif isinstance(item, dict):
+            budget += 2 + 2 * len(item)
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    return False
+                budget += 6 * len(key) + 2
+                stack.append(sub)
+        else:
+            return False
+        if budget > limit:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------- stores

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -28,11 +30,14 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "subplaybook": HERE / "subplaybook.yaml", "subplaybook_patched": HERE / "subplaybook.yaml",
              # before and after the engine change `loop-fail-fast-fails-step` (engine/behaviours.py)
              "loop_fail_fast": HERE / "loop_fail_fast.yaml", "loop_fail_fast_patched": HERE / "loop_fail_fast.yaml"}
-# Recorded as the code before a change ran: the workflow does not ask for these behaviours.
+# Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",)}
 
 
 async def record(names: list[str]) -> None:
+    # A fresh event store: one kept from an earlier recording already holds these execution
+    # ids, and its old events would be written next to the new history.
+    os.environ["NOETL_EVENT_STORE"] = str(Path(tempfile.mkdtemp(prefix="noetl-record-")) / "events.db")
     current = behaviours.CURRENT
     async with EmbeddedTemporal() as env:
         for name, path in PLAYBOOKS.items():

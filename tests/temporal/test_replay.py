@@ -89,22 +89,20 @@ async def test_live_run_replays_to_the_same_events(run_yaml, temporal):
 
 
 @pytest.mark.parametrize("name,forced", [("loop_fail_fast", True), ("loop_fail_fast_patched", False)])
-async def test_engine_behaviour_changes_are_guarded_the_same_way(name, forced, monkeypatch):
+async def test_engine_behaviour_changes_follow_the_recorded_input(name, forced, monkeypatch):
     """``loop-fail-fast-fails-step`` changed what the engine does when a loop iteration fails
-    under fail_fast. ``loop_fail_fast`` was recorded without it and ends COMPLETED, the
-    ``_patched`` one with it and ends FAILED; each replays to its own events above. Forcing
-    the other answer for the history's patch id does not reproduce what was recorded."""
-    from temporalio import workflow
-
-    from noetl_temporal.engine.behaviours import LOOP_FAIL_FAST_FAILS_STEP, patch_id
+    under fail_fast. ``loop_fail_fast`` was recorded without it (its workflow input lists no
+    behaviours) and ends COMPLETED, ``loop_fail_fast_patched`` with it and ends FAILED; each
+    replays to its own events above, because the engine takes the list from the recorded
+    input. Running the other behaviour on either history does not reproduce it."""
+    from noetl_temporal.engine import behaviours
 
     expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
     finished = [e for e in expected if e["event_type"] == "playbook.finished"]
     assert finished[-1]["payload"]["meta"]["status"] == ("COMPLETED" if forced else "FAILED")
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
-    real = workflow.patched
-    monkeypatch.setattr(workflow, "patched",
-                        lambda pid: forced if pid == patch_id(LOOP_FAIL_FAST_FAILS_STEP) else real(pid))
+    monkeypatch.setattr(behaviours, "of_input",
+                        lambda names: [behaviours.LOOP_FAIL_FAST_FAILS_STEP] if forced else [])
     states = []
     real_step = machine.step
     monkeypatch.setattr(machine, "step", lambda state, event: states.append(state) or real_step(state, event))

@@ -173,3 +173,30 @@ async def test_execute_resolves_refs_and_stores_large_results(http_server, store
     assert picked["result"] == {"status": 200}
     bad_store = await execute_json(run_task("noop", {"result": 1}, result_spec={"store": "nowhere"}), call)
     assert bad_store["error"]["kind"] == "config"
+
+
+# ----------------------------------------------------------- the cheap inline check
+
+@pytest.mark.parametrize(("value", "limit", "expected"), [
+    (None, 10, True), (True, 10, True), (12345, 64, True), ("abc", 64, True),
+    ({"i": 1, "xs": [1, 2.5, None, "é"]}, 256, True),
+    ("x" * 100, 64, False),                 # 6 bytes a character could exceed it: not sure, so no
+    (list(range(300)), 1 << 20, False),     # too many values to walk: let externalize measure
+    (10 ** 30, 1 << 20, False),             # a long integer
+    ({1: "non-string key"}, 1 << 20, False),
+    ((1, 2), 1 << 20, False),               # not a JSON type: externalize decides
+    ({"a": "b"}, 0, False),                 # inline_max_bytes: 0 stores everything
+])
+def test_surely_inline(value, limit, expected) -> None:
+    assert results.surely_inline(value, {"inline_max_bytes": limit}) is expected
+
+
+@pytest.mark.parametrize("value", [
+    {"text": "\x00\x01" * 20}, {"k" * 30: ["é" * 10, 1e300, -(10 ** 17)]}, [[[[{"a": None}]]]] * 20, "\n" * 40,
+])
+def test_surely_inline_never_says_yes_to_a_body_over_the_limit(value) -> None:
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    for limit in range(0, 2 * size + 400, 7):
+        if results.surely_inline(value, {"inline_max_bytes": limit}):
+            assert size <= limit, (limit, size)
+    assert results.surely_inline(value, {"inline_max_bytes": 1 << 20})
