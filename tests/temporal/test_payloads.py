@@ -68,3 +68,21 @@ def test_other_types_go_the_sdk_way():
 
 def test_the_project_converter_uses_it():
     assert data_converter().payload_converter_class is PayloadConverter
+
+
+@dataclasses.dataclass
+class _Outer:  # nested dataclasses, tuples and sets: what asdict and json make of them
+    run: RunTask
+    items: list[Any]
+    pair: tuple[int, int] = (1, 2)
+
+
+@pytest.mark.parametrize("value", [
+    RUN_TASK,
+    _Outer(RUN_TASK, [RUN_TASK, {"nested": _Nested(RUN_TASK)}, {3, 4}]),
+    {"deep": [_Nested(RUN_TASK)]},
+])
+def test_encodes_exactly_as_the_sdk(value):
+    ours = PayloadConverter().to_payloads([value])
+    sdk = DataConverter.default.payload_converter.to_payloads([value])
+    assert ours[0].data == sdk[0].data and ours[0].metadata == sdk[0].metadata
