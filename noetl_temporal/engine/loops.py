@@ -69,8 +69,7 @@ def begin_fill(state: ExecutionState, run: StepRun) -> FillLoop | None:
 
 
 def _fill_pass(state: ExecutionState, run: StepRun) -> FillLoop:
-    halted = run.loop is not None and run.loop.halted
-    return FillLoop(run.id, stop_new=run.cancelled or halted or state.stopping is not None)
+    return FillLoop(run.id, stop_new=run.cancelled or state.stopping is not None)
 
 
 def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: list[Command]) -> list[Completion]:

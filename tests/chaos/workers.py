@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.processes import processes_with_arg
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -106,7 +108,7 @@ class DevProcess:
         # file while the old server still holds it fails with SQLITE_BUSY.
         if self.db is not None:
             for _ in range(300):
-                if not _holders(str(self.db)):
+                if not processes_with_arg(str(self.db)):
                     return
                 time.sleep(0.1)
 
@@ -116,21 +118,6 @@ class DevProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
-
-
-def _holders(path: str) -> list[int]:
-    """Processes started with ``path`` on their command line (the Temporal server's --db-filename)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-            except OSError:
-                continue
-            if path.encode() in argv and state != "Z":
-                found.append(int(entry))
-    return found
 
 
 def _listening(port: int) -> bool:

@@ -12,16 +12,10 @@ from noetl_temporal.engine.behaviours import CURRENT, LOOP_FAIL_FAST_FAILS_STEP
 from noetl_temporal.engine.messages import Start, TaskFinished
 
 from .harness import NOW, err, feed, ok, run
+from .test_completer import FAIL_FAST
 
-INLINE = """
-executor: {spec: {failure: {mode: fail_fast}}}
-workflow:
-  - step: each
-    loop: {in: "{{ [0, 1, 2] }}", iterator: x, spec: {mode: sequential}}
-    tool:
-      - name: t
-        kind: noop
-        spec: {policy: {rules: [{when: "{{ x == 0 }}", then: {do: fail}}]}}
+# the completer test's loop, with a step after it
+INLINE = FAIL_FAST + """\
     next: {arcs: [{step: after}]}
   - step: after
     tool: {kind: noop}

@@ -29,3 +29,18 @@ async def wait_dead(pid: int, seconds: float = 5.0) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+def processes_with_arg(arg: str) -> list[int]:
+    """Live processes with ``arg`` as one of their command-line arguments."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+            except OSError:
+                continue
+            if arg.encode() in argv and state != "Z":
+                found.append(int(entry))
+    return found
