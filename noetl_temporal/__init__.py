@@ -21,7 +21,7 @@ __all__ = [
     # running
     "run_playbook", "run_with_client", "RunReport", "Target",
     # embedding in a Temporal deployment
-    "PlaybookWorkflow", "ACTIVITIES", "build_worker", "hosted_worker", "sandbox_runner", "connect",
+    "PlaybookWorkflow", "ACTIVITIES", "build_worker", "hosted_worker", "sandbox_runner", "workflow_runner", "connect",
     "start_execution", "EmbeddedTemporal", "data_converter",
     # observing and controlling
     "read_status", "read_events", "follow_events", "open_event_store",
@@ -36,6 +36,7 @@ _WHERE = {
     "Target": "temporal.client", "connect": "temporal.client", "start_execution": "temporal.client",
     "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
     "build_worker": "temporal.worker", "hosted_worker": "temporal.hosting", "sandbox_runner": "temporal.worker",
+    "workflow_runner": "temporal.worker",
     "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.claimcheck",
     "read_status": "observe", "read_events": "observe", "follow_events": "observe",
     "open_event_store": "store.events",

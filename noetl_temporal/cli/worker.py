@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
     parser.add_argument("--max-concurrent-activities", type=int, default=100, metavar="N",
                         help="tool tasks this worker runs at once (default: 100)")
+    parser.add_argument("--workflow-sandbox", action="store_true", default=None,
+                        help="run playbook workflows in the Temporal SDK's workflow sandbox (default: "
+                             "unsandboxed, unless $NOETL_WORKFLOW_SANDBOX=1; see docs/deployment.md)")
     add_telemetry_arguments(parser)
 
 
@@ -45,7 +48,8 @@ async def serve(args: argparse.Namespace) -> None:
         loop.add_signal_handler(sig, stop.set)
     metrics = f"; metrics at http://{args.metrics_host}:{args.metrics_port}/metrics" if args.metrics_port else ""
     async with hosted_worker(client, task_queue=target.task_queue,
-                             max_concurrent_activities=args.max_concurrent_activities):
+                             max_concurrent_activities=args.max_concurrent_activities,
+                             sandboxed=args.workflow_sandbox):
         print(f"worker polling {target.task_queue} on {target.address} ({target.namespace}){metrics}",
               file=sys.stderr, flush=True)
         await stop.wait()

@@ -26,6 +26,7 @@ from temporalio.converter import (
     AdvancedJSONEncoder,
     CompositePayloadConverter,
     DefaultPayloadConverter,
+    EncodingPayloadConverter,
     JSONPlainPayloadConverter,
     JSONTypeConverter,
 )
@@ -138,10 +139,18 @@ class ShallowDataclassEncoder(AdvancedJSONEncoder):
 
 
 class PayloadConverter(CompositePayloadConverter):
-    """The SDK's default converters, its JSON one taught :class:`PlainJSONTypes`."""
+    """The SDK's default converters, its JSON one taught :class:`PlainJSONTypes`.
+
+    The SDK builds a converter for every serialization context (each activity task, each
+    workflow activation): the encoding converters are stateless, so they are built once."""
+
+    _encoders: tuple[EncodingPayloadConverter, ...] | None = None
 
     def __init__(self) -> None:
-        super().__init__(*(
-            JSONPlainPayloadConverter(encoder=ShallowDataclassEncoder, custom_type_converters=[_TYPES])
-            if isinstance(conv, JSONPlainPayloadConverter) else conv
-            for conv in DefaultPayloadConverter.default_encoding_payload_converters))
+        encoders = PayloadConverter._encoders
+        if encoders is None:
+            encoders = PayloadConverter._encoders = tuple(
+                JSONPlainPayloadConverter(encoder=ShallowDataclassEncoder, custom_type_converters=[_TYPES])
+                if isinstance(conv, JSONPlainPayloadConverter) else conv
+                for conv in DefaultPayloadConverter.default_encoding_payload_converters)
+        super().__init__(*encoders)

@@ -1,8 +1,19 @@
 """Build a worker that runs playbook workflows and their task activities.
 
 Embed it in an existing deployment with :func:`build_worker` (or register
-``PlaybookWorkflow`` and ``ACTIVITIES`` in your own ``Worker``, using
-:func:`sandbox_runner` for the workflow sandbox).
+``PlaybookWorkflow`` and ``ACTIVITIES`` in your own ``Worker`` with
+:func:`workflow_runner`).
+
+**Why playbook workflows run outside the workflow sandbox by default.** The sandbox
+guards *user* workflow code against non-determinism; no user code runs in a playbook
+workflow (python tasks, shell commands and HTTP calls are activities, templates render in
+jinja2's immutable sandbox with the workflow's own clock and random). The workflow module
+is a thin shell over the pure engine, whose imports ``tests/test_architecture.py`` checks,
+and recorded histories replay under both runners (``tests/temporal/test_replay.py``).
+The sandbox costs CPU on every activation and, in SDK 1.35, on every payload the worker
+visits (it re-enters the sandbox to find each payload's serialization context): 16-29%
+of the worker's CPU on the parallel benchmarks (docs/performance.md). Ask for it with
+``build_worker(sandboxed=True)`` or ``NOETL_WORKFLOW_SANDBOX=1``.
 """
 
 from __future__ import annotations
@@ -13,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ..store.events import EventStore, open_event_store
@@ -25,7 +36,11 @@ from .subplaybooks import resolve_playbook
 from .types import DEFAULT_TASK_QUEUE
 from .workflow import PlaybookWorkflow
 
-__all__ = ["build_worker", "sandbox_runner", "PASSTHROUGH_MODULES", "enable_bytecode_cache"]
+__all__ = ["build_worker", "sandbox_runner", "workflow_runner", "PASSTHROUGH_MODULES", "SANDBOX_ENV",
+           "enable_bytecode_cache"]
+
+#: set to 1/true/yes/on to run playbook workflows in the SDK's workflow sandbox
+SANDBOX_ENV = "NOETL_WORKFLOW_SANDBOX"
 
 # Pure, deterministic modules shared with the sandbox instead of re-imported per run.
 # jinja2 creates a lock at import and fails inside the sandbox; our own engine modules
@@ -45,6 +60,14 @@ def sandbox_runner() -> SandboxedWorkflowRunner:
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES))
 
 
+def workflow_runner(sandboxed: bool | None = None) -> WorkflowRunner:
+    """The runner for playbook workflows: unsandboxed unless ``sandboxed`` (default:
+    ``$NOETL_WORKFLOW_SANDBOX``) asks for :func:`sandbox_runner`."""
+    if sandboxed is None:
+        sandboxed = os.environ.get(SANDBOX_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return sandbox_runner() if sandboxed else UnsandboxedWorkflowRunner()
+
+
 def enable_bytecode_cache() -> None:
     """Cache compiled modules even where PYTHONDONTWRITEBYTECODE is set.
 
@@ -59,12 +82,13 @@ def enable_bytecode_cache() -> None:
 
 def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
                  max_concurrent_activities: int = 100, event_store: EventStore | None = None,
-                 **kwargs: Any) -> Worker:
+                 sandboxed: bool | None = None, **kwargs: Any) -> Worker:
     """A worker for playbook workflows, their tool activities and event persistence.
 
     ``event_store`` defaults to :func:`open_event_store` (``$NOETL_EVENT_STORE`` or the
-    embedded SQLite file). Task-attempt metrics are always counted (served only where the
-    runtime serves metrics); tracing comes from the client's interceptors (``connect(tracing=)``).
+    embedded SQLite file). ``sandboxed``: see :func:`workflow_runner`. Task-attempt metrics
+    are always counted (served only where the runtime serves metrics); tracing comes from
+    the client's interceptors (``connect(tracing=)``).
     """
     enable_bytecode_cache()
     sink = EventSink(event_store or open_event_store())
@@ -73,7 +97,7 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
         task_queue=task_queue,
         workflows=[PlaybookWorkflow],
         activities=[*ACTIVITIES, resolve_playbook, sink.persist_events, yield_activation],
-        workflow_runner=sandbox_runner(),
+        workflow_runner=workflow_runner(sandboxed),
         max_concurrent_activities=max_concurrent_activities,
         interceptors=[MetricsInterceptor(), *kwargs.pop("interceptors", [])],
         **kwargs,

@@ -174,6 +174,8 @@ class Zygote:
             msg = self.sock.recv(256)
         except InterruptedError:
             return True
+        except ConnectionError:  # the worker died without closing: as EOF, without a traceback
+            return False
         if not msg:
             return False
         words = msg.decode().split()

@@ -16,6 +16,7 @@ import pytest
 
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.runner import run_with_client
+from noetl_temporal.temporal.worker import SANDBOX_ENV
 
 HERE = Path(__file__).resolve().parent
 CASES = sorted(p.name for p in HERE.iterdir() if (p / "playbook.yaml").is_file())
@@ -39,7 +40,10 @@ async def run_case(client, name: str):
 
 @pytest.mark.temporal
 @pytest.mark.parametrize("name", CASES)
-async def test_golden(temporal, name):
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
+async def test_golden(temporal, name, sandboxed, monkeypatch):
+    """Under both workflow runners (unsandboxed is the default, see temporal/worker.py)."""
+    monkeypatch.setenv(SANDBOX_ENV, "1" if sandboxed else "0")
     expected = json.loads((HERE / name / "expected.json").read_text())
     got = observed(await run_case(temporal.client, name))
     if not expected.get("events_ordered", True):

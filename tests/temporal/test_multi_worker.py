@@ -87,8 +87,11 @@ async def test_two_worker_processes_share_a_200_item_loop(tmp_path, fresh_databa
             profile_file.write_text(f'[profile.shared]\naddress = "{server.address}"\nnamespace = "default"\n')
             env_profile = {k: v for k, v in env.items() if k != "TEMPORAL_ADDRESS"}
             env_profile["TEMPORAL_CONFIG_FILE"] = str(profile_file)
+            # A mixed fleet: the second runs playbook workflows in the SDK's sandbox, so a
+            # workflow task moving between the workers replays under the other runner.
             workers = [Proc(["worker", "--max-concurrent-activities", "20"], env),
-                       Proc(["worker", "--profile", "shared", "--max-concurrent-activities", "20"], env_profile)]
+                       Proc(["worker", "--profile", "shared", "--max-concurrent-activities", "20",
+                             "--workflow-sandbox"], env_profile)]
             api = Proc(["api", "--port", "0", "--execution-timeout", "60"], env)
             procs += [*workers, api]
             for worker in workers:

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from noetl_temporal.engine import machine
-from noetl_temporal.temporal.worker import sandbox_runner
+from noetl_temporal.temporal.worker import sandbox_runner, workflow_runner
 from noetl_temporal.temporal.workflow import PATCH_READABLE_CHILD_IDS, PlaybookWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
@@ -21,7 +21,9 @@ HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
                                   "loop_fail_fast", "loop_fail_fast_patched"])
-async def test_recorded_history_replays_to_identical_events(name, monkeypatch):
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
+async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
+    """Under both runners: workers run unsandboxed by default, sandboxed on request."""
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
     states = []
@@ -32,7 +34,7 @@ async def test_recorded_history_replays_to_identical_events(name, monkeypatch):
         return real_step(state, event)
 
     monkeypatch.setattr(machine, "step", spy)
-    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=workflow_runner(sandboxed))
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None
     replayed = json.loads(json.dumps(states[-1].log.events, default=str))
@@ -60,7 +62,8 @@ async def test_the_patch_guard_is_what_keeps_each_history_replaying(name, forced
     assert ("Child workflow id" if forced else "patch marker encountered for change readable-child-ids") in failure
 
 
-async def test_live_run_replays_to_the_same_events(run_yaml, temporal):
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
+async def test_live_run_replays_to_the_same_events(run_yaml, temporal, sandboxed):
     report = await run_yaml("""
     workload: {items: [a, b]}
     workflow:
@@ -81,7 +84,8 @@ async def test_live_run_replays_to_the_same_events(run_yaml, temporal):
 
     machine.step = spy
     try:
-        result = await Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner()).replay_workflow(history)
+        replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=workflow_runner(sandboxed))
+        result = await replayer.replay_workflow(history)
     finally:
         machine.step = real_step
     assert result.replay_failure is None
