@@ -136,33 +136,74 @@ def _import_libs(libs, g):
             g[alias] = importlib.import_module(spec)
 
 
-def _call_main(main, params):
+# Parameter kinds, in signature order (as inspect.Parameter's).
+POSITIONAL_ONLY, POSITIONAL_OR_KEYWORD, VAR_POSITIONAL, KEYWORD_ONLY, VAR_KEYWORD = range(5)
+NO_DEFAULT = object()
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+# A freshly forked child pays for every page of the fork server it touches (copy-on-write):
+# inspect.signature touches enough of the inspect module to cost ~0.3 ms a task, reading
+# a plain function's code object almost nothing.
+_FUNCTION = type(_default)
+_NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None), tuple})
+
+
+def parameters(main):
+    """``[(name, kind, default or NO_DEFAULT)]`` of ``main``, as ``inspect.signature`` sees
+    them; None when it has no signature (a builtin without one)."""
+    if type(main) is not _FUNCTION or "__wrapped__" in main.__dict__ or "__signature__" in main.__dict__:
+        return _parameters_by_inspect(main)
+    code = main.__code__
+    names, npos, nposonly = code.co_varnames, code.co_argcount, code.co_posonlyargcount
+    defaults, kwdefaults = main.__defaults__ or (), main.__kwdefaults__ or {}
+    first_default = npos - len(defaults)
+    out = [(names[i], POSITIONAL_ONLY if i < nposonly else POSITIONAL_OR_KEYWORD,
+            defaults[i - first_default] if i >= first_default else NO_DEFAULT) for i in range(npos)]
+    kwonly = names[npos:npos + code.co_kwonlyargcount]
+    rest = npos + len(kwonly)  # then the *args name, then the **kwargs name
+    if code.co_flags & _CO_VARARGS:
+        out.append((names[rest], VAR_POSITIONAL, NO_DEFAULT))
+        rest += 1
+    out += [(name, KEYWORD_ONLY, kwdefaults[name] if name in kwdefaults else NO_DEFAULT) for name in kwonly]
+    if code.co_flags & _CO_VARKEYWORDS:
+        out.append((names[rest], VAR_KEYWORD, NO_DEFAULT))
+    return out
+
+
+def _parameters_by_inspect(main):
     import inspect
 
     try:
         sig = inspect.signature(main)
     except (TypeError, ValueError):
+        return None
+    return [(p.name, int(p.kind), NO_DEFAULT if p.default is p.empty else p.default)
+            for p in sig.parameters.values()]
+
+
+def _call_main(main, params):
+    signature = parameters(main)
+    if signature is None:
         return main(), None
     positional, keywords, missing, var_kw = [], {}, [], False
-    for p in sig.parameters.values():
-        if p.kind is p.VAR_POSITIONAL:
+    for name, kind, default in signature:
+        if kind == VAR_POSITIONAL:
             continue
-        if p.kind is p.VAR_KEYWORD:
+        if kind == VAR_KEYWORD:
             var_kw = True
             continue
-        if p.name in params:
-            value = params[p.name]
-        elif p.default is not p.empty:
-            if p.kind is not p.POSITIONAL_ONLY:
+        if name in params:
+            value = params[name]
+        elif default is not NO_DEFAULT:
+            if kind != POSITIONAL_ONLY:
                 continue
-            value = p.default
+            value = default
         else:
-            missing.append(p.name)
+            missing.append(name)
             continue
-        if p.kind is p.POSITIONAL_ONLY:
+        if kind == POSITIONAL_ONLY:
             positional.append(value)
         else:
-            keywords[p.name] = value
+            keywords[name] = value
     if missing:
         names = ", ".join(repr(n) for n in missing)
         have = ", ".join(sorted(params)) or "none"
@@ -172,10 +213,10 @@ def _call_main(main, params):
                        f"(available: {have})",
         }
     if var_kw:
-        bound = {p.name for p in sig.parameters.values()}
+        bound = {name for name, _, _ in signature}
         keywords.update({k: v for k, v in params.items() if k not in bound})
     rv = main(*positional, **keywords)
-    if inspect.isawaitable(rv):
+    if type(rv) not in _NEVER_AWAITABLE and _awaitable(rv):
         import asyncio
 
         async def _await(aw):
@@ -183,6 +224,12 @@ def _call_main(main, params):
 
         rv = asyncio.run(_await(rv))
     return rv, None
+
+
+def _awaitable(value):
+    import inspect
+
+    return inspect.isawaitable(value)
 
 
 def _run(req):
