@@ -14,7 +14,7 @@ snapshot), so continue-as-new keeps it too.
 
 from __future__ import annotations
 
-__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "CURRENT", "of_input"]
+__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -22,8 +22,30 @@ __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "CURRENT", "of_input"]
 #: handled failure and the execution could end COMPLETED.
 LOOP_FAIL_FAST_FAILS_STEP = "loop-fail-fast-fails-step"
 
+#: Not the engine's but the workflow shell's: events are persisted in batches, not after
+#: every step. Before this name existed the shell asked ``workflow.patched`` (the
+#: ``noetl-batched-event-flush`` marker), which cost every execution a marker and a
+#: ``TemporalChangeVersion`` upsert; an input without the name still asks it, so histories
+#: recorded either way replay. The engine ignores it.
+BATCHED_EVENT_FLUSH = "batched-event-flush"
+
 #: what a new execution gets
-CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP,)
+CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH)
+
+
+#: every name this code understands (never remove one while executions may list it)
+KNOWN: frozenset[str] = frozenset(CURRENT)
+
+
+def unknown(names: list[str] | None) -> list[str]:
+    """Names an input lists that this code does not know: a client newer than the worker.
+
+    Running such an execution would replay the old behaviour where the history holds the
+    new one, so the workflow refuses it (the workflow task fails and is retried, until a
+    worker that knows the name takes it). So upgrade workers before the clients that start
+    executions (API, CLI).
+    """
+    return sorted(set(names or ()) - KNOWN)
 
 
 def of_input(names: list[str] | None) -> list[str]:

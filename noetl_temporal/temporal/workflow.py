@@ -127,6 +127,10 @@ class PlaybookWorkflow:
     @workflow.run
     async def run(self, inp: RunInput) -> dict[str, Any]:
         self._input = inp
+        newer = behaviours.unknown(inp.behaviours)
+        if newer:  # not a workflow failure: the task is retried until a newer worker takes it
+            raise RuntimeError(f"this worker does not know the behaviours {newer} that execution "
+                               f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
         playbook = playbook_from_definition(inp.playbook)
         self._persist = inp.persist_events
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
@@ -247,7 +251,7 @@ class PlaybookWorkflow:
         log = self.engine.log
         while True:
             await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
-            if workflow.patched(PATCH_BATCHED_EVENT_FLUSH):
+            if self._batched_flush():
                 await self._gather_events(log)
             batch = log.since(self._flushed_seq, EVENT_BATCH)
             try:
@@ -268,6 +272,14 @@ class PlaybookWorkflow:
             self._flushed_seq = batch[-1]["seq"]
             self._next_flush_at = workflow.now() + FLUSH_INTERVAL
             log.forget(self._flushed_seq - EVENTS_KEPT_IN_MEMORY)
+
+    def _batched_flush(self) -> bool:
+        """Events go to the store in batches: said by the input of executions started since
+        ``behaviours.BATCHED_EVENT_FLUSH`` (no history event), else by the patch marker that
+        executions recorded before it carry."""
+        if behaviours.BATCHED_EVENT_FLUSH in self.engine.behaviours:
+            return True
+        return workflow.patched(PATCH_BATCHED_EVENT_FLUSH)
 
     async def _gather_events(self, log: EventLog) -> None:
         """Wait for a full batch, the close of the run, or an activation FLUSH_INTERVAL after

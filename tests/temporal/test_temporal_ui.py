@@ -193,6 +193,13 @@ async def test_event_persistence_is_labelled_and_history_does_not_grow(ui, task_
     for marker in markers:  # every persist marker says what it is in the timeline
         summary = json.loads(marker.user_metadata.summary.data)
         assert summary.startswith("noetl: store event"), summary
+    # Batching is said by the workflow input (engine/behaviours.py), so a new execution
+    # carries no patch marker and no TemporalChangeVersion search attribute for it.
+    assert not [e for e in history.events if e.HasField("marker_recorded_event_attributes")
+                and e.marker_recorded_event_attributes.marker_name == "core_patch"]
+    upserts = [e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+               for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
+    assert not [fields for fields in upserts if "TemporalChangeVersion" in fields]
 
 
 # ------------------------------------------------------------------ headless Chromium
