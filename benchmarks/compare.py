@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .cpu import tree_cpu
 from .memory import TreeSampler
 from .report import write_report
 from .sides import HandwrittenSide, PlaybookSide, WorkerProcess, history, scheduled_activities
@@ -83,15 +84,18 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
         with TreeSampler(pids) as sampler:
             for side in sides:  # warm-up, small: sandbox imports, connections, the python pool
                 await side.timed(warm, scratch)
+            cpu0 = {name: tree_cpu(pid) for name, pid in pids.items()}
             for r in range(rounds):
                 for side in sides if r % 2 == 0 else sides[::-1]:
                     last[side.name] = await _round(side, workload, scratch, samples[side.name])
+            cpu = {name: (tree_cpu(pid) - cpu0[name]) / rounds for name, pid in pids.items()}
             peaks = sampler.take()
         for side in sides:
             events, runs = await history(side.client, *last[side.name])
             peak = peaks[side.name]
             row[side.name] = {"seconds": samples[side.name], "median": _median(samples[side.name]),
                               "events": events, "runs": runs, "rss": peak.rss, "pss": peak.pss,
+                              "cpu": cpu[side.name],
                               "processes": peak.processes}
         if workload.fast_path and run_playbook and not await _fast_path_used(sides[1].client, last["playbook"],
                                                                             workload):

@@ -34,6 +34,7 @@ def ratios(row: dict[str, Any]) -> dict[str, float | None]:
     return {"time": _ratio(pb.get("median"), hw.get("median")),
             "events": _ratio(pb.get("events"), hw.get("events")),
             "memory": _ratio(pb.get("rss"), hw.get("rss")),
+            "cpu": _ratio(pb.get("cpu"), hw.get("cpu")),
             "pss": _ratio(pb.get("pss"), hw.get("pss"))}
 
 
@@ -49,11 +50,13 @@ def _row(row: dict[str, Any]) -> str:
     r = ratios(row)
     mib = lambda b: f"{b / MIB:.0f}" if b else "–"  # noqa: E731
     events = lambda n: str(n) if n is not None else "–"  # noqa: E731
+    cpu = lambda s: f"{s:.2f}" if s is not None else "–"  # noqa: E731
     ratio = f"**{r['time']:.2f}**" if r["time"] is not None and not row.get("na") else "n/a"
     cells = [row["title"], row["server"], _seconds(hw.get("median")), _seconds(pb.get("median")), ratio,
              _pair(hw.get("events"), pb.get("events"), events, r["events"]),
              _pair(hw.get("rss"), pb.get("rss"), mib, r["memory"]),
-             _pair(hw.get("pss"), pb.get("pss"), mib, r["pss"]), _missed(row, r)]
+             _pair(hw.get("pss"), pb.get("pss"), mib, r["pss"]),
+             _pair(hw.get("cpu"), pb.get("cpu"), cpu, r["cpu"]), _missed(row, r)]
     if row.get("error"):
         cells[-1] = f"error: {row['error'][:160]}"
     elif row.get("na"):
@@ -73,8 +76,8 @@ def markdown(results: dict[str, Any]) -> str:
         + f". Dev servers: {servers}.",
         "",
         "| workload | server | hand-written | playbook | ratio | history events hw / pb | "
-        "peak RSS MiB hw / pb | peak PSS MiB hw / pb | targets missed |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "peak RSS MiB hw / pb | peak PSS MiB hw / pb | worker CPU s/round hw / pb | targets missed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = {w: i for i, w in enumerate(dict.fromkeys(r["workload"] for r in results["rows"]))}
     for row in sorted(results["rows"], key=lambda r: (order[r["workload"]], r["server"] != "stock")):

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from benchmarks import bodies, compare, handwritten, memory, report
+from benchmarks import bodies, compare, cpu, handwritten, memory, report
 from benchmarks.workloads import QUICK_SIZES, SIZES, playbook_yaml, with_opt_in, workloads
 from noetl_temporal.dsl import load_playbook_text
 
@@ -106,8 +106,24 @@ def test_process_tree_memory_includes_children():
         child.wait()
 
 
+def test_process_tree_cpu_counts_what_a_child_reaped():
+    """A grandchild that burns CPU and is reaped by its parent (as the fork server reaps a
+    task's process) counts in the tree, through the parent's cutime."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                               f"{burn!r}]); print('done', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        before = cpu.tree_cpu(os.getpid())
+        assert parent.stdout.readline().strip() == b"done"
+        assert cpu.tree_cpu(os.getpid()) - before >= 0.3  # the grandchild is gone, its CPU is not
+    finally:
+        parent.stdin.close()
+        parent.wait()
+
+
 def test_report_flags_missed_targets_and_not_applicable_rows():
-    side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20}
+    side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20, "cpu": 0.5}
     results = {"started": 0, "duration": 1, "rounds": 5, "quick": False, "cpus": 2, "load_average": (1, 1, 1),
                "servers": {"stock": []}, "rows": [
                    {"workload": "a", "title": "A", "server": "stock", "handwritten": side,
@@ -115,5 +131,6 @@ def test_report_flags_missed_targets_and_not_applicable_rows():
                    {"workload": "b", "title": "B", "server": "stock", "handwritten": side, "na": "not yet"}]}
     text = report.markdown(results)
     assert "| A | stock | 1.00 s | 1.50 s | **1.50** | 100 / 110 (1.10×) | 100 / 100 (1.00×) |" in text
+    assert "| 0.50 / 0.50 (1.00×) |" in text
     assert text.splitlines()[4].endswith("| time |")
     assert "| n/a | " in text and "n/a: not yet" in text
