@@ -36,6 +36,29 @@ def _entity_of(event_type: str) -> str:
     return _ENTITY_OF_PREFIX.get(event_type.split(".", 1)[0], "playbook")
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+# A flat payload of scalars whose keys and strings hold at most this many characters in all
+# (and at most _FLAT_KEYS keys) encodes under the cap whatever it contains: a character
+# escapes to at most 12 bytes (an astral one, as a surrogate pair), a number to 24.
+_FLAT_CHARS, _FLAT_KEYS = 1024, 64
+_BIG_INT = 1 << 64
+
+
+def _surely_small_and_plain(payload: dict[str, Any]) -> bool:
+    """Most events carry a few ids and statuses: no need to encode them to know."""
+    if len(payload) > _FLAT_KEYS:
+        return False
+    chars = 0
+    for key, value in payload.items():
+        kind = type(value)
+        if type(key) is not str or kind not in _SCALARS:
+            return False
+        if kind is int and not -_BIG_INT < value < _BIG_INT:  # digits without bound
+            return False
+        chars += len(key) + (len(value) if kind is str else 0)
+    return chars <= _FLAT_CHARS
+
+
 def cap_payload(payload: dict[str, Any] | None) -> dict[str, Any]:
     """The payload as plain JSON values, or a truncated preview when it is too large.
 
@@ -43,6 +66,8 @@ def cap_payload(payload: dict[str, Any] | None) -> dict[str, Any]:
     """
     if not payload:
         return {}
+    if _surely_small_and_plain(payload):
+        return payload
     try:
         text = json.dumps(payload, separators=(",", ":"))
         plain = False
