@@ -321,6 +321,33 @@ def preload():
         __import__(name)
 
 
+# A task much like a real one: a `main` with a parameter, a result of every JSON kind.
+_WARM_REQUEST = ('{"code": "def main(n, *, scale=2):\\n    return {\\"n\\": [n * scale, 1.5, None, True, \\"x\\"]}\\n", '
+                 '"filename": "<noetl warm-up>", "params": {"n": 1}, "cwd": null}')
+
+
+def warm():
+    """Go through a small task in a forked child *before* its real one arrives.
+
+    A forked child pays a copy-on-write page fault for each page of the fork server it
+    touches first, and any task touches mostly the same ones (the runner, json, the
+    compiler, the output streams). Touched while the child waits for work, they are off the
+    task's path (~0.3 ms of its latency). It leaves nothing behind: no output, no module in
+    ``sys.modules``, the streams configured as ``serve`` configures them anyway.
+    """
+    import io
+
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, io.TextIOWrapper):
+                stream.reconfigure(line_buffering=True)
+        _encode(_run(json.loads(_WARM_REQUEST)))
+    except BaseException:  # noqa: BLE001,S110 - only a head start: the task runs the same either way
+        pass
+    finally:
+        sys.modules.pop(MODULE, None)
+
+
 def _child_main():
     # The runner's own imports must not come from the directory the process starts in;
     # the user code gets `''` (its working directory) back in front of the path.

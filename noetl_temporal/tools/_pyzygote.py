@@ -31,6 +31,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 
 def _load_runner(path):
@@ -45,10 +46,18 @@ def _load_runner(path):
 
 
 SPARES = 1  # children forked ahead of time, each waiting for a task (each one costs its RSS)
+# A taken spare is replaced once its task's process has exited, at once when another task
+# is already waiting, or at the latest this long (seconds) after it was taken: forking and
+# warming a spare while a task runs would take the CPU that task needs (2 cores).
+REPLACE_AFTER = 0.02
+RETRY_FORK_MS = 100  # after a failed fork
 
 
-def _spare(zygote):
-    """In a forked child: get ready, wait for one task, serve it, never return."""
+def _spare(zygote, warm):
+    """In a forked child: get ready, wait for one task, serve it, never return.
+
+    ``warm``: touch what a task touches before it arrives (``_pyrunner.warm``), unless a
+    task is already waiting for this child."""
     try:
         os.setsid()  # its own process group: a timeout kills everything the code started
         zygote.runner._die_with_parent(os.getppid())
@@ -57,6 +66,8 @@ def _spare(zygote):
         os.close(zygote.wake_r)
         os.close(zygote.wake_w)
         os.close(zygote.taken_r)
+        if warm:
+            zygote.runner.warm()  # its first-touch page faults now, not on the task's path
         task_id, fds = _receive(zygote.tasks)
         if task_id is None:  # the worker closed the server
             os._exit(0)
@@ -116,6 +127,7 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
         self._taken_buf = b""
+        self.short_since = 0.0  # when the spares last fell short (monotonic seconds)
 
     def send(self, text):
         try:
@@ -127,31 +139,53 @@ class Zygote:
         poller = select.poll()
         for fd in (self.sock.fileno(), self.wake_r, self.taken_r):
             poller.register(fd, select.POLLIN)
-        self.top_up()
+        tasks = self.tasks.fileno()
+        watching = False  # the tasks socket, while a spare is missing: is a task waiting?
+        self.top_up(warm=True)
         while True:
-            for fd, _ in poller.poll(None if len(self.spares) >= SPARES else 100):
+            if self.missing() and time.monotonic() >= self.short_since + REPLACE_AFTER:
+                self.top_up(warm=True)
+            missing = self.missing()
+            if missing != watching:
+                (poller.register(tasks, select.POLLIN) if missing else poller.unregister(tasks))
+                watching = missing
+            timeout = None
+            if missing:
+                left = (self.short_since + REPLACE_AFTER - time.monotonic()) * 1000
+                timeout = left if left > 0 else RETRY_FORK_MS
+            waiting = exited = False
+            for fd, _ in poller.poll(timeout):
                 if fd == self.wake_r:
                     try:
                         os.read(self.wake_r, 4096)
                     except BlockingIOError:
                         pass
-                    self.reap()
+                    exited = self.reap() or exited
                 elif fd == self.taken_r:
                     self.taken()
+                elif fd == tasks:
+                    waiting = True
                 elif not self.control():
                     self.shutdown()
                     return
-            self.top_up()
+            if waiting:
+                self.top_up(warm=False)
+            elif exited:
+                self.top_up(warm=True)
 
-    def top_up(self):
-        while len(self.spares) < SPARES:
+    def missing(self):
+        return len(self.spares) < SPARES
+
+    def top_up(self, warm):
+        while self.missing():
             try:
                 pid = os.fork()
             except OSError as exc:  # out of processes: try again shortly
                 print(f"python fork server: cannot fork: {exc}", file=sys.stderr, flush=True)
+                self.short_since = time.monotonic() - REPLACE_AFTER + RETRY_FORK_MS / 1000
                 return
             if pid == 0:
-                _spare(self)
+                _spare(self, warm)
             self.spares.add(pid)
 
     def taken(self):
@@ -163,6 +197,8 @@ class Zygote:
         for line in lines:
             task_id, pid_text = line.decode().split()
             pid = int(pid_text)
+            if pid in self.spares and len(self.spares) == SPARES:
+                self.short_since = time.monotonic()  # replaced by REPLACE_AFTER at the latest
             self.spares.discard(pid)
             self.running[pid] = task_id
             self.by_id[task_id] = pid
@@ -195,15 +231,18 @@ class Zygote:
             pass
 
     def reap(self):
+        """Collect exited children; whether there were any."""
         if select.select([self.taken_r], [], [], 0)[0]:
             self.taken()  # a child reports in before it runs anything, so before it can exit
+        reaped = False
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                return reaped
             if pid == 0:
-                return
+                return reaped
+            reaped = True
             self.spares.discard(pid)
             task_id = self.running.pop(pid, None)
             if task_id is not None:

@@ -60,7 +60,7 @@ FORK_PARENT = textwrap.dedent("""
                     stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[-1].split()
                 except OSError:
                     continue
-                if int(stat[1]) == pid:
+                if int(stat[1]) == pid and stat[0] != "Z":  # not a task's process being reaped
                     out.append(int(entry))
         return out
 
@@ -68,9 +68,11 @@ FORK_PARENT = textwrap.dedent("""
         out = await run_tool("python", {"code": "result = 1"}, ToolCall(execution_id="e", step="s", task="t"))
         assert out["status"] == "ok", out
         server = _pyfork.server_pid()
-        while len(children(server)) < SPARES:
-            await asyncio.sleep(0.02)
-        spares = children(server)
+        # The task's process leaves, then its spare is replaced: wait for a set that stays.
+        spares = []
+        while len(spares) < SPARES or children(server) != spares:
+            spares = children(server)
+            await asyncio.sleep(0.1)
         holder = os.fork()
         if holder == 0:
             time.sleep(60)

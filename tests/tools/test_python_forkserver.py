@@ -69,6 +69,28 @@ async def test_a_forked_child_serves_one_task_in_a_clean_process(call: ToolCall)
     assert second["pid"] != first["pid"] and second["ppid"] == server  # never reused, same server
 
 
+async def test_the_warm_up_leaves_nothing_a_task_can_see(call: ToolCall) -> None:
+    """Spares go through a small task before theirs (``_pyrunner.warm``), off its path."""
+    code = ("import sys\n"
+            "mod = sys.modules['__noetl_task__']\n"
+            "print('only this')\n"
+            "result = {'main': 'main' in globals(), 'n': 'n' in globals(), 'own_module': mod.__dict__ is globals(),"
+            " 'argv': sys.argv, 'line_buffered': sys.stdout.line_buffering}")
+    for _ in range(3):  # the first spare (warmed at start) and replacements after a task's exit
+        out = await py(call, code)
+        assert out["status"] == "ok", out
+        assert out["result"] == {"main": False, "n": False, "own_module": True,
+                                 "argv": ["<python step_a.task_0>"], "line_buffered": True}
+        assert out["py"]["stdout"] == "only this\n" and out["py"]["stderr"] == ""
+        await asyncio.sleep(0.05)
+
+
+async def test_a_burst_takes_fresh_spares_without_waiting_for_a_warm_up(call: ToolCall) -> None:
+    outs = await asyncio.gather(*(py(call, "import os\nresult = os.getpid()") for _ in range(20)))
+    assert all(o["status"] == "ok" for o in outs)
+    assert len({o["result"] for o in outs}) == 20  # a process each
+
+
 async def test_output_and_workdir_imports(call: ToolCall, tmp_path: Path) -> None:
     (tmp_path / "noetl_fork_helper.py").write_text("VALUE = 42\n")
     call.workdir = str(tmp_path)
