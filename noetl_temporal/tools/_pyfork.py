@@ -60,7 +60,7 @@ class ForkedChild:
     def __init__(self, server: ForkServer, task_id: str) -> None:
         self.server = server
         self.task_id = task_id
-        self.pid: int | None = None
+        self.pid: int | None = None  # never known here: the fork server alone signals and reaps it
         self.returncode: int | None = None
         self._exited = asyncio.get_running_loop().create_future()
 
@@ -176,9 +176,7 @@ class ForkServer:
         child = self.children.get(task_id)
         if child is None:
             return
-        if what == "pid":
-            child.pid = int(words[2])
-        elif what == "exit":
+        if what == "exit":
             self.children.pop(task_id, None)
             child.exited(int(words[2]))
             if self.retired and not self.children:

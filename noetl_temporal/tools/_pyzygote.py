@@ -10,8 +10,9 @@ Forking is kept off the task's path: ``SPARES`` children are forked ahead of tim
 already in its own session with its parent-death signal set, blocked on the *tasks*
 socket. The worker sends ``run <id>`` there with four descriptors (the task's stdin,
 stdout, stderr and response pipe ends); exactly one waiting child receives it, reports
-``<id> <pid>`` to the zygote (which forks a replacement) and ``pid <id> <pid>`` to the
-worker, drops everything of the server and serves the task (``_pyrunner.serve``).
+``<id> <pid>`` to the zygote (which replaces it, see ``REPLACE_AFTER``), drops everything
+of the server and serves the task (``_pyrunner.serve``). The worker never needs the pid:
+signals go through the zygote.
 
 On the control socket (``SOCK_SEQPACKET``, one message per datagram):
 
@@ -72,9 +73,8 @@ def _spare(zygote, warm):
         if task_id is None:  # the worker closed the server
             os._exit(0)
         os.write(zygote.taken_w, f"{task_id} {os.getpid()}\n".encode())  # < PIPE_BUF: atomic
-        zygote.sock.send(f"pid {task_id} {os.getpid()}".encode())
         for sock in (zygote.tasks, zygote.sock):  # nothing of the server stays open for the code
-            sock.close()
+            os.close(sock.detach())  # (not socket.close: Python code, its pages not yet touched)
         os.close(zygote.taken_w)
         stdin, out, err, resp = fds
         for src, dst in ((stdin, 0), (out, 1), (err, 2)):
