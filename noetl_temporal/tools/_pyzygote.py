@@ -51,7 +51,7 @@ SPARES = 1  # children forked ahead of time, each waiting for a task (each one c
 # is already waiting, or at the latest this long (seconds) after it was taken: forking and
 # warming a spare while a task runs would take the CPU that task needs (2 cores).
 REPLACE_AFTER = 0.02
-RETRY_FORK_MS = 100  # after a failed fork
+RETRY_FORK = 0.1  # seconds before forking again after a failed fork
 
 
 def _spare(zygote, warm):
@@ -127,7 +127,8 @@ class Zygote:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
         self._taken_buf = b""
-        self.short_since = 0.0  # when the spares last fell short (monotonic seconds)
+        self.replace_at = 0.0  # a missing spare is forked by then at the latest (monotonic s)
+        self.retry_at = 0.0    # no fork before then (after a failed one)
 
     def send(self, text):
         try:
@@ -143,16 +144,17 @@ class Zygote:
         watching = False  # the tasks socket, while a spare is missing: is a task waiting?
         self.top_up(warm=True)
         while True:
-            if self.missing() and time.monotonic() >= self.short_since + REPLACE_AFTER:
+            now = time.monotonic()
+            if self.missing() and now >= max(self.replace_at, self.retry_at):
                 self.top_up(warm=True)
             missing = self.missing()
-            if missing != watching:
-                (poller.register(tasks, select.POLLIN) if missing else poller.unregister(tasks))
-                watching = missing
+            watch = missing and now >= self.retry_at  # not while a failed fork waits to retry
+            if watch != watching:
+                (poller.register(tasks, select.POLLIN) if watch else poller.unregister(tasks))
+                watching = watch
             timeout = None
             if missing:
-                left = (self.short_since + REPLACE_AFTER - time.monotonic()) * 1000
-                timeout = left if left > 0 else RETRY_FORK_MS
+                timeout = max((max(self.replace_at, self.retry_at) - time.monotonic()) * 1000, 1)
             waiting = exited = False
             for fd, _ in poller.poll(timeout):
                 if fd == self.wake_r:
@@ -168,6 +170,8 @@ class Zygote:
                 elif not self.control():
                     self.shutdown()
                     return
+            if time.monotonic() < self.retry_at:
+                continue
             if waiting:
                 self.top_up(warm=False)
             elif exited:
@@ -182,7 +186,7 @@ class Zygote:
                 pid = os.fork()
             except OSError as exc:  # out of processes: try again shortly
                 print(f"python fork server: cannot fork: {exc}", file=sys.stderr, flush=True)
-                self.short_since = time.monotonic() - REPLACE_AFTER + RETRY_FORK_MS / 1000
+                self.retry_at = time.monotonic() + RETRY_FORK
                 return
             if pid == 0:
                 _spare(self, warm)
@@ -198,7 +202,7 @@ class Zygote:
             task_id, pid_text = line.decode().split()
             pid = int(pid_text)
             if pid in self.spares and len(self.spares) == SPARES:
-                self.short_since = time.monotonic()  # replaced by REPLACE_AFTER at the latest
+                self.replace_at = time.monotonic() + REPLACE_AFTER
             self.spares.discard(pid)
             self.running[pid] = task_id
             self.by_id[task_id] = pid
