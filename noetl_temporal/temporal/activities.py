@@ -69,13 +69,26 @@ POLICY_RETRY = "PolicyRetry"
 INTERNAL_ERROR = "NoetlInternalError"
 
 
-async def _heartbeat_loop(history: list[dict[str, Any]]) -> None:
-    """Heartbeat while the tool runs, so a cancel reaches it and a lost worker is noticed."""
-    timeout = activity.info().heartbeat_timeout
-    every = max(0.5, min(timeout.total_seconds() / 3, 10.0)) if timeout else 10.0
-    while True:
-        await asyncio.sleep(every)
-        activity.heartbeat(history)
+class _Heartbeats:
+    """Heartbeat while the tool runs, so a cancel reaches it and a lost worker is noticed.
+
+    A timer rather than a task: most tools finish before the first beat is due, and a
+    timer costs the event loop less to start and cancel. Its callbacks run in the
+    activity's context (``call_later`` copies it), which ``activity.heartbeat`` needs."""
+
+    def __init__(self, history: list[dict[str, Any]]) -> None:
+        timeout = activity.info().heartbeat_timeout
+        self.every = max(0.5, min(timeout.total_seconds() / 3, 10.0)) if timeout else 10.0
+        self.history = history
+        self.loop = asyncio.get_running_loop()
+        self.timer = self.loop.call_later(self.every, self._beat)
+
+    def _beat(self) -> None:
+        activity.heartbeat(self.history)
+        self.timer = self.loop.call_later(self.every, self._beat)
+
+    def stop(self) -> None:
+        self.timer.cancel()
 
 
 def _previous_attempts() -> list[dict[str, Any]]:
@@ -163,7 +176,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
                     timeout=cmd.timeout,
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
-    beats = None if info.is_local else asyncio.ensure_future(_heartbeat_loop(history))
+    beats = None if info.is_local else _Heartbeats(history)
     try:
         outcome = await execute(cmd, call)
         outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
@@ -179,7 +192,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
         raise ApplicationError(message, type=INTERNAL_ERROR, non_retryable=True) from None
     finally:
         if beats is not None:
-            beats.cancel()
+            beats.stop()
     record: dict[str, Any] = {
         "attempt": attempt,
         "status": outcome.status,

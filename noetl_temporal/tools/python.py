@@ -172,7 +172,10 @@ class PythonTool:
         pumps = pipes.attach(out.feed, err.feed, response.extend)
         if isinstance(proc, _pyfork.ForkedChild):  # done once answered: its teardown is not our wait
             pumps.tasks[-1].add_done_callback(lambda _: proc.answered() if response else None)
-        feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest))
+        # The usual small request went in whole: close stdin now, without a feeding task.
+        feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest)) if rest else None
+        if feeder is None:
+            os.close(pipes.stdin)
         timed_out = False
         try:
             returncode = await _proc.wait_child(proc, deadline, call, term_first=False, what="python")
@@ -180,7 +183,8 @@ class PythonTool:
             timed_out = True
         finally:
             await _proc.reap(proc)  # no-op unless we were cancelled
-            feeder.cancel()
+            if feeder is not None:
+                feeder.cancel()
             await pumps.finish()  # before reporting, so the output is complete
         if timed_out:
             raise fail_with(
