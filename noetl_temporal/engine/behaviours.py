@@ -14,7 +14,8 @@ snapshot), so continue-as-new keeps it too.
 
 from __future__ import annotations
 
-__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "CURRENT", "KNOWN", "of_input", "unknown"]
+__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "CURRENT", "KNOWN",
+           "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -29,8 +30,14 @@ LOOP_FAIL_FAST_FAILS_STEP = "loop-fail-fast-fails-step"
 #: recorded either way replay. The engine ignores it.
 BATCHED_EVENT_FLUSH = "batched-event-flush"
 
+#: The workflow shell's too: the first batch of events is persisted like the others (when
+#: 500 are waiting, on the first activation 2 s after the start, or at the close), not in
+#: the first workflow task. A local activity there held back the first task's scheduling
+#: by the store's write, and cost a short execution a second write and marker.
+DEFERRED_FIRST_FLUSH = "deferred-first-flush"
+
 #: what a new execution gets
-CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH)
+CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH)
 
 
 #: every name this code understands (never remove one while executions may list it)

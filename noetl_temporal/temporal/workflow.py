@@ -76,9 +76,9 @@ MAX_PENDING = 1_500
 EVENTS_KEPT_IN_MEMORY = 2_000
 EVENT_BATCH = 500
 
-# Events are persisted in batches: the first at once, then when EVENT_BATCH are waiting,
-# when the run closes, or on the first activation FLUSH_INTERVAL (workflow time) after the
-# last write. Persisting after every step cost a local activity per step, and a workflow
+# Events are persisted in batches: when EVENT_BATCH are waiting, when the run closes, or on
+# the first activation FLUSH_INTERVAL (workflow time) after the last write or the start
+# (executions started before behaviours.DEFERRED_FIRST_FLUSH wrote their first batch at once). Persisting after every step cost a local activity per step, and a workflow
 # task waits for its local activities before it sends its commands, so every step paid the
 # store's write latency. Live readers query the workflow, so only readers of the store
 # (no worker answering) see the lag.
@@ -133,6 +133,8 @@ class PlaybookWorkflow:
                                f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
         playbook = playbook_from_definition(inp.playbook)
         self._persist = inp.persist_events
+        if behaviours.DEFERRED_FIRST_FLUSH in (inp.behaviours or ()):
+            self._next_flush_at = workflow.now() + FLUSH_INTERVAL
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
         if inp.resume:
             self._resume(playbook, inp.resume)
@@ -283,7 +285,8 @@ class PlaybookWorkflow:
 
     async def _gather_events(self, log: EventLog) -> None:
         """Wait for a full batch, the close of the run, or an activation FLUSH_INTERVAL after
-        the last write (the first batch goes at once, so the start is always in the store).
+        the last write or the start (before ``behaviours.DEFERRED_FIRST_FLUSH``, the first
+        batch went at once, in the first workflow task).
 
         Checked on activations, with no timer: a timer would add history events to every run.
         """

@@ -80,6 +80,13 @@ workflow:
 @pytest_asyncio.fixture(scope="module")
 async def ui():
     async with EmbeddedTemporal(ui=True) as env:
+        # The UI server can start before the frontend listens; its gRPC connection then backs
+        # off for a second or two and its API answers 503. Wait for it, as a person would.
+        deadline = time.monotonic() + 30
+        async with httpx.AsyncClient(base_url=env.ui_url, timeout=5) as http:
+            while (await http.get(f"/api/v1/namespaces/{env.namespace}")).status_code != 200:
+                assert time.monotonic() < deadline, "the Temporal UI server never reached the frontend"
+                await asyncio.sleep(0.1)
         yield env
     gc.collect()
     await asyncio.sleep(0.5)
@@ -200,6 +207,29 @@ async def test_event_persistence_is_labelled_and_history_does_not_grow(ui, task_
     upserts = [e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
                for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
     assert not [fields for fields in upserts if "TemporalChangeVersion" in fields]
+
+
+async def test_a_short_run_writes_its_events_once_at_the_close(temporal, task_queue):
+    """behaviours.DEFERRED_FIRST_FLUSH: no store write in the first workflow task (it held
+    back the first activity); a run shorter than the flush interval writes once, at the end,
+    and every event is in the store."""
+    playbook = load_playbook_text(textwrap.dedent("""
+        workflow:
+          - step: start
+            tool: {kind: shell, cmd: "true"}
+            next: {arcs: [{step: end}]}
+          - step: end
+            tool: {kind: noop}
+    """)).playbook
+    report = await run_with_client(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=60)
+    assert report.state == "COMPLETED"
+    history = await temporal.client.get_workflow_handle(report.execution_id).fetch_history()
+    writes = [e for e in history.events if e.HasField("marker_recorded_event_attributes")
+              and e.marker_recorded_event_attributes.marker_name == "core_local_activity"]
+    scheduled = [i for i, e in enumerate(history.events) if e.HasField("activity_task_scheduled_event_attributes")]
+    assert len(writes) == 1 and history.events.index(writes[0]) > scheduled[0]
+    stored = open_event_store().read(report.execution_id, limit=1000)
+    assert [e["seq"] for e in stored] == list(range(1, len(report.events) + 1))
 
 
 # ------------------------------------------------------------------ headless Chromium
