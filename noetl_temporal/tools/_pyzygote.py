@@ -146,7 +146,7 @@ class Zygote:
         while True:
             now = time.monotonic()
             if self.missing() and now >= max(self.replace_at, self.retry_at):
-                self.top_up(warm=True)
+                self.top_up(warm=not self.running)
             missing = self.missing()
             watch = missing and now >= self.retry_at  # not while a failed fork waits to retry
             if watch != watching:
@@ -175,7 +175,9 @@ class Zygote:
             if waiting:
                 self.top_up(warm=False)
             elif exited:
-                self.top_up(warm=True)
+                # Warm only when no other task runs: with tasks in parallel the CPU is
+                # contended and the next one comes soon, so the warm-up would only add work.
+                self.top_up(warm=not self.running)
 
     def missing(self):
         return len(self.spares) < SPARES
