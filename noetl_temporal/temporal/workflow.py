@@ -78,8 +78,9 @@ EVENT_BATCH = 500
 
 # Events are persisted in batches: when EVENT_BATCH are waiting, when the run closes, or on
 # the first activation FLUSH_INTERVAL (workflow time) after the last write or the start
-# (executions started before behaviours.DEFERRED_FIRST_FLUSH wrote their first batch at once). Persisting after every step cost a local activity per step, and a workflow
-# task waits for its local activities before it sends its commands, so every step paid the
+# (executions started before behaviours.DEFERRED_FIRST_FLUSH wrote their first batch at
+# once). Persisting after every step cost a local activity per step, and a workflow task
+# waits for its local activities before it sends its commands, so every step paid the
 # store's write latency. Live readers query the workflow, so only readers of the store
 # (no worker answering) see the lag.
 FLUSH_INTERVAL = timedelta(seconds=2)
@@ -133,7 +134,7 @@ class PlaybookWorkflow:
                                f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
         playbook = playbook_from_definition(inp.playbook)
         self._persist = inp.persist_events
-        if behaviours.DEFERRED_FIRST_FLUSH in (inp.behaviours or ()):
+        if self._started_with(behaviours.DEFERRED_FIRST_FLUSH):
             self._next_flush_at = workflow.now() + FLUSH_INTERVAL
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
         if inp.resume:
@@ -275,13 +276,15 @@ class PlaybookWorkflow:
             self._next_flush_at = workflow.now() + FLUSH_INTERVAL
             log.forget(self._flushed_seq - EVENTS_KEPT_IN_MEMORY)
 
+    def _started_with(self, behaviour: str) -> bool:
+        """The execution's input lists this shell behaviour (``engine/behaviours.py``)."""
+        return self._input is not None and behaviour in (self._input.behaviours or ())
+
     def _batched_flush(self) -> bool:
         """Events go to the store in batches: said by the input of executions started since
         ``behaviours.BATCHED_EVENT_FLUSH`` (no history event), else by the patch marker that
         executions recorded before it carry."""
-        if behaviours.BATCHED_EVENT_FLUSH in self.engine.behaviours:
-            return True
-        return workflow.patched(PATCH_BATCHED_EVENT_FLUSH)
+        return self._started_with(behaviours.BATCHED_EVENT_FLUSH) or workflow.patched(PATCH_BATCHED_EVENT_FLUSH)
 
     async def _gather_events(self, log: EventLog) -> None:
         """Wait for a full batch, the close of the run, or an activation FLUSH_INTERVAL after
