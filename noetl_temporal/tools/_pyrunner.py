@@ -335,17 +335,22 @@ def warm():
     task's path (~0.3 ms of its latency). It leaves nothing behind: no output, no module in
     ``sys.modules``, the streams configured as ``serve`` configures them anyway.
     """
-    import io
-
     try:
-        for stream in (sys.stdout, sys.stderr):
-            if isinstance(stream, io.TextIOWrapper):
-                stream.reconfigure(line_buffering=True)
+        _line_buffered_output()
         _encode(_run(json.loads(_WARM_REQUEST)))
     except BaseException:  # noqa: BLE001,S110 - only a head start: the task runs the same either way
         pass
     finally:
         sys.modules.pop(MODULE, None)
+
+
+def _line_buffered_output():
+    """Line buffering keeps printed lines even when the code crashes or calls os._exit."""
+    import io  # loaded by the interpreter at start-up: costs nothing
+
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):  # always, in a runner process
+            stream.reconfigure(line_buffering=True)
 
 
 def _child_main():
@@ -368,12 +373,7 @@ def serve(fd, path0):
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # the request is consumed; user `input()` sees EOF
     os.close(null)
-    # Line buffering keeps printed lines even when the code crashes or calls os._exit.
-    import io  # loaded by the interpreter at start-up: costs nothing
-
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):  # always, in a runner process
-            stream.reconfigure(line_buffering=True)
+    _line_buffered_output()
     sys.argv = [req["filename"]]
     resp = _enter(req.get("cwd"))
     if resp is None:
