@@ -55,12 +55,12 @@ def enabled() -> bool:
 
 class ForkedChild:
     """A task's process as the fork server reports it; quacks like an asyncio Process
-    for ``_proc.wait_child`` / ``_proc.reap`` (``signal_group`` goes through the server)."""
+    for ``_proc.wait_child`` / ``_proc.reap`` (``signal_group`` goes through the server).
+    It has no pid: only the fork server, which reaps it, may signal it by pid."""
 
     def __init__(self, server: ForkServer, task_id: str) -> None:
         self.server = server
         self.task_id = task_id
-        self.pid: int | None = None  # never known here: the fork server alone signals and reaps it
         self.returncode: int | None = None
         self._exited = asyncio.get_running_loop().create_future()
 
