@@ -112,7 +112,7 @@ class ForkServer:
             for sock in (ours, tasks):
                 sock.setblocking(False)
             fds = (theirs.fileno(), spares.fileno())
-            argv = [sys.executable, "-c", ZYGOTE, RUNNER_PATH, str(os.getpid()), *map(str, fds)]
+            argv = [sys.executable, "-S", "-c", ZYGOTE, RUNNER_PATH, str(os.getpid()), *map(str, fds)]
             proc = await _proc.start_on(argv, cwd=IDLE_CWD, env=env, stdin=asyncio.subprocess.DEVNULL,
                                         stdout=asyncio.subprocess.DEVNULL, stderr=None,
                                         pass_fds=fds, child_sets_pdeathsig=True)

@@ -1,4 +1,4 @@
-"""Child side of the python tool: run as ``python -c <this file's text> <fd> <ppid>``, or
+"""Child side of the python tool: run as ``python -S -c <this file's text> <fd> <ppid>``, or
 loaded by the fork server (``_pyzygote``), whose forked children call :func:`serve`.
 
 Standard library only, and as few imports as possible before the user code runs:
@@ -21,6 +21,7 @@ gave up or died) exits quietly.
 opt-in in-worker mode (``_pyinworker``).
 """
 
+import _collections_abc  # loaded by every interpreter at start-up (os uses it)
 import os
 import sys
 
@@ -144,6 +145,7 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
 # inspect.signature touches enough of the inspect module to cost ~0.3 ms a task, reading
 # a plain function's code object almost nothing.
 _FUNCTION = type(_default)
+_GENERATOR = type(_ for _ in ())
 _NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None), tuple})
 
 
@@ -226,10 +228,15 @@ def _call_main(main, params):
     return rv, None
 
 
-def _awaitable(value):
-    import inspect
+_CO_ITERABLE_COROUTINE = 0x100
 
-    return inspect.isawaitable(value)
+
+def _awaitable(value):
+    """``inspect.isawaitable`` without importing ``inspect`` into the task's process."""
+    if isinstance(value, _collections_abc.Awaitable):  # coroutines, futures, any __await__
+        return True
+    code = getattr(value, "gi_code", None) if type(value) is _GENERATOR else None
+    return code is not None and bool(code.co_flags & _CO_ITERABLE_COROUTINE)  # @types.coroutine
 
 
 def _run(req):
@@ -308,16 +315,17 @@ def _use_json():
 
 
 def preload():
-    """Import what the runner may use, ahead of any request (the fork server does this
-    once; a spawned runner imports lazily, its start-up time is paid per task)."""
-    import importlib  # noqa: F401
-    import inspect  # noqa: F401
-    import linecache  # noqa: F401
-    import traceback  # noqa: F401
+    """Import what every task uses, ahead of any request (the fork server does this
+    once; a spawned runner imports lazily, its start-up time is paid per task).
+
+    Only that: each task's fork copies the page tables of the server's whole heap and
+    tears them down again, about 0.06 ms per MiB, so a module most tasks never use
+    (``inspect``, ``traceback`` for errors) costs every task more than it saves the few
+    that import it."""
     import types  # noqa: F401
 
     _use_json()
-    for name in CONVENIENCE:
+    for name in CONVENIENCE:  # in most tasks' code
         __import__(name)
 
 
@@ -353,11 +361,93 @@ def _line_buffered_output():
             stream.reconfigure(line_buffering=True)
 
 
+def start_site():
+    """What ``site`` does when an interpreter starts, for a runner started with ``-S``,
+    except the ``import`` lines of ``.pth`` files: those wait for the first import that no
+    finder can satisfy (:class:`_DeferredPthImports`).
+
+    Such lines are environment hooks (an editable install's finder, setuptools' distutils
+    shim, a certificate hook) that import ``pathlib``, ``zipfile``, ``importlib.resources``
+    and more: on a machine with a few of them they double the start-up time of an
+    interpreter and add megabytes to every process the fork server forks, which each
+    task pays for (copying page tables, copy-on-write faults). Everything else ``site``
+    does happens as usual: site and user site directories and the path lines of ``.pth``
+    files on ``sys.path`` in their order, ``sitecustomize``/``usercustomize``,
+    ``exit``/``quit``/``help``. An import that only a ``.pth`` hook can satisfy works,
+    it just runs the hooks first (once per process). What differs: ``sys.flags.no_site``
+    reads 1, and a hook's effect that is not about imports waits for an import miss.
+    """
+    if not sys.flags.no_site:  # started without -S: site has already run
+        return
+    import site
+
+    real_addpackage = site.addpackage
+    deferred = []  # (site dir, .pth file name) of the files with import lines
+
+    def addpackage(sitedir, name, known_paths):
+        lines = _pth_lines(os.path.join(sitedir, name))
+        if not any(line.startswith(("import ", "import\t")) for line in lines):
+            return real_addpackage(sitedir, name, known_paths)
+        deferred.append((sitedir, name))
+        for line in lines:  # its path lines now, where site puts them; the imports later
+            if line.startswith(("#", "import ", "import\t")) or not line.strip():
+                continue
+            path, case = site.makepath(sitedir, line.rstrip())
+            if case not in known_paths and os.path.exists(path):
+                sys.path.append(path)
+                known_paths.add(case)
+        return known_paths
+
+    site.addpackage = addpackage
+    try:
+        site.main()
+    finally:
+        site.addpackage = real_addpackage
+    if deferred:
+        sys.meta_path.append(_DeferredPthImports(deferred))
+
+
+def _pth_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+class _DeferredPthImports:
+    """Last on ``sys.meta_path``: the first import no other finder satisfies runs the
+    deferred ``.pth`` files through ``site.addpackage`` (their import lines, now; their
+    path lines are on ``sys.path`` already), then asks the finders again."""
+
+    def __init__(self, deferred):
+        self.deferred = deferred
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not self.deferred:
+            return None
+        deferred, self.deferred = self.deferred, []
+        import site
+
+        known = site._init_pathinfo()  # type: ignore[attr-defined]  # what site.addsitedir uses
+        for sitedir, name in deferred:
+            site.addpackage(sitedir, name, known)  # site's own code: hooks that read its frame work
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
+
+
 def _child_main():
     # The runner's own imports must not come from the directory the process starts in;
     # the user code gets `''` (its working directory) back in front of the path.
     path0 = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
     _die_with_parent(int(sys.argv[2]))
+    start_site()
     _use_json()
     serve(int(sys.argv[1]), path0)
 

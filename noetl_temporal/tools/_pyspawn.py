@@ -1,10 +1,10 @@
-"""A runner process started for one python task (``python -c RUNNER``), and the pipes
+"""A runner process started for one python task (``python -S -c RUNNER``), and the pipes
 every runner is served through.
 
 The fork server (``_pyfork``) serves most tasks; a process of its own is started for a
 task whose environment differs from the fork server's (``env:`` of its own), and for
 every task when the fork server is unavailable or disabled (``NOETL_PYTHON_FORKSERVER=0``).
-It costs a fresh interpreter per task (about 40 ms) but isolates exactly alike: its own
+It costs a fresh interpreter per task (about 17 ms) but isolates exactly alike: its own
 session (the task kills the whole group on timeout and cancellation) and the
 parent-death signal, which the runner asks for itself, first thing, so the worker can
 start it with ``vfork`` instead of a ``fork`` that blocks the event loop.
@@ -82,9 +82,10 @@ class TaskPipes:
 
 
 async def spawn_runner(env: dict[str, str], cwd: str, pipes: TaskPipes):
-    """Start ``python -c RUNNER <response fd> <worker pid>`` on ``pipes``; the process."""
+    """Start ``python -S -c RUNNER <response fd> <worker pid>`` on ``pipes``; the process
+    (``-S``: the runner runs ``site`` itself, ``_pyrunner.start_site``)."""
     in_r, out_w, err_w, resp_w = pipes.child_fds
-    argv = [sys.executable, "-c", RUNNER, str(resp_w), str(os.getpid())]
+    argv = [sys.executable, "-S", "-c", RUNNER, str(resp_w), str(os.getpid())]
     try:
         return await _proc.start_on(argv, cwd=cwd, env=env, stdin=in_r, stdout=out_w, stderr=err_w,
                                     pass_fds=(resp_w,), child_sets_pdeathsig=True)

@@ -1,5 +1,6 @@
 """The python tool's fork server ("zygote"), run as
-``python -c <this file's text> <runner path> <worker pid> <control fd> <tasks fd>``.
+``python -S -c <this file's text> <runner path> <worker pid> <control fd> <tasks fd>``
+(``-S``: ``site`` runs from ``_pyrunner.start_site``, which keeps ``.pth`` hooks out of it).
 
 Started once per worker event loop as a fresh interpreter (never a fork of the worker:
 no asyncio loop, threads, sockets or Temporal state to inherit), it loads the runner
@@ -27,6 +28,7 @@ first thing), and each child dies with the zygote, so a SIGKILLed worker leaves 
 process behind.
 """
 
+import _signal
 import os
 import select
 import signal
@@ -62,8 +64,9 @@ def _spare(zygote, warm):
     try:
         os.setsid()  # its own process group: a timeout kills everything the code started
         zygote.runner._die_with_parent(os.getppid())
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # _signal, not signal: its enum wrappers touch ~50 pages of the server (copy-on-write)
+        _signal.set_wakeup_fd(-1)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
         os.close(zygote.wake_r)
         os.close(zygote.wake_w)
         os.close(zygote.taken_r)
@@ -271,6 +274,7 @@ def main():
     path0 = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
     runner = _load_runner(sys.argv[1])
     runner._die_with_parent(int(sys.argv[2]))
+    runner.start_site()  # started with -S: site, but .pth imports only when needed
     sock = socket.socket(fileno=int(sys.argv[3]))
     tasks = socket.socket(fileno=int(sys.argv[4]))
     for each in (sock, tasks):

@@ -1,0 +1,89 @@
+"""Python task processes start with ``-S`` and run ``site`` themselves, deferring the
+``import`` lines of ``.pth`` files to the first import nothing else can satisfy
+(``_pyrunner.start_site``). Real interpreters, a real user site directory
+(``PYTHONUSERBASE``) holding ``.pth`` files of the three kinds found in the wild:
+a path line, an import line that installs a finder (as editable installs do), and an
+import line that reads ``sitedir`` from the ``site`` frame running it (old namespace
+packages' ``-nspkg.pth``).
+"""
+
+from __future__ import annotations
+
+import site
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from noetl_temporal.tools import ToolCall, _pyfork, aclose_clients, run_tool
+
+pytestmark = pytest.mark.skipif(
+    not site.ENABLE_USER_SITE, reason="user site directories are disabled here (a virtualenv): no place for a .pth")
+
+HOOK = textwrap.dedent("""\
+    import importlib.abc, importlib.util, sys
+
+    class _Virtual(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path=None, target=None):
+            return importlib.util.spec_from_loader(name, self) if name == "noetl_pth_virtual" else None
+        def create_module(self, spec):
+            return None
+        def exec_module(self, module):
+            module.answer = 42
+
+    def install():
+        sys.meta_path.append(_Virtual())
+""")
+
+PROBE = textwrap.dedent("""\
+    import sys
+    before = {m: m in sys.modules for m in ("noetl_pth_hook", "pathlib")}
+    import noetl_pth_plain
+    plain_first = "noetl_pth_hook" in sys.modules
+    import noetl_pth_virtual
+    result = {"before": before, "plain": noetl_pth_plain.value, "plain_runs_no_hook": not plain_first,
+              "virtual": noetl_pth_virtual.answer, "hook_ran": "noetl_pth_hook" in sys.modules,
+              "nspkg_sitedir": getattr(sys, "noetl_pth_sitedir", None), "exit": callable(exit),
+              "no_site": sys.flags.no_site}
+""")
+
+
+@pytest.fixture
+def user_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    base = tmp_path / "userbase"
+    sitedir = Path(sysconfig.get_path("purelib", "posix_user", vars={"userbase": str(base)}))
+    extra = tmp_path / "extra"
+    for folder in (sitedir, extra):
+        folder.mkdir(parents=True)
+    (extra / "noetl_pth_plain.py").write_text("value = 'from a path line'\n")
+    (sitedir / "noetl_pth_hook.py").write_text(HOOK)
+    (sitedir / "a-paths.pth").write_text(f"# a comment\n{extra}\n")
+    (sitedir / "b-hook.pth").write_text("import noetl_pth_hook; noetl_pth_hook.install()\n")
+    (sitedir / "c-nspkg.pth").write_text(
+        "import sys; sys.noetl_pth_sitedir = sys._getframe(1).f_locals['sitedir']\n")
+    monkeypatch.setenv("PYTHONUSERBASE", str(base))  # a new environment: a new fork server
+    return sitedir
+
+
+@pytest.mark.parametrize("fork_server", ["1", "0"], ids=["fork-server", "process-per-task"])
+async def test_pth_hooks_wait_for_an_import_only_they_can_satisfy(
+        user_site: Path, fork_server: str, call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
+    try:
+        out = await run_tool("python", {"code": PROBE}, call)
+        assert out["status"] == "ok", out
+        got = out["result"]
+        # nothing of the hooks ran at start-up, nor for an import a path line satisfies
+        assert got["before"] == {"noetl_pth_hook": False, "pathlib": False}
+        assert got["plain"] == "from a path line" and got["plain_runs_no_hook"]
+        # the first import no finder satisfies ran them, in site's own frame, and found the module
+        assert got["virtual"] == 42 and got["hook_ran"]
+        assert got["nspkg_sitedir"] == str(user_site)
+        assert got["exit"] and got["no_site"] == 1  # site's builtins are there; the flag says -S
+        # a module nothing provides still fails as usual, once the hooks have run
+        missing = await run_tool("python", {"code": "import noetl_pth_nowhere"}, call)
+        assert missing["status"] == "error"
+        assert "No module named 'noetl_pth_nowhere'" in missing["error"]["message"]
+    finally:
+        await aclose_clients()  # the fork server of this environment goes with the test
