@@ -33,7 +33,7 @@ import weakref
 from pathlib import Path
 
 from . import _proc
-from ._pyspawn import TaskPipes
+from ._pyspawn import TaskPipes, interpreter_flags
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class ForkServer:
             for sock in (ours, tasks):
                 sock.setblocking(False)
             fds = (theirs.fileno(), spares.fileno())
-            argv = [sys.executable, "-S", "-c", ZYGOTE, RUNNER_PATH, str(os.getpid()), *map(str, fds)]
+            argv = [sys.executable, *interpreter_flags(env), "-c", ZYGOTE, RUNNER_PATH, str(os.getpid()), *map(str, fds)]
             proc = await _proc.start_on(argv, cwd=IDLE_CWD, env=env, stdin=asyncio.subprocess.DEVNULL,
                                         stdout=asyncio.subprocess.DEVNULL, stderr=None,
                                         pass_fds=fds, child_sets_pdeathsig=True)

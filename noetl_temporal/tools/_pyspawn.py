@@ -21,6 +21,17 @@ from pathlib import Path
 from . import _proc
 
 RUNNER = (Path(__file__).with_name("_pyrunner.py")).read_text(encoding="utf-8")
+#: ``0`` in a runner's environment: start it as a plain interpreter, ``.pth`` hooks and all
+LAZY_PTH_SWITCH = "NOETL_PYTHON_LAZY_PTH"
+
+
+def interpreter_flags(env: dict[str, str]) -> list[str]:
+    """``-S`` for a runner or fork server: it runs ``site`` itself and leaves the import
+    hooks of ``.pth`` files until an import needs them (``_pyrunner.start_site``), unless
+    its environment says ``NOETL_PYTHON_LAZY_PTH=0``."""
+    if env.get(LAZY_PTH_SWITCH, "").strip().lower() in ("0", "false", "no", "off"):
+        return []
+    return ["-S"]
 
 
 _BASE: tuple[dict, dict[str, str]] | None = None  # (os.environ's raw data, the env built from it)
@@ -83,9 +94,9 @@ class TaskPipes:
 
 async def spawn_runner(env: dict[str, str], cwd: str, pipes: TaskPipes):
     """Start ``python -S -c RUNNER <response fd> <worker pid>`` on ``pipes``; the process
-    (``-S``: the runner runs ``site`` itself, ``_pyrunner.start_site``)."""
+    (``-S``: see :func:`interpreter_flags`)."""
     in_r, out_w, err_w, resp_w = pipes.child_fds
-    argv = [sys.executable, "-S", "-c", RUNNER, str(resp_w), str(os.getpid())]
+    argv = [sys.executable, *interpreter_flags(env), "-c", RUNNER, str(resp_w), str(os.getpid())]
     try:
         return await _proc.start_on(argv, cwd=cwd, env=env, stdin=in_r, stdout=out_w, stderr=err_w,
                                     pass_fds=(resp_w,), child_sets_pdeathsig=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.tools import ToolCall, _pyfork, aclose_clients, run_tool
+from noetl_temporal.tools import ToolCall, _pyfork, _pyspawn, aclose_clients, run_tool
 
 pytestmark = pytest.mark.skipif(
     not site.ENABLE_USER_SITE, reason="user site directories are disabled here (a virtualenv): no place for a .pth")
@@ -87,3 +87,18 @@ async def test_pth_hooks_wait_for_an_import_only_they_can_satisfy(
         assert "No module named 'noetl_pth_nowhere'" in missing["error"]["message"]
     finally:
         await aclose_clients()  # the fork server of this environment goes with the test
+
+
+@pytest.mark.parametrize("fork_server", ["1", "0"], ids=["fork-server", "process-per-task"])
+async def test_pth_hooks_run_at_start_when_deferring_is_switched_off(
+        user_site: Path, fork_server: str, call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
+    monkeypatch.setenv(_pyspawn.LAZY_PTH_SWITCH, "0")  # a plain interpreter: site at start-up
+    try:
+        out = await run_tool("python", {"code": PROBE}, call)
+        assert out["status"] == "ok", out
+        got = out["result"]
+        assert got["before"]["noetl_pth_hook"] is True  # ran before any import of the task
+        assert got["virtual"] == 42 and got["nspkg_sitedir"] == str(user_site) and got["no_site"] == 0
+    finally:
+        await aclose_clients()
