@@ -235,6 +235,15 @@ async def test_libs_and_convenience_modules(call: ToolCall) -> None:
     assert bad["error"]["code"] == "ModuleNotFoundError"
 
 
+async def test_prebound_modules_and_what_a_task_does_not_pay_for(call: ToolCall) -> None:
+    out = await py(call, "result = [datetime.date(2024, 1, 2).isoformat(), len(str(uuid.uuid4()))]")
+    assert out["result"] == ["2024-01-02", 36]
+    # Named only in pieces, so the code does not ask for them: what only errors and odd
+    # callables need is not in a task's process unless it imports it (_pyrunner.preload).
+    out = await py(call, "import sys\nresult = [m in sys.modules for m in ('in' + 'spect', 'trace' + 'back')]")
+    assert out["result"] == [False, False]
+
+
 async def test_code_b64_and_missing_code(call: ToolCall) -> None:
     code = base64.b64encode(b"result = 'from b64'").decode()
     out = await run_tool("python", {"code_b64": code}, call)
