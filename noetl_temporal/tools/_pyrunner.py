@@ -329,6 +329,10 @@ def preload():
     _use_json()
     for name in CONVENIENCE:  # in most tasks' code
         __import__(name)
+    # The first compile() in a process builds the compiler's AST types: about 1 ms of CPU
+    # and 110 pages, which every task's process would pay again unless it is done here.
+    # (Loading this module from source did that by chance; loading it from a .pyc does not.)
+    compile("", "<noetl preload>", "exec")
 
 
 # A task much like a real one: a `main` with a parameter, a result of every JSON kind.
