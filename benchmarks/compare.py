@@ -1,6 +1,6 @@
 """Playbooks against expert hand-written Temporal, workload by workload (issue 11).
 
-    python -m benchmarks [--rounds 5] [--quick] [--workloads chain,retry] [--servers stock,embedded]
+    python -m benchmarks [--rounds 5] [--quick] [--workloads chain,retry] [--servers stock,embedded] [--in-worker]
 
 For each server setting a real dev server is started; for each workload both sides get
 a fresh worker in a process of their own, one small warm-up execution each (the
@@ -118,8 +118,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     os.environ["NOETL_EVENT_STORE"] = str(scratch / "events.db")
     os.environ["NOETL_PAYLOAD_STORE"] = str(scratch / "payloads")
     os.environ["NOETL_RESULT_STORE"] = str(scratch / "results")
-    chosen = [w for w in workloads(QUICK_SIZES if args.quick else SIZES) if w.key in args.workloads]
-    warm = {w.key: w for w in workloads(QUICK_SIZES)}
+    chosen = [w for w in workloads(QUICK_SIZES if args.quick else SIZES, in_worker=args.in_worker)
+              if w.key in args.workloads]
+    warm = {w.key: w for w in workloads(QUICK_SIZES, in_worker=args.in_worker)}
     playbooks = {w.playbook["metadata"]["name"]: load_playbook_text(playbook_yaml(w.playbook),
                                                                     source=f"benchmarks:{w.key}").playbook
                  for w in [*chosen, *warm.values()] if w.playbook is not None}
@@ -135,6 +136,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"[{setting}] {workload.key}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         gc.collect()
     return {"started": started, "duration": time.time() - started, "rounds": args.rounds, "quick": args.quick,
+            "in_worker": args.in_worker,
             "servers": {s: list(server_args(s)) for s in args.servers}, "rows": rows,
             "load_average": os.getloadavg(), "cpus": os.cpu_count()}
 
@@ -149,8 +151,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="smoke run: small sizes, 1 round, the embedded server's setting only unless --servers")
     parser.add_argument("--workloads", default=",".join(keys), help="comma-separated subset (default: all)")
     parser.add_argument("--servers", default=None, help="comma-separated: stock, embedded (default both; embedded with --quick)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "latest",
-                        help="writes OUT.md and OUT.json (default benchmarks/results/latest)")
+    parser.add_argument("--in-worker", action="store_true",
+                        help="run the playbooks' python tasks in the worker (in_worker: true, no process per "
+                             "task): how much of each ratio the python tool's isolation costs; not the default")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="writes OUT.md and OUT.json (default benchmarks/results/latest, "
+                             "or latest-in-worker with --in-worker)")
     args = parser.parse_args(argv)
     args.workloads = [k.strip() for k in args.workloads.split(",") if k.strip()]
     if args.servers is None:
@@ -162,6 +168,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
     if args.rounds is None:
         args.rounds = 1 if args.quick else 5
+    if args.out is None:
+        args.out = RESULTS / ("latest-in-worker" if args.in_worker else "latest")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     return args

@@ -73,6 +73,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"Measured {when}, {results['rounds']} round(s) per side (median), {results['cpus']} CPUs, "
         f"load average at the end {load}, {results['duration']:.0f} s in all"
         + (" — **quick smoke run: small sizes, not figures to compare**" if results["quick"] else "")
+        + (" — **the playbooks' python tasks ran `in_worker: true` (no process per task, not the default)**"
+           if results.get("in_worker") else "")
         + f". Dev servers: {servers}.",
         "",
         "| workload | server | hand-written | playbook | ratio | history events hw / pb | "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,11 @@ SIZES = {"chain": 20, "seq_loop": 200, "branches": 50, "par_loop": 1000, "in_fli
          "executions": 100, "chain_short": 5, "fast": 20, "blob": 1 << 20}
 QUICK_SIZES = {"chain": 5, "seq_loop": 10, "branches": 10, "par_loop": 50, "in_flight": 10,
                "executions": 10, "chain_short": 5, "fast": 5, "blob": 1 << 20}
+
+# ``--in-worker``: every python task of every playbook runs in the worker itself
+# (docs/tools.md, "In-worker mode"): the same comparison without the python tool's process
+# per task, to show how much of each ratio that isolation costs. Not the default.
+IN_WORKER_OPT_IN: tuple[str, Any] = ("task.in_worker", True)
 
 RETRY_POLICY = {"rules": [{"when": "{{ output.status == 'error' }}",
                            "then": {"do": "retry", "attempts": 5, "delay": 1}}]}
@@ -137,7 +142,16 @@ def _counter(scratch: Path) -> dict[str, Any]:
     return {"counter": str(scratch / f"attempts-{uuid.uuid4().hex}")}
 
 
-def workloads(sizes: dict[str, int] = SIZES, opt_in: tuple[str, Any] | None = FAST_PATH_OPT_IN) -> list[Workload]:
+def workloads(sizes: dict[str, int] = SIZES, opt_in: tuple[str, Any] | None = FAST_PATH_OPT_IN,
+              in_worker: bool = False) -> list[Workload]:
+    defined = _workloads(sizes, opt_in)
+    if not in_worker:
+        return defined
+    return [w if w.playbook is None else replace(w, playbook=with_opt_in(w.playbook, IN_WORKER_OPT_IN))
+            for w in defined]
+
+
+def _workloads(sizes: dict[str, int], opt_in: tuple[str, Any] | None) -> list[Workload]:
     n, loop_n, fan, par, gate = sizes["chain"], sizes["seq_loop"], sizes["branches"], sizes["par_loop"], sizes["in_flight"]
     many, short, fast, blob = sizes["executions"], sizes["chain_short"], sizes["fast"], sizes["blob"]
     fast_playbook = with_opt_in(chain(fast, "fast"), opt_in) if opt_in else None

@@ -40,6 +40,20 @@ def test_every_workload_is_a_valid_playbook_running_the_shared_bodies(sizes):
     assert len(names) == len(defined)  # the benchmark finds loaded playbooks by name
 
 
+def test_in_worker_runs_every_python_task_in_the_worker_and_changes_nothing_else():
+    default, in_worker = workloads(SIZES), workloads(SIZES, in_worker=True)
+    assert [w.key for w in in_worker] == [w.key for w in default]
+    for plain, opted in zip(default, in_worker, strict=True):
+        assert (opted.arg, opted.executions, opted.workflow) == (plain.arg, plain.executions, plain.workflow)
+        loaded = load_playbook_text(playbook_yaml(opted.playbook), source=f"benchmarks:{opted.key}")
+        assert not loaded.warnings, (opted.key, loaded.warnings)
+        tasks = _python_tasks(loaded.playbook)
+        assert tasks and all(t.config.get("in_worker") is True for t in tasks), opted.key
+        assert all(t.config["code"] in BODY_TEXTS for t in tasks), opted.key
+        assert not any(t.config.get("in_worker") for t in _python_tasks(
+            load_playbook_text(playbook_yaml(plain.playbook)).playbook)), plain.key
+
+
 def test_sizes_are_the_issue_s():
     by_key = {w.key: w for w in workloads(SIZES)}
     assert by_key["chain"].arg == {"n": 20} and by_key["seq_loop"].arg == {"n": 200}
@@ -85,6 +99,10 @@ def test_command_line_is_checked():
     args = compare.parse(["--quick", "--workloads", "chain,retry"])
     assert (args.rounds, args.servers, args.workloads) == (1, ["embedded"], ["chain", "retry"])
     assert compare.parse([]).rounds == 5 and compare.parse([]).servers == ["stock", "embedded"]
+    assert compare.parse([]).out == compare.RESULTS / "latest" and not compare.parse([]).in_worker
+    opted = compare.parse(["--in-worker"])
+    assert opted.in_worker and opted.out == compare.RESULTS / "latest-in-worker"
+    assert compare.parse(["--in-worker", "--out", "x"]).out.name == "x"
     for bad in (["--workloads", "nope"], ["--servers", "prod"], ["--rounds", "0"]):
         with pytest.raises(SystemExit):
             compare.parse(bad)
@@ -134,3 +152,5 @@ def test_report_flags_missed_targets_and_not_applicable_rows():
     assert "| 0.50 / 0.50 (1.00×) |" in text
     assert text.splitlines()[4].endswith("| time |")
     assert "| n/a | " in text and "n/a: not yet" in text
+    assert "in_worker" not in text
+    assert "ran `in_worker: true`" in report.markdown(dict(results, in_worker=True)).splitlines()[0]
