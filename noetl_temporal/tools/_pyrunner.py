@@ -424,7 +424,12 @@ def _pth_lines(path):
 class _DeferredPthImports:
     """Last on ``sys.meta_path``: the first import no other finder satisfies runs the
     deferred ``.pth`` files through ``site.addpackage`` (their import lines, now; their
-    path lines are on ``sys.path`` already), then asks the finders again."""
+    path lines are on ``sys.path`` already), then asks the finders again.
+
+    Threads need nothing more: the interpreter asks each finder under its import lock, so
+    the hooks run once, whole, before any other thread's finder call; a thread whose
+    import missed meanwhile goes on down the live ``sys.meta_path`` and meets the finders
+    the hooks appended. An import that misses inside a hook is a plain miss."""
 
     def __init__(self, deferred):
         self.deferred = deferred

@@ -102,3 +102,68 @@ async def test_pth_hooks_run_at_start_when_deferring_is_switched_off(
         assert got["virtual"] == 42 and got["nspkg_sitedir"] == str(user_site) and got["no_site"] == 0
     finally:
         await aclose_clients()
+
+
+SLOW_HOOK = textwrap.dedent("""\
+    import importlib.abc, importlib.util, sys, time
+
+    class _Virtual(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path=None, target=None):
+            ours = ("noetl_pth_thread_a", "noetl_pth_thread_b")
+            return importlib.util.spec_from_loader(name, self) if name in ours else None
+        def create_module(self, spec):
+            return None
+        def exec_module(self, module):
+            module.name = module.__name__
+
+    def install():
+        try:  # a hook whose own import misses: a plain miss, not a wait on itself
+            import noetl_pth_absent  # noqa: F401
+        except ImportError:
+            pass
+        time.sleep(0.3)  # long enough for the other thread's import to miss meanwhile
+        sys.meta_path.append(_Virtual())
+""")
+
+THREADS = textwrap.dedent("""\
+    import threading, time
+    barrier, got = threading.Barrier(2), {}
+
+    def load(name):
+        barrier.wait()
+        try:
+            got[name] = __import__(name).name
+        except ImportError as exc:
+            got[name] = f"ImportError: {exc}"
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=load, args=(n,)) for n in ("noetl_pth_thread_a", "noetl_pth_thread_b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result = {"got": got, "seconds": time.monotonic() - t0}
+""")
+
+
+@pytest.mark.parametrize("fork_server", ["1", "0"], ids=["fork-server", "process-per-task"])
+async def test_a_thread_that_misses_while_another_runs_the_hooks_waits_for_them(
+        tmp_path: Path, fork_server: str, call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads of a task import, at the same moment, two modules only a slow hook
+    provides: one runs the hooks (under the interpreter's import lock), the other's
+    import goes on to the finder they appended instead of failing."""
+    base = tmp_path / "userbase"
+    sitedir = Path(sysconfig.get_path("purelib", "posix_user", vars={"userbase": str(base)}))
+    sitedir.mkdir(parents=True)
+    (sitedir / "noetl_pth_slow.py").write_text(SLOW_HOOK)
+    (sitedir / "slow.pth").write_text("import noetl_pth_slow; noetl_pth_slow.install()\n")
+    monkeypatch.setenv("PYTHONUSERBASE", str(base))
+    monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
+    try:
+        out = await run_tool("python", {"code": THREADS}, call)
+        assert out["status"] == "ok", out
+        assert out["result"]["got"] == {"noetl_pth_thread_a": "noetl_pth_thread_a",
+                                        "noetl_pth_thread_b": "noetl_pth_thread_b"}
+        assert out["result"]["seconds"] < 5  # a hook's own miss did not block
+    finally:
+        await aclose_clients()
