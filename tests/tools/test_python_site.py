@@ -49,20 +49,26 @@ PROBE = textwrap.dedent("""\
 """)
 
 
-@pytest.fixture
-def user_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _empty_user_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user site directory of our own, in use (a new environment: a new fork server)."""
     base = tmp_path / "userbase"
     sitedir = Path(sysconfig.get_path("purelib", "posix_user", vars={"userbase": str(base)}))
+    sitedir.mkdir(parents=True)
+    monkeypatch.setenv("PYTHONUSERBASE", str(base))
+    return sitedir
+
+
+@pytest.fixture
+def user_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    sitedir = _empty_user_site(tmp_path, monkeypatch)
     extra = tmp_path / "extra"
-    for folder in (sitedir, extra):
-        folder.mkdir(parents=True)
+    extra.mkdir()
     (extra / "noetl_pth_plain.py").write_text("value = 'from a path line'\n")
     (sitedir / "noetl_pth_hook.py").write_text(HOOK)
     (sitedir / "a-paths.pth").write_text(f"# a comment\n{extra}\n")
     (sitedir / "b-hook.pth").write_text("import noetl_pth_hook; noetl_pth_hook.install()\n")
     (sitedir / "c-nspkg.pth").write_text(
         "import sys; sys.noetl_pth_sitedir = sys._getframe(1).f_locals['sitedir']\n")
-    monkeypatch.setenv("PYTHONUSERBASE", str(base))  # a new environment: a new fork server
     return sitedir
 
 
@@ -117,7 +123,7 @@ SLOW_HOOK = textwrap.dedent("""\
             module.name = module.__name__
 
     def install():
-        try:  # a hook whose own import misses: a plain miss, not a wait on itself
+        try:  # a hook whose own import misses: a plain miss
             import noetl_pth_absent  # noqa: F401
         except ImportError:
             pass
@@ -152,12 +158,9 @@ async def test_a_thread_that_misses_while_another_runs_the_hooks_waits_for_them(
     """Two threads of a task import, at the same moment, two modules only a slow hook
     provides: one runs the hooks (under the interpreter's import lock), the other's
     import goes on to the finder they appended instead of failing."""
-    base = tmp_path / "userbase"
-    sitedir = Path(sysconfig.get_path("purelib", "posix_user", vars={"userbase": str(base)}))
-    sitedir.mkdir(parents=True)
+    sitedir = _empty_user_site(tmp_path, monkeypatch)
     (sitedir / "noetl_pth_slow.py").write_text(SLOW_HOOK)
     (sitedir / "slow.pth").write_text("import noetl_pth_slow; noetl_pth_slow.install()\n")
-    monkeypatch.setenv("PYTHONUSERBASE", str(base))
     monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
     try:
         out = await run_tool("python", {"code": THREADS}, call)
