@@ -9,6 +9,9 @@ history by a small reference payload. Decoding reads it back. Temporal's hard li
 Client and workers must use the same store: a shared directory (default
 ``~/.local/share/noetl-temporal/payloads``) or PostgreSQL (``NOETL_PAYLOAD_STORE`` =
 ``postgresql://...``). Stored payloads are content-addressed, so writes are idempotent.
+
+A local activity's arguments never enter history: the workflow marks them
+(``local_only``) and they stay inline whatever their size.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ from temporalio.converter import DataConverter, PayloadCodec
 
 from ..paths import data_dir
 from ..pgschema import ensure_schema
+from .local_only import LOCAL_ONLY_ENCODING
 
 __all__ = ["ClaimCheckCodec", "data_converter", "DEFAULT_THRESHOLD", "default_payload_store"]
 
 DEFAULT_THRESHOLD = 128 * 1024
 _ENCODING = b"noetl/claim-check"
+_LOCAL_ONLY = LOCAL_ONLY_ENCODING.encode()
 
 
 def default_payload_store() -> str:
@@ -89,7 +94,7 @@ class ClaimCheckCodec(PayloadCodec):
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         out = []
         for payload in payloads:
-            if payload.ByteSize() <= self.threshold:
+            if payload.metadata.get("encoding") == _LOCAL_ONLY or payload.ByteSize() <= self.threshold:
                 out.append(payload)
                 continue
             data = payload.SerializeToString()

@@ -12,6 +12,10 @@ goes the SDK's way, unchanged. The JSON on the wire is the same either way.
 
 The worker hands the converter class to the workflow sandbox as an object (it is not
 re-imported per run), so the per-class cache below serves every workflow run.
+
+Arguments the workflow marks as local-only (``local_only``: a local activity's, never in
+history) are encoded as the same JSON under their own encoding name, which the claim
+check leaves inline.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
     AdvancedJSONEncoder,
     CompositePayloadConverter,
@@ -31,7 +36,9 @@ from temporalio.converter import (
     JSONTypeConverter,
 )
 
-__all__ = ["PlainJSONTypes", "ShallowDataclassEncoder", "PayloadConverter"]
+from .local_only import LOCAL_ONLY_ENCODING, LocalOnly
+
+__all__ = ["PlainJSONTypes", "ShallowDataclassEncoder", "LocalOnlyJSON", "PayloadConverter"]
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -138,8 +145,20 @@ class ShallowDataclassEncoder(AdvancedJSONEncoder):
         return super().default(o)
 
 
+class LocalOnlyJSON(JSONPlainPayloadConverter):
+    """:class:`~.local_only.LocalOnly` values only, as JSON under ``LOCAL_ONLY_ENCODING``."""
+
+    def __init__(self) -> None:
+        super().__init__(encoder=ShallowDataclassEncoder, custom_type_converters=[_TYPES],
+                         encoding=LOCAL_ONLY_ENCODING)
+
+    def to_payload(self, value: Any) -> Payload | None:
+        return super().to_payload(value) if isinstance(value, LocalOnly) else None
+
+
 class PayloadConverter(CompositePayloadConverter):
-    """The SDK's default converters, its JSON one taught :class:`PlainJSONTypes`.
+    """The SDK's default converters, its JSON one taught :class:`PlainJSONTypes`, and
+    :class:`LocalOnlyJSON` first (a marked value would otherwise be plain JSON).
 
     The SDK builds a converter for every serialization context (each activity task, each
     workflow activation): the encoding converters are stateless, so they are built once."""
@@ -149,8 +168,8 @@ class PayloadConverter(CompositePayloadConverter):
     def __init__(self) -> None:
         encoders = PayloadConverter._encoders
         if encoders is None:
-            encoders = PayloadConverter._encoders = tuple(
+            encoders = PayloadConverter._encoders = (LocalOnlyJSON(), *(
                 JSONPlainPayloadConverter(encoder=ShallowDataclassEncoder, custom_type_converters=[_TYPES])
                 if isinstance(conv, JSONPlainPayloadConverter) else conv
-                for conv in DefaultPayloadConverter.default_encoding_payload_converters)
+                for conv in DefaultPayloadConverter.default_encoding_payload_converters))
         super().__init__(*encoders)

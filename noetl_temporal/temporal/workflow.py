@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
     from ..status import ExecutionStatus
     from . import labels
     from .activities import INTERNAL_ERROR, POLICY_RETRY
+    from .local_only import LocalOnlyList, local_run_task
     from .metrics import count_execution
     from .naming import child_execution_id
     from .pacing import YIELD_ACTIVITY
@@ -258,8 +259,8 @@ class PlaybookWorkflow:
                 await self._gather_events(log)
             batch = log.since(self._flushed_seq, EVENT_BATCH)
             try:
-                await workflow.execute_local_activity(
-                    PERSIST_EVENTS_ACTIVITY, batch, start_to_close_timeout=timedelta(seconds=30),
+                await workflow.execute_local_activity(  # (its argument is not in history)
+                    PERSIST_EVENTS_ACTIVITY, LocalOnlyList(batch), start_to_close_timeout=timedelta(seconds=30),
                     summary=persist_summary(batch),
                     retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)))
             except ActivityError as err:
@@ -590,7 +591,7 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
     while True:
         try:
             raw: dict[str, Any] = await workflow.execute_local_activity(
-                RUN_TASK_LOCAL_ACTIVITY, args=[cmd, {"attempt": attempt, "history": history}],
+                RUN_TASK_LOCAL_ACTIVITY, args=[local_run_task(cmd), {"attempt": attempt, "history": history}],
                 activity_id=f"{cmd.task_run_id}/{attempt}",
                 start_to_close_timeout=timedelta(seconds=timeout + 30),
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=inp.infra_attempts,

@@ -9,7 +9,8 @@ import pytest
 from temporalio.converter import DataConverter
 
 from noetl_temporal.engine.messages import RunTask, TaskFinished
-from noetl_temporal.temporal.claimcheck import data_converter
+from noetl_temporal.temporal.claimcheck import ClaimCheckCodec, data_converter
+from noetl_temporal.temporal.local_only import LOCAL_ONLY_ENCODING, LocalOnlyList, local_run_task
 from noetl_temporal.temporal.payloads import PayloadConverter, PlainJSONTypes
 
 RUN_TASK = RunTask(task_run_id="t1", execution_id="e1", step="s", step_run_id="s#1", task="t", kind="python",
@@ -86,3 +87,31 @@ def test_encodes_exactly_as_the_sdk(value):
     ours = PayloadConverter().to_payloads([value])
     sdk = DataConverter.default.payload_converter.to_payloads([value])
     assert ours[0].data == sdk[0].data and ours[0].metadata == sdk[0].metadata
+
+
+# --------------------------------------------------------------- local activity arguments
+
+BIG_EVENTS = [{"seq": i, "event_type": "task.done", "payload": {"text": "x" * 400}} for i in range(500)]
+
+
+@pytest.mark.parametrize(("value", "hint", "expected"), [
+    (LocalOnlyList(BIG_EVENTS), list[dict[str, Any]], BIG_EVENTS),
+    (local_run_task(RUN_TASK), RunTask, RUN_TASK),
+])
+def test_a_local_activity_argument_is_the_same_json_under_its_own_encoding(value, hint, expected):
+    [payload] = PayloadConverter().to_payloads([value])
+    assert payload.metadata["encoding"] == LOCAL_ONLY_ENCODING.encode()
+    sdk = DataConverter.default.payload_converter.to_payloads([expected])[0]
+    assert payload.data == sdk.data  # only the encoding's name differs
+    [decoded] = PayloadConverter().from_payloads([payload], [hint])
+    assert decoded == expected and type(decoded) is type(expected)
+
+
+async def test_the_claim_check_leaves_local_activity_arguments_inline(tmp_path):
+    codec = ClaimCheckCodec(str(tmp_path / "store"), threshold=1024)
+    local, plain = PayloadConverter().to_payloads([LocalOnlyList(BIG_EVENTS), list(BIG_EVENTS)])
+    encoded = await codec.encode([local, plain])
+    assert encoded[0] == local  # left as it is: it never enters history
+    assert encoded[1].metadata["encoding"] == b"noetl/claim-check"  # large, for history: stored
+    assert [p.name for p in (tmp_path / "store").rglob("*") if p.is_file()] == [encoded[1].data.decode()]
+    assert await codec.decode(encoded) == [local, plain]

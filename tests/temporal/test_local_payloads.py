@@ -1,0 +1,95 @@
+"""What a workflow hands to its own worker's local activities never enters history, so the
+claim check leaves it inline: nothing of it is left behind in the payload store.
+
+Before, every batch of events on its way to the event store (500 events, ~250 KB) and
+every large fast-path task went through the claim check, and each left a file in the
+payload store that nothing ever read again or deleted."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from noetl_temporal.store.events import open_event_store
+from noetl_temporal.temporal.claimcheck import DEFAULT_THRESHOLD, default_payload_store
+
+pytestmark = pytest.mark.temporal
+
+CLAIM_CHECK = "noetl/claim-check"
+
+
+def _stored() -> set[str]:
+    root = Path(default_payload_store())
+    return {p.name for p in root.rglob("*") if p.is_file()} if root.exists() else set()
+
+
+def _payloads(message, out: list) -> list:
+    """Every ``Payload`` in a protobuf message, however deeply nested (maps too)."""
+    from temporalio.api.common.v1 import Payload
+
+    if isinstance(message, Payload):
+        out.append(message)
+        return out
+    for field, value in message.ListFields():
+        if field.message_type is None:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            values = list(value.values())
+        elif hasattr(value, "ListFields"):
+            values = [value]
+        else:  # a repeated field
+            values = list(value)
+        for item in values:
+            if hasattr(item, "ListFields"):
+                _payloads(item, out)
+    return out
+
+
+async def _referenced(temporal, execution_id: str) -> set[str]:
+    """The payload-store keys this execution's history refers to."""
+    history = await temporal.client.get_workflow_handle(execution_id).fetch_history()
+    keys: set[str] = set()
+    for event in history.events:
+        for payload in _payloads(event, []):
+            if payload.metadata.get("encoding", b"").decode() == CLAIM_CHECK:
+                keys.add(payload.data.decode())
+    return keys
+
+
+async def test_event_batches_leave_nothing_in_the_payload_store(run_yaml, temporal):
+    before = _stored()
+    report = await run_yaml("""
+    workflow:
+      - step: items
+        loop: {in: "{{ range(400) | list }}", iterator: i}
+        tool: {kind: noop, result: {i: "{{ i }}", pad: "some text that makes each event a little longer"}}
+    """)
+    assert report.state == "COMPLETED", report.error
+    events = open_event_store().read(report.execution_id, limit=100_000)
+    assert [e["seq"] for e in events] == list(range(1, report.events[-1]["seq"] + 1))  # all stored
+    sizes = [len(str(e)) for e in events[:500]]
+    assert sum(sizes) > DEFAULT_THRESHOLD  # a batch is over the claim-check threshold
+    left = _stored() - before
+    assert left <= await _referenced(temporal, report.execution_id), \
+        f"{len(left)} payload(s) in the store that the history never refers to"
+
+
+async def test_a_large_fast_path_task_leaves_nothing_in_the_payload_store(run_yaml, temporal):
+    before = _stored()
+    report = await run_yaml("""
+    workflow:
+      - step: big
+        spec: {local: true}
+        tool:
+          kind: python
+          input: {s: "{{ 'x' * 300000 }}"}
+          code: "result = len(s)"
+    """)
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["big"]["result"] == 300_000
+    left = _stored() - before
+    assert left <= await _referenced(temporal, report.execution_id), \
+        f"{len(left)} payload(s) in the store that the history never refers to"
+    assert os.environ["NOETL_PAYLOAD_STORE"]  # the tests' own store (tests/conftest.py)
