@@ -37,6 +37,19 @@ def chain(n: int, kind: str = "noop") -> str:
     return "\n".join(lines) + "\n"
 
 
+def fanout(n: int) -> str:
+    """``n`` steps: one, an inclusive fan-out from it to ``n - 2`` activity steps, and the
+    join they meet at (``n`` step runs: ``executor.spec.max_step_runs`` allows 10,000)."""
+    n -= 2
+    lines = ["apiVersion: noetl.io/v2", "kind: Playbook", f"metadata: {{name: fanout_{n}}}", "workflow:",
+             "  - step: start", "    tool: {kind: noop}",
+             "    next: {spec: {mode: inclusive}, arcs: [" + ", ".join(f"{{step: b{i}}}" for i in range(n)) + "]}"]
+    for i in range(n):
+        lines.append(f"  - step: b{i}\n    tool: {{kind: python, code: 'result = 1'}}\n    next: {{arcs: [{{step: join}}]}}")
+    lines.append("  - step: join\n    tool: {kind: noop, result: done}")
+    return "\n".join(lines) + "\n"
+
+
 def loop(n: int, kind: str = "noop", max_in_flight: int = 50) -> str:
     tool = "{kind: noop, result: '{{ i }}'}" if kind == "noop" else \
         "{kind: python, code: 'result = i * 2', args: {i: '{{ i }}'}}"
@@ -88,6 +101,7 @@ def pure(sizes: list[int]) -> None:
     print("| workload | size | inputs | per input (ms) | longest input (ms) | events | status |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for label, make in (("noop chain", lambda n: chain(n)), ("activity chain", lambda n: chain(n, "python")),
+                        ("activity fan-out + join", fanout),
                         ("noop parallel loop", lambda n: loop(n * 10)),
                         ("activity parallel loop", lambda n: loop(n * 10, "python"))):
         for n in sizes:

@@ -17,6 +17,7 @@ long chain costs nothing, and each input costs a dictionary look-up.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -40,12 +41,8 @@ class StepGraph:
     @cached_property
     def successors(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        for step in self.playbook.workflow:
-            targets: list[str] = []
-            for arc in (step.next.arcs if step.next else []):
-                if arc.step not in targets:
-                    targets.append(arc.step)
-            out[step.step] = targets
+        for step in self.playbook.workflow:  # each target once, in arc order (a dict keeps it)
+            out[step.step] = list(dict.fromkeys(arc.step for arc in (step.next.arcs if step.next else [])))
         return out
 
     @cached_property
@@ -88,8 +85,8 @@ class StepGraph:
     def forward_upstreams(self) -> dict[str, tuple[str, ...]]:
         ups: dict[str, list[str]] = {name: [] for name in self.successors}
         for src, targets in self.successors.items():
-            for dst in targets:
-                if dst in ups and (src, dst) not in self.back_edges and src not in ups[dst]:
+            for dst in targets:  # (targets are unique per step: each src once per dst)
+                if dst in ups and (src, dst) not in self.back_edges:
                     ups[dst].append(src)
         return {k: tuple(v) for k, v in ups.items()}
 
@@ -104,8 +101,13 @@ class StepGraph:
             for up in ups:
                 if up not in ancestors:
                     ancestors[up] = self._forward_ancestors(up)
-            concurrent = {u for u in ups for v in ups
-                          if u != v and self._concurrent(ancestors[u], ancestors[v], u, v)}
+            # Only two upstreams below a common inclusive router can be concurrent; and one
+            # concurrent partner is enough. Comparing every pair made a 2,000-way join cost
+            # seconds inside one workflow activation.
+            routers = {u: self._inclusive_forward_successors.keys() & ancestors[u] for u in ups}
+            concurrent = {u for u in ups if routers[u] and any(
+                u != v and not routers[u].isdisjoint(routers[v])
+                and self._concurrent(ancestors[u], ancestors[v], u, v) for v in ups)}
             if concurrent:
                 out[name] = frozenset(concurrent)
         return out
@@ -164,14 +166,11 @@ class StepGraph:
         self._reach_cache[key] = result
         return result
 
-    def can_still_deliver(self, join: str, active_steps: set[str]) -> bool:
+    def can_still_deliver(self, join: str, active_steps: Iterable[str]) -> bool:
         """True while some active step may still produce a token for ``join`` via one of its
         concurrent upstreams."""
         upstreams = self.join_upstreams.get(join, frozenset())
         for active in active_steps:
-            if active == join:
-                continue
-            reach = self.reachable_avoiding(active, join)
-            if any(up in reach for up in upstreams):
+            if active != join and not upstreams.isdisjoint(self.reachable_avoiding(active, join)):
                 return True
         return False

@@ -12,7 +12,7 @@ rather than overwritten in silence.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .common import add_token
@@ -39,9 +39,9 @@ def waits_at_join(state: ExecutionState, token: Token) -> bool:
     return True
 
 
-def fire_joins(state: ExecutionState, active_steps: Callable[[str], set[str]]) -> bool:
-    """Fire every join no active step can still deliver to; ``active_steps(join)`` is the
-    set of steps that may still produce tokens (the machine decides what counts)."""
+def fire_joins(state: ExecutionState, active_steps: Callable[[str], Iterable[str]]) -> bool:
+    """Fire every join no active step can still deliver to; ``active_steps(join)`` gives
+    the steps that may still produce tokens (the machine decides what counts)."""
     progress = False
     for join, buffered in list(state.join_buffers.items()):
         if not buffered or state.graph.can_still_deliver(join, active_steps(join)):

@@ -27,6 +27,7 @@ steps -> loops -> pipeline), and nothing here recurses.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..dsl.models import AdmitPolicy, Playbook, Step
@@ -183,7 +184,7 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
     progress = False
     final_step = state.playbook.executor.spec.final_step
     for token in list(state.tokens):
-        if token not in state.tokens or state.finished:
+        if not token.in_hand or state.finished:  # taken out meanwhile (joined, dropped, ...)
             continue
         if token.denied and token.evaluated_ctx_version == state.ctx_version:
             continue
@@ -247,11 +248,13 @@ def _on_deny(state: ExecutionState, step_name: str) -> str:
     return admit.on_deny if admit is not None else "pending"
 
 
-def _active_steps(state: ExecutionState, exclude_join: str) -> set[str]:
-    active = {run.step for run in state.step_runs.values()}
-    active |= {t.step for t in state.tokens if not t.denied or _on_deny(state, t.step) == "wait"}
-    active |= {j for j, buf in state.join_buffers.items() if buf and j != exclude_join}
-    return active
+def _active_steps(state: ExecutionState, exclude_join: str) -> Iterator[str]:
+    """The steps that may still produce tokens, lazily (with repeats): a join asks whether
+    *any* of them can still reach it, and the first one usually can. (A set of all of them,
+    built on every arrival, made a 10,000-way fan-out quadratic.)"""
+    yield from (run.step for run in state.step_runs.values())
+    yield from (t.step for t in state.tokens if not t.denied or _on_deny(state, t.step) == "wait")
+    yield from (j for j, buf in state.join_buffers.items() if buf and j != exclude_join)
 
 
 def _check_quiescence(state: ExecutionState, commands: list[Command]) -> bool:

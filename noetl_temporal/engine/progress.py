@@ -9,6 +9,8 @@ on every worker and tested without a server.
 
 from __future__ import annotations
 
+import itertools
+
 from .state import ExecutionState, StepRun
 
 __all__ = ["describe", "MAX_LISTED"]
@@ -26,19 +28,22 @@ def describe(state: ExecutionState) -> str:
     if state.stopping:
         head += f" · stopping ({state.stopping})"
     lines = [head]
-    running = [_running(run) for run in state.step_runs.values()]
-    if running:
-        lines.append("running: " + _listed(running))
+    # Rebuilt after every engine step: only the listed few are formatted, or a wide fan-out
+    # (thousands of steps running) would format them all on every task's end.
+    if state.step_runs:
+        running = [_running(run) for run in itertools.islice(state.step_runs.values(), MAX_LISTED)]
+        lines.append("running: " + _listed(running, len(state.step_runs)))
     gates = sorted({t.step for t in state.tokens if t.denied})
     if gates:
-        lines.append("waiting at a gate (ctx change): " + _listed([f"`{g}`" for g in gates]))
-    queued = sorted({t.step for t in state.tokens if not t.denied})
-    if queued and state.paused:
-        lines.append("held by the pause: " + _listed([f"`{q}`" for q in queued]))
+        lines.append("waiting at a gate (ctx change): " + _listed([f"`{g}`" for g in gates[:MAX_LISTED]], len(gates)))
+    if state.paused:
+        queued = sorted({t.step for t in state.tokens if not t.denied})
+        if queued:
+            lines.append("held by the pause: " + _listed([f"`{q}`" for q in queued[:MAX_LISTED]], len(queued)))
     joins = [f"`{name}` ({len(buffered)} arrived)" for name, buffered in sorted(state.join_buffers.items())
              if buffered]
     if joins:
-        lines.append("waiting at a join: " + _listed(joins))
+        lines.append("waiting at a join: " + _listed(joins[:MAX_LISTED], len(joins)))
     if state.finished and state.terminal_event:
         lines.append(f"ended: {state.terminal_event}")
     return "\n\n".join(lines)
@@ -54,6 +59,7 @@ def _running(run: StepRun) -> str:
     return text
 
 
-def _listed(items: list[str]) -> str:
-    more = len(items) - MAX_LISTED
-    return ", ".join(items[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
+def _listed(first: list[str], total: int) -> str:
+    """The first few of ``total`` items, and how many more."""
+    more = total - len(first)
+    return ", ".join(first) + (f" and {more} more" if more > 0 else "")

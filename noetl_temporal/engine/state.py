@@ -18,9 +18,13 @@ from .states import LoopState, PipelineState, TokenState
 __all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "ExecutionState"]
 
 
-@dataclass
+@dataclass(eq=False)
 class Token:
-    """A unit of control ready to run ``step`` (seed 004 §1.1)."""
+    """A unit of control ready to run ``step`` (seed 004 §1.1).
+
+    Compared by identity, as the entity it is (ids are unique): the engine looks tokens up
+    in and removes them from ``state.tokens``, and field-by-field equality made that
+    quadratic in Python code (a 2,000-way fan-out spent seconds in one activation)."""
 
     id: str
     step: str
@@ -36,6 +40,12 @@ class Token:
     def denied(self) -> bool:
         """Admission said no; re-evaluated when ctx changes."""
         return self.state is TokenState.DENIED
+
+    @property
+    def in_hand(self) -> bool:
+        """Still in ``state.tokens``: every way out of that list moves the token on (buffered
+        at a join, admitted, discarded, absorbed, dropped), so its state says where it is."""
+        return self.state is TokenState.READY or self.state is TokenState.DENIED
 
 
 @dataclass

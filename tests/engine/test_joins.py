@@ -214,3 +214,84 @@ def test_a_long_chain_has_no_join_analysis_cost():
                       for i in range(3000))
     graph = _graph("workflow:\n" + steps + "\n  - step: s3000\n    tool: {kind: noop}\n")
     assert graph.joins == frozenset()
+
+
+NESTED = """
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {spec: {mode: inclusive}, arcs: [{step: left}, {step: right}, {step: solo}]}
+  - step: left
+    tool: {kind: noop}
+    next: {spec: {mode: inclusive}, arcs: [{step: l1}, {step: l2}]}
+  - step: l1
+    tool: {kind: noop}
+    next: {arcs: [{step: lj}]}
+  - step: l2
+    tool: {kind: noop}
+    next: {arcs: [{step: lj}]}
+  - step: lj
+    tool: {kind: noop}
+    next: {arcs: [{step: end}]}
+  - step: right
+    tool: {kind: noop}
+    next: {spec: {mode: exclusive}, arcs: [{step: r1}, {step: r2}]}
+  - step: r1
+    tool: {kind: noop}
+    next: {arcs: [{step: rj}]}
+  - step: r2
+    tool: {kind: noop}
+    next: {arcs: [{step: rj}]}
+  - step: rj
+    tool: {kind: noop}
+    next: {arcs: [{step: end}]}
+  - step: solo
+    tool: {kind: noop}
+    next: {arcs: [{step: end}]}
+  - step: end
+    tool: {kind: noop}
+"""
+
+
+def _pairwise_joins(graph):
+    """The definition, pair by pair: an upstream is concurrent if some other one is."""
+    out = {}
+    for name, ups in graph.forward_upstreams.items():
+        ancestors = {u: graph._forward_ancestors(u) for u in ups}
+        concurrent = {u for u in ups for v in ups
+                      if u != v and graph._concurrent(ancestors[u], ancestors[v], u, v)}
+        if len(ups) > 1 and concurrent:
+            out[name] = concurrent
+    return out
+
+
+def _corpus_graphs():
+    from noetl_temporal.dsl import load_playbook
+    from noetl_temporal.errors import PlaybookInvalid
+
+    from ..dsl.helpers import CORPUS
+
+    for path in sorted(CORPUS.glob("*.yaml")) if CORPUS.is_dir() else []:
+        try:
+            yield path.name, load_playbook(path).playbook
+        except PlaybookInvalid:  # the corpus keeps a few invalid ones on purpose
+            continue
+
+
+def test_joins_are_what_the_pairwise_definition_says():
+    """The join analysis stops at the first concurrent partner and skips upstreams under no
+    common inclusive router (it compared every pair: seconds for a 2,000-way join); it must
+    find exactly the joins the pairwise definition finds."""
+    from noetl_temporal.engine.machine import new_state
+
+    from ..dsl.helpers import CORPUS as CORPUS_DIR
+
+    cases = [(f"example {i}", playbook(text)) for i, text in enumerate(
+        [ISSUE_EXAMPLE, DIAMOND % "inclusive", DIAMOND % "exclusive", FANOUT3, LOOP_BACK, MIXED, NESTED])]
+    cases += list(_corpus_graphs())
+    assert len(cases) > 20 or not CORPUS_DIR.is_dir()
+    for name, pb in cases:
+        graph = new_state(pb, "ex").graph
+        assert {k: set(v) for k, v in graph.join_upstreams.items()} == _pairwise_joins(graph), name
+    nested = new_state(playbook(NESTED), "ex").graph
+    assert {k: set(v) for k, v in nested.join_upstreams.items()} == {"lj": {"l1", "l2"}, "end": {"lj", "rj", "solo"}}

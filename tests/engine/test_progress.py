@@ -68,12 +68,26 @@ def test_a_gate_waiting_for_ctx_is_named():
     assert "running: `slow`" in text and "waiting at a gate (ctx change): `gated`" in text
 
 
-def test_long_lists_are_cut():
-    from noetl_temporal.engine.progress import _listed
+def _fan_out(n: int) -> str:
+    arcs = ", ".join(f"{{step: b{i}}}" for i in range(n))
+    steps = "".join(f"""
+  - step: b{i}
+    tool: {{kind: python, code: x}}""" for i in range(n))
+    return f"""
+workflow:
+  - step: start
+    tool: {{kind: noop}}
+    next: {{spec: {{mode: inclusive}}, arcs: [{arcs}]}}{steps}
+"""
 
-    names = [f"`s{i}`" for i in range(MAX_LISTED + 3)]
-    assert _listed(names) == ", ".join(names[:MAX_LISTED]) + " and 3 more"
-    assert _listed(names[:2]) == "`s0`, `s1`"
+
+def test_long_lists_are_cut():
+    r = run(_fan_out(MAX_LISTED + 3), hold=lambda c: True)
+    names = [f"`b{i}`" for i in range(MAX_LISTED)]
+    assert describe(r.state) == "**RUNNING**\n\nrunning: " + ", ".join(names) + " and 3 more"
+    for _ in range(4):
+        feed(r, finished(r.held.pop(0), ok(1)))
+    assert describe(r.state) == "**RUNNING**\n\nrunning: " + ", ".join(f"`b{i}`" for i in range(4, 13))
 
 
 def test_nothing_before_the_start():
