@@ -216,35 +216,28 @@ def test_a_long_chain_has_no_join_analysis_cost():
     assert graph.joins == frozenset()
 
 
+def _side(name: str, mode: str) -> str:
+    """``name`` routes (``mode``) to ``<name>1`` and ``<name>2``, which meet at ``<name>j``."""
+    return f"""
+  - step: {name}
+    tool: {{kind: noop}}
+    next: {{spec: {{mode: {mode}}}, arcs: [{{step: {name}1}}, {{step: {name}2}}]}}""" + "".join(f"""
+  - step: {name}{i}
+    tool: {{kind: noop}}
+    next: {{arcs: [{{step: {name}j}}]}}""" for i in (1, 2)) + f"""
+  - step: {name}j
+    tool: {{kind: noop}}
+    next: {{arcs: [{{step: end}}]}}"""
+
+
+# An inclusive router under an inclusive one (l: a join at lj), an exclusive one (r: no join
+# at rj), and all three branches of the outer router meeting at `end`.
 NESTED = """
 workflow:
   - step: start
     tool: {kind: noop}
-    next: {spec: {mode: inclusive}, arcs: [{step: left}, {step: right}, {step: solo}]}
-  - step: left
-    tool: {kind: noop}
-    next: {spec: {mode: inclusive}, arcs: [{step: l1}, {step: l2}]}
-  - step: l1
-    tool: {kind: noop}
-    next: {arcs: [{step: lj}]}
-  - step: l2
-    tool: {kind: noop}
-    next: {arcs: [{step: lj}]}
-  - step: lj
-    tool: {kind: noop}
-    next: {arcs: [{step: end}]}
-  - step: right
-    tool: {kind: noop}
-    next: {spec: {mode: exclusive}, arcs: [{step: r1}, {step: r2}]}
-  - step: r1
-    tool: {kind: noop}
-    next: {arcs: [{step: rj}]}
-  - step: r2
-    tool: {kind: noop}
-    next: {arcs: [{step: rj}]}
-  - step: rj
-    tool: {kind: noop}
-    next: {arcs: [{step: end}]}
+    next: {spec: {mode: inclusive}, arcs: [{step: l}, {step: r}, {step: solo}]}""" + _side("l", "inclusive") + \
+    _side("r", "exclusive") + """
   - step: solo
     tool: {kind: noop}
     next: {arcs: [{step: end}]}
