@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from noetl_temporal.store.events import open_event_store
+from tests.support import history as history_json
 from tests.support import postgres as pg
+from tests.support.history import CLAIM_CHECK
 
 pytestmark = pytest.mark.temporal
 
@@ -44,22 +46,6 @@ def pg_entry(dsn: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 # ------------------------------------------------------------------- Temporal history
 
-CLAIM_CHECK = b"noetl/claim-check"
-
-
-def _payloads(node: Any, out: list[dict]) -> list[dict]:
-    """Every payload (``{"metadata": {...}, "data": base64}``) of the history JSON."""
-    if isinstance(node, dict):
-        if "data" in node and "metadata" in node and isinstance(node["data"], str):
-            out.append(node)
-        for value in node.values():
-            _payloads(value, out)
-    elif isinstance(node, list):
-        for value in node:
-            _payloads(value, out)
-    return out
-
-
 def _strings(node: Any, out: list[str]) -> list[str]:
     if isinstance(node, dict):
         for value in node.values():
@@ -70,10 +56,6 @@ def _strings(node: Any, out: list[str]) -> list[str]:
     elif isinstance(node, str):
         out.append(node)
     return out
-
-
-def _encoding(payload: dict) -> bytes:
-    return base64.b64decode((payload.get("metadata") or {}).get("encoding", ""))
 
 
 async def fetch_history(temporal, workflow_id: str) -> tuple[str, list[dict]]:
@@ -87,9 +69,9 @@ async def fetch_history(temporal, workflow_id: str) -> tuple[str, list[dict]]:
     raw = history.to_json()
     codec = ClaimCheckCodec()
     decoded = []
-    for payload in _payloads(json.loads(raw), []):
+    for payload in history_json.payloads(json.loads(raw)):
         data = base64.b64decode(payload["data"])
-        entry = {"encoding": _encoding(payload), "size": len(data), "data": data}
+        entry = {"encoding": history_json.encoding(payload), "size": len(data), "data": data}
         if entry["encoding"] == CLAIM_CHECK:
             restored = (await codec.decode([Payload(metadata={"encoding": CLAIM_CHECK}, data=data)]))[0]
             entry["data"] = restored.data

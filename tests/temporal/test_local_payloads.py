@@ -7,6 +7,7 @@ payload store that nothing ever read again or deleted."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -14,10 +15,9 @@ import pytest
 
 from noetl_temporal.store.events import open_event_store
 from noetl_temporal.temporal.claimcheck import DEFAULT_THRESHOLD, default_payload_store
+from tests.support.history import claim_check_keys
 
 pytestmark = pytest.mark.temporal
-
-CLAIM_CHECK = "noetl/claim-check"
 
 
 def _stored() -> set[str]:
@@ -25,37 +25,10 @@ def _stored() -> set[str]:
     return {p.name for p in root.rglob("*") if p.is_file()} if root.exists() else set()
 
 
-def _payloads(message, out: list) -> list:
-    """Every ``Payload`` in a protobuf message, however deeply nested (maps too)."""
-    from temporalio.api.common.v1 import Payload
-
-    if isinstance(message, Payload):
-        out.append(message)
-        return out
-    for field, value in message.ListFields():
-        if field.message_type is None:
-            continue
-        if field.message_type.GetOptions().map_entry:
-            values = list(value.values())
-        elif hasattr(value, "ListFields"):
-            values = [value]
-        else:  # a repeated field
-            values = list(value)
-        for item in values:
-            if hasattr(item, "ListFields"):
-                _payloads(item, out)
-    return out
-
-
 async def _referenced(temporal, execution_id: str) -> set[str]:
     """The payload-store keys this execution's history refers to."""
     history = await temporal.client.get_workflow_handle(execution_id).fetch_history()
-    keys: set[str] = set()
-    for event in history.events:
-        for payload in _payloads(event, []):
-            if payload.metadata.get("encoding", b"").decode() == CLAIM_CHECK:
-                keys.add(payload.data.decode())
-    return keys
+    return claim_check_keys(json.loads(history.to_json()))
 
 
 async def test_event_batches_leave_nothing_in_the_payload_store(run_yaml, temporal):
