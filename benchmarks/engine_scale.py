@@ -37,16 +37,17 @@ def chain(n: int, kind: str = "noop") -> str:
     return "\n".join(lines) + "\n"
 
 
-def fanout(n: int) -> str:
-    """``n`` steps: one, an inclusive fan-out from it to ``n - 2`` activity steps, and the
-    join they meet at (``n`` step runs: ``executor.spec.max_step_runs`` allows 10,000)."""
+def fanout(n: int, kind: str = "python") -> str:
+    """``n`` steps: one, an inclusive fan-out from it to ``n - 2`` steps, and the join they
+    meet at, whose result is how many arrived (``n`` step runs:
+    ``executor.spec.max_step_runs`` allows 10,000)."""
     n -= 2
+    tool = "{kind: noop, result: 1}" if kind == "noop" else "{kind: python, code: 'result = 1'}"
     lines = ["apiVersion: noetl.io/v2", "kind: Playbook", f"metadata: {{name: fanout_{n}}}", "workflow:",
              "  - step: start", "    tool: {kind: noop}",
              "    next: {spec: {mode: inclusive}, arcs: [" + ", ".join(f"{{step: b{i}}}" for i in range(n)) + "]}"]
-    for i in range(n):
-        lines.append(f"  - step: b{i}\n    tool: {{kind: python, code: 'result = 1'}}\n    next: {{arcs: [{{step: join}}]}}")
-    lines.append("  - step: join\n    tool: {kind: noop, result: done}")
+    lines += [f"  - step: b{i}\n    tool: {tool}\n    next: {{arcs: [{{step: join}}]}}" for i in range(n)]
+    lines.append('  - step: join\n    tool: {kind: noop, result: "{{ args._upstreams | length }}"}')
     return "\n".join(lines) + "\n"
 
 

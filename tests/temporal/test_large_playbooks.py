@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.engine_scale import fanout
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.pacing import YIELD_ACTIVITY
@@ -47,22 +48,11 @@ async def test_a_5000_step_noop_chain_completes_in_short_activations(temporal, t
     assert facts["yields"] >= 5, facts
 
 
-def fan_out_playbook(n: int) -> str:
-    """``start`` fans out (inclusive) to ``n`` noop steps, which all meet at ``join``."""
-    arcs = ", ".join(f"{{step: b{i}}}" for i in range(n))
-    lines = ["apiVersion: noetl.io/v2", "kind: Playbook", f"metadata: {{name: fan_out_{n}}}", "workflow:",
-             f"  - step: start\n    tool: {{kind: noop}}\n    next: {{spec: {{mode: inclusive}}, arcs: [{arcs}]}}"]
-    lines += [f"  - step: b{i}\n    tool: {{kind: noop, result: 1}}\n    next: {{arcs: [{{step: join}}]}}"
-              for i in range(n)]
-    lines.append('  - step: join\n    tool: {kind: noop, result: "{{ args._upstreams | length }}"}')
-    return "\n".join(lines) + "\n"
-
-
 async def test_a_4000_way_fan_out_and_join_completes_in_short_activations(temporal, task_queue):
     """Which steps a join waits for was worked out pair by pair (seconds for thousands of
     upstreams, in the first activation: the deadlock detector failed it, again and again,
     and the run never started); tokens were found by comparing every field."""
-    playbook = load_playbook_text(fan_out_playbook(4000), source="<fan-out>").playbook
+    playbook = load_playbook_text(fanout(4002, "noop"), source="<fan-out>").playbook  # 4,000 branches
     report = await run_with_client(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120)
     assert report.state == "COMPLETED", report.error
     assert report.steps["join"]["result"] == 4000  # one run, every branch's token joined
