@@ -11,25 +11,32 @@ the worker's own stdout/stderr, not to ``py.stdout``/``py.stderr``.
 
 Threads of their own (``IN_WORKER_THREADS``), not the loop's default executor: a task
 that hangs must not starve the keychain and result-store work that uses that one.
+
+Not a ``ThreadPoolExecutor`` either, for two reasons:
+
+* the hand-off is the mode's main cost (the code itself is meant to take microseconds):
+  ``run_in_executor`` + ``wait_for`` go through two futures, a work item, the pool's
+  locks and a timeout task, and those locks contend for the GIL with the threads that
+  take the work. Here a task is one ``SimpleQueue.put`` (C, no Python lock) and one
+  ``call_soon_threadsafe`` back, about half the CPU per task;
+* the pool's threads are joined when the interpreter exits, so one task that never
+  returns would keep the worker process from ever exiting. These threads are daemons.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import queue
+import threading
 from typing import Any
 
 from . import _pyrunner
 
 IN_WORKER_THREADS = 8
-_EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
 
-
-def _executor() -> concurrent.futures.ThreadPoolExecutor:
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        _EXECUTOR = concurrent.futures.ThreadPoolExecutor(IN_WORKER_THREADS, thread_name_prefix="noetl-python")
-    return _EXECUTOR
+_QUEUE: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future, dict[str, Any]]] = queue.SimpleQueue()
+_THREADS: list[threading.Thread] = []
+_START_LOCK = threading.Lock()
 
 
 def _run(request: dict[str, Any]) -> dict[str, Any]:
@@ -43,8 +50,58 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         sys.modules.pop(_pyrunner.MODULE, None)
 
 
+def _deliver(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if future.done():  # timed out or cancelled while the code ran
+        return
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
+def _serve() -> None:
+    while True:
+        loop, future, request = _QUEUE.get()
+        if future.cancelled():  # given up before a thread got to it: never start it
+            continue
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = _run(request)
+        except BaseException as exc:  # _run answers user errors itself; this is ours
+            error = exc
+        try:
+            loop.call_soon_threadsafe(_deliver, future, result, error)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for this answer
+            pass
+        del loop, future, request, result, error  # an idle thread keeps nothing alive
+
+
+def _ensure_threads() -> None:
+    if len(_THREADS) >= IN_WORKER_THREADS:
+        return
+    with _START_LOCK:
+        while len(_THREADS) < IN_WORKER_THREADS:
+            thread = threading.Thread(target=_serve, name=f"noetl-python_{len(_THREADS)}", daemon=True)
+            thread.start()
+            _THREADS.append(thread)
+
+
+def _expire(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
+
+
 async def run(request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """The runner's response dict; ``TimeoutError`` past ``timeout`` (the thread runs on)."""
+    """The runner's response dict; ``TimeoutError`` past ``timeout`` (the thread runs on).
+
+    A cancelled caller cancels the future: a task no thread has taken yet never runs."""
+    _ensure_threads()
     loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(_executor(), _run, request)
-    return await asyncio.wait_for(future, timeout)
+    future: asyncio.Future[dict[str, Any]] = loop.create_future()
+    timer = loop.call_later(timeout, _expire, future)
+    _QUEUE.put((loop, future, request))
+    try:
+        return await future
+    finally:
+        timer.cancel()

@@ -249,6 +249,43 @@ async def test_in_worker_errors_keep_the_envelope(call: ToolCall) -> None:
     assert (await py(call, "result = 1", in_worker="yes"))["error"]["kind"] == "config"
 
 
+async def test_in_worker_task_cancelled_before_a_thread_takes_it_never_runs(call: ToolCall, tmp_path: Path) -> None:
+    from noetl_temporal.tools._pyinworker import IN_WORKER_THREADS
+
+    # every thread busy for a while, then one more task, cancelled while it queues
+    busy = [asyncio.ensure_future(py(call, "import time\ntime.sleep(0.8)\nresult = 1", in_worker=True))
+            for _ in range(IN_WORKER_THREADS)]
+    marker = tmp_path / "ran"
+    queued = asyncio.ensure_future(py(call, f"open({str(marker)!r}, 'w').write('x')\nresult = 1", in_worker=True))
+    await asyncio.sleep(0.2)
+    queued.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    assert [(await b)["result"] for b in busy] == [1] * IN_WORKER_THREADS
+    await asyncio.sleep(0.3)  # a thread is free: a task still queued would run now
+    assert not marker.exists(), "a cancelled in-worker task ran after all"
+    assert (await py(call, "result = 2", in_worker=True))["result"] == 2  # and the threads serve on
+
+
+def test_a_runaway_in_worker_task_does_not_keep_the_process_from_exiting(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    # asyncio.run returns after the task's timeout; the interpreter must then exit (the
+    # code's thread runs on, so it has to be a daemon thread, not a joined pool thread).
+    script = ("import asyncio, sys\n"
+              "from noetl_temporal.tools import ToolCall, run_tool\n"
+              "async def go():\n"
+              "    out = await run_tool('python', {'code': 'while True:\\n    pass', 'in_worker': True,"
+              " 'timeout': 0.3}, ToolCall(execution_id='e', step='s', task='t'))\n"
+              "    print(out['error']['kind'], flush=True)\n"
+              "asyncio.run(go())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "timeout"
+
+
 WRITES = ("import os\n"
           "before = sorted(os.listdir('.'))\n"
           "open('left-behind.txt', 'w').write('x')\n"
