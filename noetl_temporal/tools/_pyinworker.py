@@ -26,6 +26,7 @@ Not a ``ThreadPoolExecutor`` either, for two reasons:
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import threading
 from typing import Any
@@ -75,6 +76,18 @@ def _serve() -> None:
         except RuntimeError:  # the loop closed meanwhile: nobody waits for this answer
             pass
         del loop, future, request, result, error  # an idle thread keeps nothing alive
+
+
+def _after_fork_in_child() -> None:
+    """A forked copy of the worker has none of these threads (nor their work): start over."""
+    global _QUEUE, _START_LOCK
+    _QUEUE = queue.SimpleQueue()
+    _START_LOCK = threading.Lock()
+    _THREADS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _ensure_threads() -> None:

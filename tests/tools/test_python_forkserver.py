@@ -286,6 +286,31 @@ def test_a_runaway_in_worker_task_does_not_keep_the_process_from_exiting(tmp_pat
     assert done.stdout.strip() == "timeout"
 
 
+def test_in_worker_mode_serves_a_forked_copy_of_the_worker(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    # The threads do not survive a fork; the copy must start its own instead of queueing
+    # its tasks for threads that are not there (they would time out).
+    script = ("import asyncio, os\n"
+              "from noetl_temporal.tools import ToolCall, run_tool\n"
+              "CALL = ToolCall(execution_id='e', step='s', task='t')\n"
+              "async def go(n):\n"
+              "    out = await run_tool('python', {'code': 'def main(n):\\n    return n + 1', 'input': {'n': n},"
+              " 'in_worker': True, 'timeout': 5}, CALL)\n"
+              "    return out.get('result'), (out.get('error') or {}).get('kind')\n"
+              "print('parent', asyncio.run(go(1)), flush=True)\n"
+              "pid = os.fork()\n"
+              "if pid == 0:\n"
+              "    print('child', asyncio.run(go(2)), flush=True)\n"
+              "    os._exit(0)\n"
+              "os.waitpid(pid, 0)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["parent (2, None)", "child (3, None)"], done.stdout
+
+
 WRITES = ("import os\n"
           "before = sorted(os.listdir('.'))\n"
           "open('left-behind.txt', 'w').write('x')\n"
