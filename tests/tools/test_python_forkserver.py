@@ -267,48 +267,43 @@ async def test_in_worker_task_cancelled_before_a_thread_takes_it_never_runs(call
     assert (await py(call, "result = 2", in_worker=True))["result"] == 2  # and the threads serve on
 
 
-def test_a_runaway_in_worker_task_does_not_keep_the_process_from_exiting(tmp_path: Path) -> None:
+# In a fresh interpreter of its own: a script that runs in-worker tasks and prints.
+IN_WORKER_SCRIPT = ("import asyncio, os\n"
+                    "from noetl_temporal.tools import ToolCall, run_tool\n"
+                    "async def go(code, timeout, **input):\n"
+                    "    out = await run_tool('python', {'code': code, 'input': input, 'in_worker': True,"
+                    " 'timeout': timeout}, ToolCall(execution_id='e', step='s', task='t'))\n"
+                    "    return out.get('result'), (out.get('error') or {}).get('kind')\n")
+
+
+def run_script(tmp_path: Path, script: str) -> list[str]:
     import subprocess
     import sys
 
+    done = subprocess.run([sys.executable, "-c", IN_WORKER_SCRIPT + script], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_a_runaway_in_worker_task_does_not_keep_the_process_from_exiting(tmp_path: Path) -> None:
     # asyncio.run returns after the task's timeout; the interpreter must then exit (the
     # code's thread runs on, so it has to be a daemon thread, not a joined pool thread).
-    script = ("import asyncio, sys\n"
-              "from noetl_temporal.tools import ToolCall, run_tool\n"
-              "async def go():\n"
-              "    out = await run_tool('python', {'code': 'while True:\\n    pass', 'in_worker': True,"
-              " 'timeout': 0.3}, ToolCall(execution_id='e', step='s', task='t'))\n"
-              "    print(out['error']['kind'], flush=True)\n"
-              "asyncio.run(go())\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "timeout"
+    assert run_script(tmp_path, "print(asyncio.run(go('while True:\\n    pass', 0.3)), flush=True)\n") \
+        == ["(None, 'timeout')"]
 
 
 def test_in_worker_mode_serves_a_forked_copy_of_the_worker(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     # The threads do not survive a fork; the copy must start its own instead of queueing
     # its tasks for threads that are not there (they would time out).
-    script = ("import asyncio, os\n"
-              "from noetl_temporal.tools import ToolCall, run_tool\n"
-              "CALL = ToolCall(execution_id='e', step='s', task='t')\n"
-              "async def go(n):\n"
-              "    out = await run_tool('python', {'code': 'def main(n):\\n    return n + 1', 'input': {'n': n},"
-              " 'in_worker': True, 'timeout': 5}, CALL)\n"
-              "    return out.get('result'), (out.get('error') or {}).get('kind')\n"
-              "print('parent', asyncio.run(go(1)), flush=True)\n"
-              "pid = os.fork()\n"
-              "if pid == 0:\n"
-              "    print('child', asyncio.run(go(2)), flush=True)\n"
-              "    os._exit(0)\n"
-              "os.waitpid(pid, 0)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["parent (2, None)", "child (3, None)"], done.stdout
+    add_one = "'def main(n):\\n    return n + 1'"
+    assert run_script(tmp_path, f"print('parent', asyncio.run(go({add_one}, 5, n=1)), flush=True)\n"
+                                "pid = os.fork()\n"
+                                "if pid == 0:\n"
+                                f"    print('child', asyncio.run(go({add_one}, 5, n=2)), flush=True)\n"
+                                "    os._exit(0)\n"
+                                "os.waitpid(pid, 0)\n") == ["parent (2, None)", "child (3, None)"]
 
 
 WRITES = ("import os\n"
