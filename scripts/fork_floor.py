@@ -29,6 +29,8 @@ TASK = {"code": 'def main(i):\n    return {"i": i + 1}\n', "filename": "<fork fl
 
 
 def _load_runner():
+    # As _pyzygote._load_runner does; not imported from there: under -S the package is not
+    # on the path, and importing it would load the worker's modules into this stand-in.
     spec = importlib.util.spec_from_file_location("_noetl_pyrunner", RUNNER)
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
