@@ -190,6 +190,34 @@ def _yaml_mark(exc: BaseException, text: str) -> tuple[int | None, int | None]:
     return mark.line + 1, mark.column + 1
 
 
+def _is_depth_error(exc: yaml.YAMLError) -> bool:
+    """libyaml's own nesting limit ("exceeded maximum nesting depth")."""
+    return isinstance(exc, yaml.MarkedYAMLError) and "nesting depth" in (exc.problem or "")
+
+
+def _flow_limit_mark(text: str, start: int, depth: int) -> tuple[int, int] | None:
+    """Where the flow brackets after ``start`` first pass ``MAX_DEPTH`` (quotes skipped).
+
+    Used when libyaml stopped on its own limit before emitting those levels as events, so
+    the error points at the same character whichever PyYAML release is installed.
+    """
+    quote = ""
+    for index in range(start, len(text)):
+        char = text[index]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                before = text[:index]
+                return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
 def _nesting_ok(text: str, reporter: Reporter) -> bool:
     """Stream the parser's events once and refuse nesting deeper than ``MAX_DEPTH``.
 
@@ -198,7 +226,7 @@ def _nesting_ok(text: str, reporter: Reporter) -> bool:
     stacks, so the depth is measured on events before anything is composed.
     """
     loader = _Loader(text)
-    depth = 0
+    depth = seen_until = 0
     try:
         while loader.check_event():
             event = loader.get_event()
@@ -210,8 +238,16 @@ def _nesting_ok(text: str, reporter: Reporter) -> bool:
                     return False
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
-    except yaml.YAMLError:
-        return True  # the composer reports the syntax error with its position
+            seen_until = event.end_mark.index
+    except yaml.YAMLError as exc:
+        if not _is_depth_error(exc):
+            return True  # the composer reports the syntax error with its position
+        # libyaml (PyYAML 6.0.4 on) has a nesting limit of its own; its scanner looks ahead
+        # in flow collections, so it can trip before our count reaches MAX_DEPTH. Either way
+        # the document nests too deeply: one located error, whichever limit saw it first.
+        line, col = _flow_limit_mark(text, seen_until, depth) or _yaml_mark(exc, text)
+        reporter.add("NTL013", f"nesting is deeper than {MAX_DEPTH} levels", line=line, col=col)
+        return False
     finally:
         loader.dispose()
     return True
