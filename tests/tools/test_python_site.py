@@ -12,14 +12,12 @@ from __future__ import annotations
 import site
 import sysconfig
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from noetl_temporal.tools import ToolCall, _pyfork, _pyspawn, aclose_clients, run_tool
-
-pytestmark = pytest.mark.skipif(
-    not site.ENABLE_USER_SITE, reason="user site directories are disabled here (a virtualenv): no place for a .pth")
 
 HOOK = textwrap.dedent("""\
     import importlib.abc, importlib.util, sys
@@ -49,18 +47,33 @@ PROBE = textwrap.dedent("""\
 """)
 
 
-def _empty_user_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user site directory of our own, in use (a new environment: a new fork server)."""
-    base = tmp_path / "userbase"
-    sitedir = Path(sysconfig.get_path("purelib", "posix_user", vars={"userbase": str(base)}))
-    sitedir.mkdir(parents=True)
-    monkeypatch.setenv("PYTHONUSERBASE", str(base))
-    return sitedir
+@pytest.fixture
+def empty_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A site directory the task's interpreter reads ``.pth`` files from, empty of ours, in
+    a new environment (so a new fork server). Outside a virtualenv: a user site directory
+    of our own (``PYTHONUSERBASE``). Inside one (CI's, as a new user installs) user sites are
+    off, so the virtualenv's own site-packages, where an editable install's hook lives
+    too; every file put there is removed afterwards."""
+    if site.ENABLE_USER_SITE:
+        base = tmp_path / "userbase"
+        sitedir = Path(sysconfig.get_path("purelib", "posix_user", vars={"userbase": str(base)}))
+        sitedir.mkdir(parents=True)
+        monkeypatch.setenv("PYTHONUSERBASE", str(base))
+        yield sitedir
+        return
+    sitedir = Path(sysconfig.get_path("purelib"))
+    before = set(sitedir.iterdir())
+    monkeypatch.setenv("NOETL_TEST_SITE", str(tmp_path))  # a new environment: a new fork server
+    try:
+        yield sitedir
+    finally:
+        for path in set(sitedir.iterdir()) - before:
+            path.unlink()
 
 
 @pytest.fixture
-def user_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    sitedir = _empty_user_site(tmp_path, monkeypatch)
+def user_site(tmp_path: Path, empty_site: Path) -> Path:
+    sitedir = empty_site
     extra = tmp_path / "extra"
     extra.mkdir()
     (extra / "noetl_pth_plain.py").write_text("value = 'from a path line'\n")
@@ -154,11 +167,11 @@ THREADS = textwrap.dedent("""\
 
 @pytest.mark.parametrize("fork_server", ["1", "0"], ids=["fork-server", "process-per-task"])
 async def test_a_thread_that_misses_while_another_runs_the_hooks_waits_for_them(
-        tmp_path: Path, fork_server: str, call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
+        empty_site: Path, fork_server: str, call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two threads of a task import, at the same moment, two modules only a slow hook
     provides: one runs the hooks (under the interpreter's import lock), the other's
     import goes on to the finder they appended instead of failing."""
-    sitedir = _empty_user_site(tmp_path, monkeypatch)
+    sitedir = empty_site
     (sitedir / "noetl_pth_slow.py").write_text(SLOW_HOOK)
     (sitedir / "slow.pth").write_text("import noetl_pth_slow; noetl_pth_slow.install()\n")
     monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
