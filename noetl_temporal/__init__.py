@@ -37,7 +37,7 @@ _WHERE = {
     "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
     "build_worker": "temporal.worker", "hosted_worker": "temporal.hosting", "sandbox_runner": "temporal.worker",
     "workflow_runner": "temporal.worker",
-    "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.claimcheck",
+    "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.converter",
     "read_status": "observe", "read_events": "observe", "follow_events": "observe",
     "open_event_store": "store.events",
     "NoetlError": "errors", "PlaybookInvalid": "errors", "TemplateError": "errors", "ConfigError": "errors",

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, no
 __all__ = ["add_connection_arguments", "target_of", "CONNECTION_FLAGS"]
 
 #: every flag :func:`add_connection_arguments` can add
-CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue")
+CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue", "--codec")
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser, *, without_address: str | None = None,
@@ -40,6 +40,9 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, without_address
     if task_queue:
         parser.add_argument("--task-queue", metavar="Q",
                             help="task queue (default: $NOETL_TASK_QUEUE, else noetl-playbooks)")
+    parser.add_argument("--codec", metavar="MODULE:FACTORY",
+                        help="your deployment's DataConverter or PayloadCodec (or a function returning one), "
+                             "layered under the claim check (default: $NOETL_CODEC; docs/deployment.md)")
 
 
 def target_of(args: argparse.Namespace) -> Target:
@@ -47,4 +50,5 @@ def target_of(args: argparse.Namespace) -> Target:
     from ..temporal.client import resolve_target
 
     return resolve_target(getattr(args, "address", None), getattr(args, "namespace", None),
-                          getattr(args, "task_queue", None), getattr(args, "profile", None))
+                          getattr(args, "task_queue", None), getattr(args, "profile", None),
+                          getattr(args, "codec", None))

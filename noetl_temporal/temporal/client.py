@@ -12,8 +12,8 @@ from ..dsl.models import Playbook, playbook_definition
 from ..engine import behaviours
 from ..errors import ConfigError
 from . import labels
-from .claimcheck import data_converter
 from .close_status import execution_state
+from .converter import CODEC_ENV, configured_data_converter
 from .naming import new_execution_id
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
 
@@ -30,10 +30,13 @@ class Target:
     task_queue: str = DEFAULT_TASK_QUEUE
     profile: str | None = None
     connect_config: dict[str, Any] | None = None
+    #: ``module:factory`` of the deployment's own converter or codec (``--codec``/``$NOETL_CODEC``)
+    codec: str | None = None
 
 
 def resolve_target(address: str | None = None, namespace: str | None = None,
-                   task_queue: str | None = None, profile: str | None = None) -> Target:
+                   task_queue: str | None = None, profile: str | None = None,
+                   codec: str | None = None) -> Target:
     """Where Temporal is: the flag, else Temporal's own client settings, else embedded.
 
     Temporal's settings are its environment variables (``TEMPORAL_ADDRESS``,
@@ -42,18 +45,20 @@ def resolve_target(address: str | None = None, namespace: str | None = None,
     ``~/.config/temporalio/temporal.toml``), read by the SDK's envconfig, so TLS and an API
     key (Temporal Cloud) come along with the address. A bare ``--address`` connects plainly,
     unless a profile is named too (its TLS and API key then apply to that address).
+    ``codec``: the deployment's converter or codec (default ``$NOETL_CODEC``, see ``.converter``).
     """
+    codec = codec or os.environ.get(CODEC_ENV) or None
     queue = task_queue or os.environ.get("NOETL_TASK_QUEUE") or DEFAULT_TASK_QUEUE
     ns = namespace or os.environ.get("TEMPORAL_NAMESPACE")
     profile = profile or os.environ.get("TEMPORAL_PROFILE")
     if address and not profile:
-        return Target(address=address, namespace=ns or "default", task_queue=queue)
+        return Target(address=address, namespace=ns or "default", task_queue=queue, codec=codec)
     config = _profile_config(profile) or {}
     host = address or config.get("target_host") or os.environ.get("TEMPORAL_ADDRESS")
     if host:
         return Target(address=host, namespace=ns or config.get("namespace") or "default",
-                      task_queue=queue, profile=profile, connect_config=config or None)
-    return Target(address=None, namespace=ns or "default", task_queue=queue)
+                      task_queue=queue, profile=profile, connect_config=config or None, codec=codec)
+    return Target(address=None, namespace=ns or "default", task_queue=queue, codec=codec)
 
 
 def _profile_config(profile: str | None) -> dict[str, Any] | None:
@@ -81,7 +86,7 @@ async def connect(target: Target, *, tracing: bool | None = None) -> Client:
     kwargs: dict[str, Any] = dict(target.connect_config or {})
     kwargs["target_host"] = target.address
     kwargs["namespace"] = target.namespace
-    kwargs.setdefault("data_converter", data_converter())
+    kwargs.setdefault("data_converter", configured_data_converter(target.codec))
     kwargs["interceptors"] = [*kwargs.get("interceptors", []), *client_interceptors(tracing)]
     try:
         return await Client.connect(**kwargs)

@@ -13,10 +13,16 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from noetl_temporal.engine import machine
-from noetl_temporal.temporal.worker import sandbox_runner, workflow_runner
+from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
+from noetl_temporal.temporal.worker import sandbox_runner
 from noetl_temporal.temporal.workflow import PATCH_READABLE_CHILD_IDS, PlaybookWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+def _workflow(sandboxed: bool) -> type:
+    """Our workflow chooses its runner itself: the sandboxed twin runs in the replayer's sandbox."""
+    return SandboxedPlaybookWorkflow if sandboxed else PlaybookWorkflow
 
 
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
@@ -34,7 +40,7 @@ async def test_recorded_history_replays_to_identical_events(name, sandboxed, mon
         return real_step(state, event)
 
     monkeypatch.setattr(machine, "step", spy)
-    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=workflow_runner(sandboxed))
+    replayer = Replayer(workflows=[_workflow(sandboxed)], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None
     replayed = json.loads(json.dumps(states[-1].log.events, default=str))
@@ -84,7 +90,7 @@ async def test_live_run_replays_to_the_same_events(run_yaml, temporal, sandboxed
 
     machine.step = spy
     try:
-        replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=workflow_runner(sandboxed))
+        replayer = Replayer(workflows=[_workflow(sandboxed)], workflow_runner=sandbox_runner())
         result = await replayer.replay_workflow(history)
     finally:
         machine.step = real_step
