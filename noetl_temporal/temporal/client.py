@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition
 from ..engine import behaviours
@@ -16,6 +18,8 @@ from .close_status import execution_state
 from .converter import CODEC_ENV, configured_data_converter
 from .naming import new_execution_id
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
+
+log = logging.getLogger("noetl_temporal")
 
 __all__ = ["Target", "resolve_target", "connect", "start_execution", "new_execution_id",
            "normalized_state"]
@@ -104,7 +108,8 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           api_url: str | None = None) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
-    ``search_attributes``: set ours (the cluster must have them registered);
+    ``search_attributes``: set ours (a namespace without them registered: a warning, and the
+    execution starts without them; ``noetl-temporal setup`` registers them);
     ``api_url``: the API's base URL, linked from the run's details in the Temporal UI.
     """
     definition = playbook_definition(playbook)
@@ -119,14 +124,27 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     link = f"{api_url.rstrip('/')}/executions/{execution_id}" if api_url else None
     timeout = execution_timeout_s or playbook.executor.spec.timeout_s
     from datetime import timedelta
-    return await client.start_workflow(
-        WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
-        static_summary=labels.summary(definition, source),
-        static_details=labels.details(definition, source=source, version=version, api_url=link),
-        memo=labels.memo(definition, source),
-        execution_timeout=timedelta(seconds=timeout) if timeout else None,
-        **extra,
-    )
+
+    async def start(**more: Any) -> WorkflowHandle[Any, Any]:
+        return await client.start_workflow(
+            WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
+            static_summary=labels.summary(definition, source),
+            static_details=labels.details(definition, source=source, version=version, api_url=link),
+            memo=labels.memo(definition, source),
+            execution_timeout=timedelta(seconds=timeout) if timeout else None,
+            **more,
+        )
+
+    try:
+        return await start(**extra)
+    except RPCError as err:
+        if not extra or "search attribute" not in str(err).lower():
+            raise
+    # The namespace lacks our search attributes: the memo still names the playbook.
+    log.warning("namespace %s has not registered the noetl search attributes: execution %s starts without "
+                "them (its playbook is in the memo). Register them once with `noetl-temporal setup "
+                "--namespace %s` (docs/deployment.md)", client.namespace, execution_id, client.namespace)
+    return await start()
 
 
 def normalized_state(status: WorkflowExecutionStatus | None, result_state: str | None = None) -> str:

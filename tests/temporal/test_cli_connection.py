@@ -20,6 +20,7 @@ EXPECTED = {
     "worker": SERVER | {"--task-queue"},
     "api": SERVER | {"--task-queue"},
     "dev": {"--task-queue", "--codec"},
+    "setup": SERVER,
     "validate": set(), "schema": set(), "graph": set(),
 }
 
