@@ -163,13 +163,13 @@ class PlaybookWorkflow:
             await self._drain(flusher)
             self._mark_state()
             raise
+        await self._drain(flusher)
         if self._fatal is not None:
-            # A bug in the engine: fail this execution loudly instead of retrying the
-            # workflow task forever (which would leave it RUNNING with no progress).
-            await self._drain(flusher)
+            # A bug in the engine, or a worker lacking an activity (found as late as the last
+            # flush): fail this execution loudly instead of retrying the workflow task
+            # forever (which would leave it RUNNING with no progress).
             self._mark_state("FAILED")
             raise ApplicationError(self._fatal, type="NoetlEngineError", non_retryable=True)
-        await self._drain(flusher)
         self._mark_state()
         return self._output().to_dict()
 

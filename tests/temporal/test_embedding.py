@@ -58,7 +58,7 @@ PLAYBOOK = textwrap.dedent("""
           spec: {result: {inline_max_bytes: 10000000}}
           code: |
             def main(customer):
-                return {"customer": customer, "rows": [customer + " row " + str(i) for i in range(100000)]}
+                return {"customer": customer, "rows": [customer + " row " + str(i) for i in range(150000)]}
         next:
           arcs: [{step: finish}]
       - step: finish
@@ -235,3 +235,55 @@ async def test_setup_registers_the_search_attributes_a_start_degrades_without(cl
     assert await missing_search_attributes(client) == []
     code, out, err = await _cli("setup", "--address", cluster.address, "--namespace", namespace)
     assert code == 0 and "already registered" in out, (out, err)
+
+
+SMALL_PLAYBOOK = textwrap.dedent("""
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata: {name: small}
+    workflow:
+      - step: start
+        tool: {kind: python, code: "def main():\\n    return 1"}
+""")
+
+
+async def test_a_half_registered_worker_fails_the_execution_clearly(cluster):
+    """What the package docs once suggested: the workflow and ACTIVITIES, without the event
+    sink and the other local activities. Before, the steps ran and the execution stayed
+    RUNNING forever; now it fails and says what to register."""
+    from temporalio.client import WorkflowFailureError
+
+    client = await _connect(cluster)
+    queue = f"half-{uuid.uuid4().hex[:8]}"
+    loaded = noetl_temporal.load_playbook_text(SMALL_PLAYBOOK, source="<test>")
+    async with Worker(client, task_queue=queue, workflows=[noetl_temporal.PlaybookWorkflow],
+                      activities=noetl_temporal.ACTIVITIES):
+        handle = await noetl_temporal.start_execution(client, loaded.playbook, task_queue=queue,
+                                                      execution_timeout_s=60)
+        with pytest.raises(WorkflowFailureError) as failure:
+            await asyncio.wait_for(handle.result(), timeout=60)
+    message = str(failure.value.cause)
+    assert "noetl.persist_events" in message and "noetl_temporal.registration()" in message, message
+
+
+async def test_without_the_claim_check_a_huge_result_is_a_located_task_error(cluster, caplog):
+    """A client on a converter without our claim check: the worker says so at start, and a
+    result over Temporal's 2 MB limit fails its step at once with where and why, instead of
+    being retried (TMPRL1103) until its attempts run out."""
+    from temporalio.converter import DataConverter
+
+    client = await Client.connect(cluster.address, namespace=NAMESPACE,
+                                  data_converter=DataConverter(payload_codec=EncryptingCodec()))
+    queue = f"plain-{uuid.uuid4().hex[:8]}"
+    loaded = noetl_temporal.load_playbook_text(PLAYBOOK, source="<test>")
+    with caplog.at_level("WARNING", logger="noetl_temporal"):
+        async with noetl_temporal.build_worker(client, task_queue=queue):
+            report = await noetl_temporal.run_with_client(client, loaded.playbook, task_queue=queue, worker=False,
+                                                          execution_timeout_s=60)
+    assert "has no noetl claim check" in caplog.text
+    assert report.state == "FAILED"
+    assert "the result of task 'start_task' of step 'start'" in (report.error or ""), report.error
+    assert "2 MB payload limit" in (report.error or "")
+    attempts = [e["attempt"] for e in report.events
+                if e["event_type"] == "task.attempt.started" and e["entity_id"] == "start_task"]
+    assert attempts == [1], "an oversized result is not retried"
