@@ -47,8 +47,15 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, without_address
 
 def target_of(args: argparse.Namespace) -> Target:
     """Where Temporal is, from the connection flags the command has (absent ones: unset)."""
+    import os
+
+    from ..sealing import CODEC_ENV
     from ..temporal.client import resolve_target
 
+    if getattr(args, "codec", None):
+        # --codec is $NOETL_CODEC for this process: the stores a command reads without
+        # connecting (``noetl_temporal.sealing``) find it there too.
+        os.environ[CODEC_ENV] = args.codec
     return resolve_target(getattr(args, "address", None), getattr(args, "namespace", None),
                           getattr(args, "task_queue", None), getattr(args, "profile", None),
                           getattr(args, "codec", None))

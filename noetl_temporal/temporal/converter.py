@@ -22,7 +22,6 @@ A converter without the claim check works until one payload passes Temporal's 2 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 import os
 from collections.abc import Sequence
@@ -41,13 +40,15 @@ from temporalio.converter import (
     PayloadConverter as SDKPayloadConverter,
 )
 
+from .. import sealing
 from ..errors import ConfigError
+from ..sealing import CODEC_ENV
 from .claimcheck import DEFAULT_THRESHOLD, ClaimCheckCodec
 from .local_only import LOCAL_ONLY_ENCODING
 from .payloads import LocalOnlyJSON, PayloadConverter
 
 __all__ = ["data_converter", "LayeredCodec", "has_claim_check", "warn_without_claim_check", "CODEC_ENV",
-           "load_user_converter", "configured_data_converter"]
+           "load_user_converter", "configured_data_converter", "users_codec"]
 
 log = logging.getLogger("noetl_temporal")
 _LOCAL_ONLY = LOCAL_ONLY_ENCODING.encode()
@@ -149,39 +150,34 @@ def warn_without_claim_check(converter: DataConverter, where: str) -> bool:
     return False
 
 
-#: ``module:factory`` of the deployment's own converter or codec (same as ``--codec``)
-CODEC_ENV = "NOETL_CODEC"
-
-
 def load_user_converter(spec: str | None) -> DataConverter | PayloadCodec | None:
     """The ``DataConverter`` or ``PayloadCodec`` that ``module:factory`` names (None: none).
 
     ``factory`` is an attribute of the module: a converter or codec, or something callable
     without arguments that returns one."""
-    if not spec:
-        return None
-    module_name, _, attribute = spec.partition(":")
-    fix = (f"set --codec/{CODEC_ENV} to MODULE:FACTORY, where FACTORY (a DataConverter, a PayloadCodec, or a "
-           "function returning one) is importable on this machine")
-    if not module_name or not attribute:
-        raise ConfigError(f"codec {spec!r} is not MODULE:FACTORY", fix=fix)
     try:
-        value: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            value = getattr(value, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"codec {spec!r} cannot be loaded: {exc}", fix=fix) from None
-    if callable(value) and not isinstance(value, DataConverter | PayloadCodec):
-        value = value()
-    if not isinstance(value, DataConverter | PayloadCodec):
-        raise ConfigError(f"codec {spec!r} gave a {type(value).__name__}, not a DataConverter or PayloadCodec",
-                          fix=fix)
+        value: DataConverter | PayloadCodec | None = sealing.load(spec)
+    except ValueError as exc:
+        raise ConfigError(str(exc), fix=f"set --codec/{CODEC_ENV} to MODULE:FACTORY, where FACTORY (a "
+                          "DataConverter, a PayloadCodec, or a function returning one) is importable on this "
+                          "machine") from None
     return value
 
 
+def users_codec(converter: DataConverter) -> PayloadCodec | None:
+    """The deployment's own codec in ``converter`` (ours layered over it, or alone), if any."""
+    codec = converter.payload_codec
+    if isinstance(codec, LayeredCodec):
+        return codec.user
+    return None if isinstance(codec, ClaimCheckCodec) else codec
+
+
 def configured_data_converter(spec: str | None = None) -> DataConverter:
-    """:func:`data_converter` over the codec ``spec`` names (default: ``$NOETL_CODEC``)."""
-    return data_converter(load_user_converter(spec or os.environ.get(CODEC_ENV)))
+    """:func:`data_converter` over the codec ``spec`` names (default: ``$NOETL_CODEC``); the
+    stores of this process are sealed with the same codec (``noetl_temporal.sealing``)."""
+    converter = data_converter(load_user_converter(spec or os.environ.get(CODEC_ENV)))
+    sealing.install(users_codec(converter))
+    return converter
 
 
 #: Temporal's default per-payload error limit is 2 MiB; keep room for the rest of the task's

@@ -28,8 +28,9 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from .. import sealing
 from ..store.events import EventStore
-from .converter import warn_without_claim_check
+from .converter import users_codec, warn_without_claim_check
 from .registration import SANDBOX_ENV, registration, sandbox_requested
 from .types import DEFAULT_TASK_QUEUE
 
@@ -93,6 +94,9 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     """
     enable_bytecode_cache()
     warn_without_claim_check(client.data_converter, f"worker on task queue {task_queue}")
+    # What this worker writes beside Temporal (events, large results) is sealed with the
+    # client's own codec, so a deployment configures its protection once (``sealing``).
+    sealing.install(users_codec(client.data_converter))
     ours = registration(event_store, sandboxed=sandboxed)
     worker_options.setdefault("max_concurrent_activities", max_concurrent_activities)
     return Worker(client, task_queue=task_queue, **ours.worker_options(**worker_options))

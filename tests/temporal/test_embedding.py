@@ -30,6 +30,7 @@ from temporalio.service import RPCError
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
 import noetl_temporal
+from noetl_temporal import sealing
 from noetl_temporal.temporal.claimcheck import default_payload_store
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from tests.support.user_codec import EncryptingCodec
@@ -62,7 +63,13 @@ PLAYBOOK = textwrap.dedent("""
         next:
           arcs: [{step: finish}]
       - step: finish
-        tool: {kind: python, input: {n: "{{ start.rows | length }}"}, code: "def main(n):\\n    return n"}
+        # ~400 KB: over the inline limit, so it goes to the result store as a ResultRef
+        tool:
+          kind: python
+          input: {customer: "{{ workload.customer }}"}
+          code: |
+            def main(customer):
+                return [customer + " total " + str(i) for i in range(10000)]
 """)
 
 
@@ -71,6 +78,7 @@ async def cluster() -> AsyncIterator[EmbeddedTemporal]:
     """Stands for the user's cluster: only its address and the namespace are used."""
     async with EmbeddedTemporal(namespaces=(NAMESPACE,)) as env:
         yield env
+    sealing.reset()   # the workers here sealed this process's stores with the user's codec
 
 
 async def _connect(cluster: EmbeddedTemporal) -> Client:
@@ -126,7 +134,44 @@ def _payload_store_files() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in root.rglob("*") if p.is_file()} if root.exists() else {}
 
 
-async def test_a_user_deployment_runs_and_reads_playbooks(cluster, tmp_path):
+@pytest.fixture(params=["sqlite", "postgres"])
+def stores(request, monkeypatch, tmp_path) -> dict[str, str]:
+    """Where the worker and the CLI keep events and large results: SQLite and files, or PostgreSQL."""
+    if request.param == "sqlite":
+        env = {"NOETL_EVENT_STORE": str(tmp_path / "events.db"), "NOETL_RESULT_STORE_KIND": "fs",
+               "NOETL_RESULT_STORE": str(tmp_path / "results")}
+    else:
+        from tests.support.postgres import require_dsn
+
+        dsn = require_dsn()
+        env = {"NOETL_EVENT_STORE": dsn, "NOETL_RESULT_STORE_KIND": "postgres", "NOETL_RESULT_STORE_DSN": dsn}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def _rows_at_rest(stores: dict[str, str], execution_id: str) -> tuple[list[bytes], list[bytes]]:
+    """Every stored event row and every stored result body of the execution, as raw bytes."""
+    from noetl_temporal.tools.results import PostgresResultStore
+
+    url = stores["NOETL_EVENT_STORE"]
+    if url.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            events = conn.execute("SELECT * FROM noetl_events WHERE execution_id = %s", (execution_id,)).fetchall()
+            results = conn.execute(f"SELECT body FROM {PostgresResultStore.TABLE} WHERE execution_id = %s",
+                                   (execution_id,)).fetchall()
+        return [repr(row).encode() for row in events], [bytes(row[0]) for row in results]
+    import sqlite3
+
+    with sqlite3.connect(url) as conn:
+        events = conn.execute("SELECT * FROM noetl_events WHERE execution_id = ?", (execution_id,)).fetchall()
+    folder = Path(stores["NOETL_RESULT_STORE"]) / execution_id
+    return [repr(row).encode() for row in events], [p.read_bytes() for p in folder.rglob("*") if p.is_file()]
+
+
+async def test_a_user_deployment_runs_and_reads_playbooks(cluster, tmp_path, stores):
     client = await _connect(cluster)
     queue = f"acme-{uuid.uuid4().hex[:8]}"
     playbook = tmp_path / "export.yaml"
@@ -148,20 +193,27 @@ async def test_a_user_deployment_runs_and_reads_playbooks(cluster, tmp_path):
     execution_id = report["execution_id"]
     assert SEEN["shout"] == 1 and SEEN["noetl.run_task"] >= 2   # their interceptor saw both kinds
 
-    # Nothing readable outside: history and the payload store hold ciphertext only.
+    # Nothing readable outside the worker: history, the payload store, the event store and
+    # the result store hold ciphertext only.
     history = await client.get_workflow_handle(execution_id).fetch_history()
     assert _plaintext_in_history(history) == []
     new_files = {k: v for k, v in _payload_store_files().items() if k not in stored_before}
     assert new_files, "the 3 MB result should have gone to the payload store"
     assert all(SECRET.encode() not in data for data in new_files.values())
+    events, results = _rows_at_rest(stores, execution_id)
+    assert events and results, "events and the large result should be stored"
+    assert [row for row in events if SECRET.encode() in row] == []
+    assert [body for body in results if SECRET.encode() in body] == []
 
-    # The CLI reads it back through the codec.
+    # The CLI reads it all back through the codec.
     code, out, err = await _cli("status", execution_id, "--json", *connection)
     assert code == 0, err
     assert json.loads(out)["state"] == "COMPLETED"
     code, out, err = await _cli("events", execution_id, "--json", *connection)
     assert code == 0, err
-    assert "playbook.finished" in [json.loads(line)["event_type"] for line in out.splitlines()]
+    read = [json.loads(line) for line in out.splitlines()]
+    assert "playbook.finished" in [e["event_type"] for e in read]
+    assert SECRET in out   # decrypted for the reader who has the codec
 
 
 async def test_an_open_execution_moves_to_the_new_worker_version(cluster):
