@@ -12,9 +12,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, not for --help
+    from temporalio.client import Client
+
     from ..temporal.client import Target
 
-__all__ = ["add_connection_arguments", "target_of", "CONNECTION_FLAGS"]
+__all__ = ["add_connection_arguments", "target_of", "connect_to", "CONNECTION_FLAGS"]
 
 #: every flag :func:`add_connection_arguments` can add
 CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue", "--codec")
@@ -59,3 +61,15 @@ def target_of(args: argparse.Namespace) -> Target:
     return resolve_target(getattr(args, "address", None), getattr(args, "namespace", None),
                           getattr(args, "task_queue", None), getattr(args, "profile", None),
                           getattr(args, "codec", None))
+
+
+async def connect_to(args: argparse.Namespace, *, needs: str) -> tuple[Target, Client]:
+    """The target and a connected client; without an address a ConfigError whose message is
+    ``needs`` (what the command needs a server for)."""
+    from ..errors import ConfigError
+    from ..temporal.client import connect
+
+    target = target_of(args)
+    if target.address is None:
+        raise ConfigError(needs, fix="pass --address HOST:PORT (and --namespace) or set TEMPORAL_ADDRESS")
+    return target, await connect(target)

@@ -9,8 +9,8 @@ import argparse
 import asyncio
 import sys
 
-from ..errors import ConfigError, NoetlError
-from .connection import add_connection_arguments, target_of
+from ..errors import NoetlError
+from .connection import add_connection_arguments, connect_to
 
 __all__ = ["add_setup_arguments", "setup_command"]
 
@@ -20,15 +20,10 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _setup(args: argparse.Namespace) -> None:
-    from ..temporal.client import connect
     from ..temporal.namespace_setup import register_search_attributes
     from ..temporal.search_attributes import SEARCH_ATTRIBUTES
 
-    target = target_of(args)
-    if target.address is None:
-        raise ConfigError("setup prepares a namespace of a running Temporal server",
-                          fix="pass --address HOST:PORT (and --namespace) or set TEMPORAL_ADDRESS")
-    client = await connect(target)
+    target, client = await connect_to(args, needs="setup prepares a namespace of a running Temporal server")
     added = await register_search_attributes(client)
     names = ", ".join(key.name for key in SEARCH_ATTRIBUTES)
     if added:
