@@ -187,10 +187,14 @@ async def test_a_user_deployment_runs_and_reads_playbooks(cluster, tmp_path, sto
         # A playbook started by the CLI through the user's codec, with a 3 MB result.
         code, out, err = await _cli("run", str(playbook), "--no-worker", "--task-queue", queue, "--json",
                                     "--set", f"customer={SECRET}", *connection)
+        # The same through the API, configured with the codec's name like the CLI.
+        api_execution = await _start_and_read_through_the_api(cluster, queue, tmp_path)
     assert code == 0, err
     report = json.loads(out)
     assert report["state"] == "COMPLETED", report
     execution_id = report["execution_id"]
+    api_history = await client.get_workflow_handle(api_execution).fetch_history()
+    assert _plaintext_in_history(api_history) == []
     assert SEEN["shout"] == 1 and SEEN["noetl.run_task"] >= 2   # their interceptor saw both kinds
 
     # Nothing readable outside the worker: history, the payload store, the event store and
@@ -214,6 +218,39 @@ async def test_a_user_deployment_runs_and_reads_playbooks(cluster, tmp_path, sto
     read = [json.loads(line) for line in out.splitlines()]
     assert "playbook.finished" in [e["event_type"] for e in read]
     assert SECRET in out   # decrypted for the reader who has the codec
+    # A reader without the codec is told what to set, not shown a traceback.
+    for command in ("status", "events"):
+        code, out, err = await _cli(command, execution_id, "--address", cluster.address, "--namespace", NAMESPACE)
+        assert SECRET not in out + err
+        assert code != 0 and "--codec" in err and "Traceback" not in err, (command, code, out, err)
+
+
+async def _start_and_read_through_the_api(cluster: EmbeddedTemporal, queue: str, tmp_path: Path) -> str:
+    import httpx
+
+    from noetl_temporal.api import Settings, create_app
+    from noetl_temporal.store.catalog import Catalog
+    from noetl_temporal.store.events import open_event_store
+    from noetl_temporal.temporal.client import Target
+
+    target = Target(address=cluster.address, namespace=NAMESPACE, task_queue=queue, codec=CODEC)
+    settings = Settings(target=target, catalog=Catalog(sqlite_path=tmp_path / "catalog.db"),
+                        event_store=open_event_store(), execution_timeout_s=60)
+    transport = httpx.ASGITransport(app=create_app(settings))
+    async with httpx.AsyncClient(transport=transport, base_url="http://api", timeout=30) as http:
+        started = await http.post("/executions", json={"playbook": PLAYBOOK, "payload": {"customer": SECRET}})
+        assert started.status_code == 202, started.text
+        execution_id: str = started.json()["execution_id"]
+        for _ in range(300):
+            status = await http.get(f"/executions/{execution_id}/status")
+            assert status.status_code == 200, status.text
+            if status.json()["state"] != "RUNNING":
+                break
+            await asyncio.sleep(0.1)
+        assert status.json()["state"] == "COMPLETED", status.text
+        events = await http.get(f"/executions/{execution_id}/events", params={"limit": 1000})
+        assert events.status_code == 200 and SECRET in events.text   # decoded for the API's reader
+    return execution_id
 
 
 async def test_an_open_execution_moves_to_the_new_worker_version(cluster):
