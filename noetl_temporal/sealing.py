@@ -14,6 +14,9 @@ reader tells sealed from clear data (stores written before a codec was configure
 readable). The searchable envelope fields of events (ids, types, seq, status, timestamps)
 stay clear in their own columns; only the body is sealed.
 
+One codec per process: the last one installed (a process hosting workers of two
+deployments with different codecs seals with the last worker's).
+
 The codec is async; the stores are called from threads and from synchronous code, so it
 runs on one event loop of its own, in a daemon thread. A codec must therefore not be
 bound to the loop that created it.

@@ -420,7 +420,10 @@ class PlaybookWorkflow:
     def _unregistered(self, err: ValueError) -> None:
         """A local activity this worker does not register (the SDK raises in the workflow):
         end the execution with a clear error instead of failing its workflow task forever,
-        which would leave it RUNNING with a line in the worker's log as the only sign."""
+        which would leave it RUNNING with a line in the worker's log as the only sign.
+        Any other ValueError is not this: it goes on as before."""
+        if "is not registered on this worker" not in str(err):
+            raise err
         self._persist = False
         self._fatal = (f"this worker cannot run playbooks: {err}. Register everything "
                        "noetl_temporal.registration() returns, or use build_worker (docs/deployment.md)")
