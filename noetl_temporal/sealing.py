@@ -32,8 +32,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any
 
-__all__ = ["CODEC_ENV", "SEALED_PREFIX", "load", "install", "reset", "current", "seal", "unseal", "seal_text",
-           "unseal_text"]
+__all__ = ["CODEC_ENV", "SEALED_PREFIX", "load", "install", "reset", "current", "seal", "unseal", "seal_many",
+           "unseal_many", "seal_texts", "unseal_texts"]
 
 #: ``module:factory`` of the deployment's DataConverter or PayloadCodec (also ``--codec``)
 CODEC_ENV = "NOETL_CODEC"
@@ -104,40 +104,58 @@ def _run(coro: Coroutine[Any, Any, Any]) -> Any:
 
 def seal(data: bytes) -> bytes:
     """``data`` through the codec (unchanged when none is configured)."""
+    return seal_many([data])[0]
+
+
+def seal_many(items: list[bytes]) -> list[bytes]:
+    """Each of ``items`` sealed, in one call of the codec."""
     codec = current()
-    if codec is None:
-        return data
+    if codec is None or not items:
+        return list(items)
     from temporalio.api.common.v1 import Payload
 
-    [sealed] = _run(codec.encode([Payload(metadata={"encoding": _RAW}, data=data)]))
-    return SEALED_PREFIX + sealed.SerializeToString()
+    sealed = _run(codec.encode([Payload(metadata={"encoding": _RAW}, data=data) for data in items]))
+    if len(sealed) != len(items):
+        raise ValueError(f"the payload codec returned {len(sealed)} payloads for {len(items)}: cannot seal with it")
+    return [SEALED_PREFIX + payload.SerializeToString() for payload in sealed]
 
 
 def unseal(data: bytes) -> bytes:
     """The clear bytes of ``data`` (clear data passes through)."""
-    if not data.startswith(SEALED_PREFIX):
-        return data
+    return unseal_many([data])[0]
+
+
+def unseal_many(items: list[bytes]) -> list[bytes]:
+    """Each of ``items`` opened (clear ones pass through), in one call of the codec."""
+    at = [i for i, data in enumerate(items) if data.startswith(SEALED_PREFIX)]
+    if not at:
+        return list(items)
     codec = current()
     if codec is None:
         raise ValueError("this data was sealed with the deployment's payload codec, and none is configured "
                          f"here (set --codec or ${CODEC_ENV} to the codec the workers use)")
     from temporalio.api.common.v1 import Payload
 
-    sealed = Payload()
-    sealed.ParseFromString(data[len(SEALED_PREFIX):])
-    [clear] = _run(codec.decode([sealed]))
-    return bytes(clear.data)
+    sealed = []
+    for i in at:
+        payload = Payload()
+        payload.ParseFromString(items[i][len(SEALED_PREFIX):])
+        sealed.append(payload)
+    opened = _run(codec.decode(sealed))
+    out = list(items)
+    for i, payload in zip(at, opened, strict=True):
+        out[i] = bytes(payload.data)
+    return out
 
 
-def seal_text(text: str) -> str:
-    """``text`` sealed, as text (a prefix and base64) for a TEXT column; unchanged without a codec."""
-    sealed = seal(text.encode())
-    if sealed.startswith(SEALED_PREFIX):
-        return _TEXT_PREFIX + base64.b64encode(sealed[len(SEALED_PREFIX):]).decode()
-    return text
+def seal_texts(texts: list[str]) -> list[str]:
+    """Each text sealed, as text (a prefix and base64) for a TEXT column; unchanged without a codec."""
+    return [_TEXT_PREFIX + base64.b64encode(sealed[len(SEALED_PREFIX):]).decode()
+            if sealed.startswith(SEALED_PREFIX) else text
+            for text, sealed in zip(texts, seal_many([t.encode() for t in texts]), strict=True)]
 
 
-def unseal_text(text: str) -> str:
-    if not text.startswith(_TEXT_PREFIX):
-        return text
-    return unseal(SEALED_PREFIX + base64.b64decode(text[len(_TEXT_PREFIX):])).decode()
+def unseal_texts(texts: list[str]) -> list[str]:
+    raw = [SEALED_PREFIX + base64.b64decode(t[len(_TEXT_PREFIX):]) if t.startswith(_TEXT_PREFIX) else t.encode()
+           for t in texts]
+    return [data.decode() for data in unseal_many(raw)]

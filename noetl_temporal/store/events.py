@@ -61,10 +61,13 @@ def _filters(types: list[str] | None) -> tuple[set[str] | None, dict[str, str]]:
     return expanded
 
 
+def _bodies(texts: list[str]) -> list[dict[str, Any]]:
+    """Events from their stored bodies (sealed under the deployment's codec, or clear)."""
+    return [json.loads(text) for text in sealing.unseal_texts(texts)]
+
+
 def _body(text: str) -> dict[str, Any]:
-    """An event from its stored body (sealed under the deployment's codec, or clear)."""
-    event: dict[str, Any] = json.loads(sealing.unseal_text(text))
-    return event
+    return _bodies([text])[0]
 
 
 def _keep(event: dict[str, Any], status: dict[str, str]) -> bool:
@@ -88,9 +91,10 @@ class _SqlEventStore:
         raise NotImplementedError
 
     def write(self, events: list[dict[str, Any]]) -> int:
+        bodies = sealing.seal_texts([json.dumps(e, default=str, separators=(",", ":")) for e in events])
         rows = [(e["execution_id"], e["event_id"], int(e["seq"]), e["event_type"], e.get("entity_type"),
-                 e.get("entity_id"), e.get("status"), e.get("timestamp"),
-                 sealing.seal_text(json.dumps(e, default=str, separators=(",", ":")))) for e in events]
+                 e.get("entity_id"), e.get("status"), e.get("timestamp"), body)
+                for e, body in zip(events, bodies, strict=True)]
         if rows:
             self._executemany(self._insert_sql(), rows)
         return len(rows)
@@ -110,7 +114,7 @@ class _SqlEventStore:
         sql += f" ORDER BY seq LIMIT {p}"
         # status narrowing (legacy names) filters after the query: over-fetch a little.
         params.append(int(limit) * (4 if status else 1))
-        events = [_body(row[0]) for row in self._execute(sql, tuple(params))]
+        events = _bodies([row[0] for row in self._execute(sql, tuple(params))])
         if status:
             events = [e for e in events if _keep(e, status)]
         return events[: int(limit)]
