@@ -25,15 +25,13 @@ class EncryptingCodec(PayloadCodec):
         return [Payload(metadata={"encoding": ENCODING}, data=_xor(p.SerializeToString())) for p in payloads]
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        out = []
-        for payload in payloads:
-            if payload.metadata.get("encoding") != ENCODING:
-                out.append(payload)
-                continue
-            restored = Payload()
-            restored.ParseFromString(_xor(payload.data))
-            out.append(restored)
-        return out
+        return [_decrypt(p) if p.metadata.get("encoding") == ENCODING else p for p in payloads]
+
+
+def _decrypt(payload: Payload) -> Payload:
+    restored = Payload()
+    restored.ParseFromString(_xor(payload.data))
+    return restored
 
 
 def codec() -> EncryptingCodec:
