@@ -376,3 +376,33 @@ async def test_without_the_claim_check_a_huge_result_is_a_located_task_error(clu
     attempts = [e["attempt"] for e in report.events
                 if e["event_type"] == "task.attempt.started" and e["entity_id"] == "start_task"]
     assert attempts == [1], "an oversized result is not retried"
+
+
+async def test_the_worker_command_runs_with_the_users_codec(cluster, tmp_path):
+    """`noetl-temporal worker --codec`: a worker process of the CLI in the same deployment."""
+    import signal
+    import sqlite3
+
+    client = await _connect(cluster)
+    queue = f"cli-{uuid.uuid4().hex[:8]}"
+    events_db = tmp_path / "events.db"
+    env = dict(os.environ, PYTHONPATH=str(REPO), NOETL_EVENT_STORE=str(events_db))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "noetl_temporal.cli", "worker", "--address", cluster.address, "--namespace", NAMESPACE,
+        "--task-queue", queue, "--codec", CODEC, cwd=REPO, env=env, stderr=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = await asyncio.wait_for(proc.stderr.readline(), timeout=60)
+        assert b"worker polling" in line, line
+        loaded = noetl_temporal.load_playbook_text(PLAYBOOK, source="<test>")
+        handle = await noetl_temporal.start_execution(client, loaded.playbook, task_queue=queue,
+                                                      payload={"customer": SECRET}, execution_timeout_s=60)
+        result = await asyncio.wait_for(handle.result(), timeout=60)
+        assert result["state"] == "COMPLETED"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), timeout=30)
+    assert _plaintext_in_history(await handle.fetch_history()) == []
+    with sqlite3.connect(events_db) as conn:
+        rows = conn.execute("SELECT * FROM noetl_events WHERE execution_id = ?", (handle.id,)).fetchall()
+    assert rows and not [row for row in rows if SECRET in repr(row)]
