@@ -4,8 +4,10 @@ They run their own worker (their workflow, their activity, their interceptor) in
 non-default namespace with Worker Deployment Versioning on, and their own encrypting
 payload codec; they host the playbook workflows on the same worker with ``build_worker``
 and connect with ``noetl_temporal.data_converter(their_codec)``. The CLI starts and reads
-executions with ``--codec``. docs/deployment.md ("Embedding in your deployment") shows
-this code.
+executions with ``--codec``, the API and the worker command too. Nothing the workload or a
+result holds is readable outside a process that has the codec: not in history, the payload
+store, the event store or the result store. docs/deployment.md ("Embedding in your Temporal
+deployment") shows this code.
 """
 
 from __future__ import annotations
