@@ -6,7 +6,10 @@ sandbox only loads what it needs)::
     from noetl_temporal import load_playbook, run_playbook, Target
     report = asyncio.run(run_playbook(load_playbook("p.yaml").playbook, target=Target(address=None)))
 
-    from noetl_temporal import build_worker, PlaybookWorkflow, ACTIVITIES, connect, start_execution
+    # embedding in your Temporal deployment (docs/deployment.md, "Embedding")
+    from noetl_temporal import data_converter, build_worker, registration, start_execution
+    client = await Client.connect(address, data_converter=data_converter(your_codec_or_converter))
+    worker = build_worker(client, task_queue="q", workflows=[...], activities=[...])  # yours merged
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ __all__ = [
     "run_playbook", "run_with_client", "RunReport", "Target",
     # embedding in a Temporal deployment
     "PlaybookWorkflow", "ACTIVITIES", "build_worker", "hosted_worker", "sandbox_runner", "workflow_runner", "connect",
-    "start_execution", "EmbeddedTemporal", "data_converter",
+    "start_execution", "EmbeddedTemporal", "data_converter", "registration", "Registration",
     # observing and controlling
     "read_status", "read_events", "follow_events", "open_event_store",
     # errors
@@ -37,7 +40,8 @@ _WHERE = {
     "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
     "build_worker": "temporal.worker", "hosted_worker": "temporal.hosting", "sandbox_runner": "temporal.worker",
     "workflow_runner": "temporal.worker",
-    "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.claimcheck",
+    "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.converter",
+    "registration": "temporal.registration", "Registration": "temporal.registration",
     "read_status": "observe", "read_events": "observe", "follow_events": "observe",
     "open_event_store": "store.events",
     "NoetlError": "errors", "PlaybookInvalid": "errors", "TemplateError": "errors", "ConfigError": "errors",

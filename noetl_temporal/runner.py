@@ -179,7 +179,10 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
     """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up."""
     payload = payload or {}
     if target.address is None:
-        async with EmbeddedTemporal(ui=True, namespace=target.namespace) as embedded:
+        from .temporal.converter import configured_data_converter
+
+        async with EmbeddedTemporal(ui=True, namespace=target.namespace,
+                                    data_converter=configured_data_converter(target.codec)) as embedded:
             if on_ready:
                 on_ready(embedded.ui_url)
             report = await _with_worker(embedded.client, playbook, target=target, payload=payload,

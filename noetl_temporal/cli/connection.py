@@ -12,12 +12,14 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, not for --help
+    from temporalio.client import Client
+
     from ..temporal.client import Target
 
-__all__ = ["add_connection_arguments", "target_of", "CONNECTION_FLAGS"]
+__all__ = ["add_connection_arguments", "target_of", "connect_to", "CONNECTION_FLAGS"]
 
 #: every flag :func:`add_connection_arguments` can add
-CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue")
+CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue", "--codec")
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser, *, without_address: str | None = None,
@@ -40,11 +42,34 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, without_address
     if task_queue:
         parser.add_argument("--task-queue", metavar="Q",
                             help="task queue (default: $NOETL_TASK_QUEUE, else noetl-playbooks)")
+    parser.add_argument("--codec", metavar="MODULE:FACTORY",
+                        help="your deployment's DataConverter or PayloadCodec (or a function returning one), "
+                             "layered under the claim check (default: $NOETL_CODEC; docs/deployment.md)")
 
 
 def target_of(args: argparse.Namespace) -> Target:
     """Where Temporal is, from the connection flags the command has (absent ones: unset)."""
+    import os
+
+    from ..sealing import CODEC_ENV
     from ..temporal.client import resolve_target
 
+    if getattr(args, "codec", None):
+        # --codec is $NOETL_CODEC for this process: the stores a command reads without
+        # connecting (``noetl_temporal.sealing``) find it there too.
+        os.environ[CODEC_ENV] = args.codec
     return resolve_target(getattr(args, "address", None), getattr(args, "namespace", None),
-                          getattr(args, "task_queue", None), getattr(args, "profile", None))
+                          getattr(args, "task_queue", None), getattr(args, "profile", None),
+                          getattr(args, "codec", None))
+
+
+async def connect_to(args: argparse.Namespace, *, needs: str) -> tuple[Target, Client]:
+    """The target and a connected client; without an address a ConfigError whose message is
+    ``needs`` (what the command needs a server for)."""
+    from ..errors import ConfigError
+    from ..temporal.client import connect
+
+    target = target_of(args)
+    if target.address is None:
+        raise ConfigError(needs, fix="pass --address HOST:PORT (and --namespace) or set TEMPORAL_ADDRESS")
+    return target, await connect(target)

@@ -150,6 +150,9 @@ COMMANDS: list[Command] = [
             _lazy("worker", "add_arguments"), _lazy("worker", "run")),
     Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",
             _lazy("serve", "add_api_arguments"), _lazy("serve", "api_command")),
+    Command("setup", "prepare a namespace of an existing cluster: register our search attributes "
+                     "(idempotent: only the missing ones)",
+            _lazy("setup", "add_setup_arguments"), _lazy("setup", "setup_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
             _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),

@@ -177,13 +177,16 @@ async def _api(args: argparse.Namespace) -> None:
 async def _dev(args: argparse.Namespace) -> None:
     from noetl_temporal.api.app import create_app
 
+    from ..temporal.converter import configured_data_converter
     from ..temporal.devserver import EmbeddedTemporal
     from ..temporal.hosting import hosted_worker
 
-    queue = target_of(args).task_queue
+    target = target_of(args)
+    queue = target.task_queue
     sock = bind_socket(args.host, args.port)  # fail fast, before starting Temporal
     embedded = EmbeddedTemporal(ui=True, port=_port_or_free(args.temporal_port),
-                                ui_port=_port_or_free(args.ui_port), database=args.db)
+                                ui_port=_port_or_free(args.ui_port), database=args.db,
+                                data_converter=configured_data_converter(target.codec))
     print("starting the Temporal dev server ...", file=sys.stderr, flush=True)
     async with embedded:
         settings = _settings(args, client=embedded.client, task_queue=queue)

@@ -12,10 +12,9 @@ import asyncio
 import signal
 import sys
 
-from noetl_temporal.cli.connection import add_connection_arguments, target_of
+from noetl_temporal.cli.connection import add_connection_arguments, connect_to
 from noetl_temporal.cli.telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
-from noetl_temporal.temporal.client import connect
 from noetl_temporal.temporal.hosting import hosted_worker
 
 
@@ -37,11 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    target = target_of(args)
-    if target.address is None:
-        raise ConfigError("a worker needs a Temporal server to poll",
-                          fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
-    client = await connect(target)
+    target, client = await connect_to(args, needs="a worker needs a Temporal server to poll")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -6,7 +6,9 @@ workflow state exists (closed executions, no worker running). Writes are idempot
 ``(execution_id, event_id)``, so a replayed or retried flush never duplicates an event.
 
 Backends: SQLite (embedded default, one file) and PostgreSQL (``postgresql://`` URL).
-Choose with ``NOETL_EVENT_STORE`` (a file path or a DSN).
+Choose with ``NOETL_EVENT_STORE`` (a file path or a DSN). Under a deployment's own payload
+codec each event's body is sealed with it (``noetl_temporal.sealing``); the columns it is
+searched by (ids, type, entity, status, timestamp) stay clear.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import sealing
 from ..engine.event_types import TERMINAL_EVENT_TYPES
 from ..errors import ConfigError
 from ..paths import data_dir
@@ -58,6 +61,15 @@ def _filters(types: list[str] | None) -> tuple[set[str] | None, dict[str, str]]:
     return expanded
 
 
+def _bodies(texts: list[str]) -> list[dict[str, Any]]:
+    """Events from their stored bodies (sealed under the deployment's codec, or clear)."""
+    return [json.loads(text) for text in sealing.unseal_texts(texts)]
+
+
+def _body(text: str) -> dict[str, Any]:
+    return _bodies([text])[0]
+
+
 def _keep(event: dict[str, Any], status: dict[str, str]) -> bool:
     wanted = status.get(event["event_type"])
     return wanted is None or event.get("status") == wanted
@@ -79,9 +91,10 @@ class _SqlEventStore:
         raise NotImplementedError
 
     def write(self, events: list[dict[str, Any]]) -> int:
+        bodies = sealing.seal_texts([json.dumps(e, default=str, separators=(",", ":")) for e in events])
         rows = [(e["execution_id"], e["event_id"], int(e["seq"]), e["event_type"], e.get("entity_type"),
-                 e.get("entity_id"), e.get("status"), e.get("timestamp"),
-                 json.dumps(e, default=str, separators=(",", ":"))) for e in events]
+                 e.get("entity_id"), e.get("status"), e.get("timestamp"), body)
+                for e, body in zip(events, bodies, strict=True)]
         if rows:
             self._executemany(self._insert_sql(), rows)
         return len(rows)
@@ -101,7 +114,7 @@ class _SqlEventStore:
         sql += f" ORDER BY seq LIMIT {p}"
         # status narrowing (legacy names) filters after the query: over-fetch a little.
         params.append(int(limit) * (4 if status else 1))
-        events = [json.loads(row[0]) for row in self._execute(sql, tuple(params))]
+        events = _bodies([row[0] for row in self._execute(sql, tuple(params))])
         if status:
             events = [e for e in events if _keep(e, status)]
         return events[: int(limit)]
@@ -126,9 +139,9 @@ class _SqlEventStore:
             f"SELECT entity_id FROM noetl_events WHERE execution_id = {p} AND event_type = {p} "
             f"ORDER BY seq DESC LIMIT 1", (execution_id, "step.started"))
         return {
-            "started_at": json.loads(started[0][0])["timestamp"] if started else started_at,
+            "started_at": _body(started[0][0])["timestamp"] if started else started_at,
             "started": bool(started),
-            "terminal": json.loads(terminal[0][0]) if terminal else None,
+            "terminal": _body(terminal[0][0]) if terminal else None,
             "current_step": step[0][0] if step else None,
             "last_seq": last_seq,
             "count": count,

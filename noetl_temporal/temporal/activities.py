@@ -59,6 +59,7 @@ from ..engine.policy import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
 from ..tools import ToolCall, keychain, results, run_tool
 from ..tools.base import error_outcome
+from .converter import oversized
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
@@ -178,7 +179,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
     beats = None if info.is_local else _Heartbeats(history)
     try:
-        outcome = await execute(cmd, call)
+        outcome = await _fitting_history(await execute(cmd, call), cmd, call)
         outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
         context = dict(cmd.policy_context)
         view = outcome_view(outcome.to_dict())
@@ -222,6 +223,29 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     history.append(record)
     return TaskResult(outcome=outcome, attempts=tuple(history), rule_index=decision.rule_index,
                       action=decision.action, exhausted=exhausted)
+
+
+async def _fitting_history(outcome: Outcome, cmd: RunTask, call: ToolCall) -> Outcome:
+    """The outcome, or a located error outcome when it is too large to enter history.
+
+    Only a worker whose converter lacks the claim check can meet this (an embedding that
+    connected with its own converter): Temporal would refuse the result (TMPRL1103) and the
+    task would be retried until its attempts run out. It is the playbook's error instead,
+    not retried, which the task's policy can route on."""
+    try:
+        converter = activity.client().data_converter
+    except RuntimeError:  # no client (an activity run outside a worker, in a test)
+        return outcome
+    size = await oversized(converter, outcome.to_dict())
+    if size is None:
+        return outcome
+    err = ToolError(f"the result of task '{cmd.task}' of step '{cmd.step}' is {size} bytes encoded, over "
+                    "Temporal's 2 MB payload limit, and this worker's data converter has no claim check",
+                    kind="result_too_large", retryable=False,
+                    fix="connect the worker's client with data_converter=noetl_temporal.data_converter(your "
+                        "converter or codec), or keep the result out of history with "
+                        "spec.result.inline_max_bytes (docs/tools.md)")
+    return Outcome.from_dict(error_outcome(err, call))
 
 
 def _local_attempt(info: activity.Info, local: dict[str, Any] | None) -> tuple[int, list[dict[str, Any]]]:

@@ -124,11 +124,8 @@ class ClaimCheckCodec(PayloadCodec):
 
 
 def data_converter(store: str | None = None, threshold: int = DEFAULT_THRESHOLD) -> DataConverter:
-    """The default converter (decoding our own messages without the SDK's per-call type
-    walk, see ``payloads``) plus the claim check."""
-    import dataclasses
+    """The default converter plus the claim check (``converter.data_converter`` without a
+    converter or codec of yours)."""
+    from .converter import data_converter as layered
 
-    from .payloads import PayloadConverter
-
-    return dataclasses.replace(DataConverter.default, payload_converter_class=PayloadConverter,
-                               payload_codec=ClaimCheckCodec(store, threshold))
+    return layered(None, store=store, threshold=threshold)

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition
 from ..engine import behaviours
 from ..errors import ConfigError
 from . import labels
-from .claimcheck import data_converter
 from .close_status import execution_state
+from .converter import CODEC_ENV, configured_data_converter
 from .naming import new_execution_id
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
+
+log = logging.getLogger("noetl_temporal")
 
 __all__ = ["Target", "resolve_target", "connect", "start_execution", "new_execution_id",
            "normalized_state"]
@@ -30,10 +34,13 @@ class Target:
     task_queue: str = DEFAULT_TASK_QUEUE
     profile: str | None = None
     connect_config: dict[str, Any] | None = None
+    #: ``module:factory`` of the deployment's own converter or codec (``--codec``/``$NOETL_CODEC``)
+    codec: str | None = None
 
 
 def resolve_target(address: str | None = None, namespace: str | None = None,
-                   task_queue: str | None = None, profile: str | None = None) -> Target:
+                   task_queue: str | None = None, profile: str | None = None,
+                   codec: str | None = None) -> Target:
     """Where Temporal is: the flag, else Temporal's own client settings, else embedded.
 
     Temporal's settings are its environment variables (``TEMPORAL_ADDRESS``,
@@ -42,18 +49,20 @@ def resolve_target(address: str | None = None, namespace: str | None = None,
     ``~/.config/temporalio/temporal.toml``), read by the SDK's envconfig, so TLS and an API
     key (Temporal Cloud) come along with the address. A bare ``--address`` connects plainly,
     unless a profile is named too (its TLS and API key then apply to that address).
+    ``codec``: the deployment's converter or codec (default ``$NOETL_CODEC``, see ``.converter``).
     """
+    codec = codec or os.environ.get(CODEC_ENV) or None
     queue = task_queue or os.environ.get("NOETL_TASK_QUEUE") or DEFAULT_TASK_QUEUE
     ns = namespace or os.environ.get("TEMPORAL_NAMESPACE")
     profile = profile or os.environ.get("TEMPORAL_PROFILE")
     if address and not profile:
-        return Target(address=address, namespace=ns or "default", task_queue=queue)
+        return Target(address=address, namespace=ns or "default", task_queue=queue, codec=codec)
     config = _profile_config(profile) or {}
     host = address or config.get("target_host") or os.environ.get("TEMPORAL_ADDRESS")
     if host:
         return Target(address=host, namespace=ns or config.get("namespace") or "default",
-                      task_queue=queue, profile=profile, connect_config=config or None)
-    return Target(address=None, namespace=ns or "default", task_queue=queue)
+                      task_queue=queue, profile=profile, connect_config=config or None, codec=codec)
+    return Target(address=None, namespace=ns or "default", task_queue=queue, codec=codec)
 
 
 def _profile_config(profile: str | None) -> dict[str, Any] | None:
@@ -81,7 +90,7 @@ async def connect(target: Target, *, tracing: bool | None = None) -> Client:
     kwargs: dict[str, Any] = dict(target.connect_config or {})
     kwargs["target_host"] = target.address
     kwargs["namespace"] = target.namespace
-    kwargs.setdefault("data_converter", data_converter())
+    kwargs.setdefault("data_converter", configured_data_converter(target.codec))
     kwargs["interceptors"] = [*kwargs.get("interceptors", []), *client_interceptors(tracing)]
     try:
         return await Client.connect(**kwargs)
@@ -99,7 +108,8 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           api_url: str | None = None) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
-    ``search_attributes``: set ours (the cluster must have them registered);
+    ``search_attributes``: set ours (a namespace without them registered: a warning, and the
+    execution starts without them; ``noetl-temporal setup`` registers them);
     ``api_url``: the API's base URL, linked from the run's details in the Temporal UI.
     """
     definition = playbook_definition(playbook)
@@ -114,14 +124,27 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     link = f"{api_url.rstrip('/')}/executions/{execution_id}" if api_url else None
     timeout = execution_timeout_s or playbook.executor.spec.timeout_s
     from datetime import timedelta
-    return await client.start_workflow(
-        WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
-        static_summary=labels.summary(definition, source),
-        static_details=labels.details(definition, source=source, version=version, api_url=link),
-        memo=labels.memo(definition, source),
-        execution_timeout=timedelta(seconds=timeout) if timeout else None,
-        **extra,
-    )
+
+    async def start(**more: Any) -> WorkflowHandle[Any, Any]:
+        return await client.start_workflow(
+            WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
+            static_summary=labels.summary(definition, source),
+            static_details=labels.details(definition, source=source, version=version, api_url=link),
+            memo=labels.memo(definition, source),
+            execution_timeout=timedelta(seconds=timeout) if timeout else None,
+            **more,
+        )
+
+    try:
+        return await start(**extra)
+    except RPCError as err:
+        if not extra or "search attribute" not in str(err).lower():
+            raise
+    # The namespace lacks our search attributes: the memo still names the playbook.
+    log.warning("namespace %s has not registered the noetl search attributes: execution %s starts without "
+                "them (its playbook is in the memo). Register them once with `noetl-temporal setup "
+                "--namespace %s` (docs/deployment.md)", client.namespace, execution_id, client.namespace)
+    return await start()
 
 
 def normalized_state(status: WorkflowExecutionStatus | None, result_state: str | None = None) -> str:

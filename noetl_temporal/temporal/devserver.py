@@ -26,6 +26,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from temporalio.client import Client
+    from temporalio.converter import DataConverter
 
 __all__ = ["temporal_cli_path", "EmbeddedTemporal", "DEV_SERVER_ARGS", "free_port"]
 
@@ -60,12 +61,15 @@ def free_port() -> int:
 class EmbeddedTemporal:
     """``async with EmbeddedTemporal(ui=True) as env:`` -> ``env.client``, ``env.ui_url``.
 
-    ``server_args`` replaces :data:`DEV_SERVER_ARGS` (``()`` for the stock dev server).
+    ``server_args`` replaces :data:`DEV_SERVER_ARGS` (``()`` for the stock dev server);
+    ``data_converter``: the client's (default: ours over ``$NOETL_CODEC``, see ``.converter``);
+    ``namespaces``: more namespaces to create beside ``namespace``.
     """
 
     def __init__(self, *, ui: bool = False, namespace: str = "default", port: int | None = None,
                  ui_port: int | None = None, database: str | None = None,
-                 server_args: tuple[str, ...] = DEV_SERVER_ARGS) -> None:
+                 server_args: tuple[str, ...] = DEV_SERVER_ARGS, data_converter: DataConverter | None = None,
+                 namespaces: tuple[str, ...] = ()) -> None:
         self.ui = ui
         self.namespace = namespace
         self.port = port
@@ -74,13 +78,15 @@ class EmbeddedTemporal:
         # Extra ``temporal server start-dev`` arguments; ``()`` is the stock dev server
         # (the benchmark compares both).
         self.server_args = tuple(server_args)
+        self.data_converter = data_converter
+        self.namespaces = tuple(namespaces)
         self.env: WorkflowEnvironment | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
     async def __aenter__(self) -> EmbeddedTemporal:
         from temporalio.client import Client
 
-        from .claimcheck import data_converter
+        from .converter import configured_data_converter
         from .runtime import install_runtime
         from .tracing import client_interceptors
 
@@ -102,7 +108,7 @@ class EmbeddedTemporal:
                                   fix="check that the ports are free, or pass --address of a running server")
             try:
                 client = await Client.connect(self.address, namespace=self.namespace,
-                                              data_converter=data_converter(),
+                                              data_converter=self.data_converter or configured_data_converter(),
                                               interceptors=client_interceptors())
                 await client.count_workflows()  # the frontend answers: the namespace is ready
                 break
@@ -120,8 +126,9 @@ class EmbeddedTemporal:
         argv = [temporal_cli_path(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(self.port),
                 "--log-level", "error", *self.server_args]
         argv += ["--ui-port", str(self.ui_port), "--ui-ip", "127.0.0.1"] if self.ui else ["--headless"]
-        if self.namespace != "default":
-            argv += ["--namespace", self.namespace]
+        for namespace in dict.fromkeys((self.namespace, *self.namespaces)):
+            if namespace != "default":
+                argv += ["--namespace", namespace]
         if self.database:
             argv += ["--db-filename", self.database]
         for key in SEARCH_ATTRIBUTES:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
@@ -36,6 +36,7 @@ from temporalio.converter import (
     JSONTypeConverter,
 )
 
+from ..errors import ConfigError
 from .local_only import LOCAL_ONLY_ENCODING, LocalOnly
 
 __all__ = ["PlainJSONTypes", "ShallowDataclassEncoder", "LocalOnlyJSON", "PayloadConverter"]
@@ -173,3 +174,12 @@ class PayloadConverter(CompositePayloadConverter):
                 if isinstance(conv, JSONPlainPayloadConverter) else conv
                 for conv in DefaultPayloadConverter.default_encoding_payload_converters))
         super().__init__(*encoders)
+
+    def from_payloads(self, payloads: Sequence[Payload], type_hints: list[type] | None = None) -> list[Any]:
+        try:
+            return super().from_payloads(payloads, type_hints)
+        except KeyError as exc:  # an encoding only the deployment's own codec undoes
+            raise ConfigError(f"a payload in this execution cannot be decoded here ({exc.args[0]}): it was "
+                              "written through the deployment's own payload codec",
+                              fix="pass --codec MODULE:FACTORY or set NOETL_CODEC to the codec the workers "
+                                  "use (docs/deployment.md, \"Embedding\")") from None

@@ -1,10 +1,11 @@
 """Build a worker that runs playbook workflows and their task activities.
 
-Embed it in an existing deployment with :func:`build_worker` (or register
-``PlaybookWorkflow`` and ``ACTIVITIES`` in your own ``Worker`` with
-:func:`workflow_runner`).
+Embed it in an existing deployment with :func:`build_worker` (your workflows, activities,
+interceptors and other ``Worker`` arguments merged with ours), or pass
+``registration().worker_options(...)`` to your own ``Worker``.
 
-**Why playbook workflows run outside the workflow sandbox by default.** The sandbox
+**Why playbook workflows run outside the workflow sandbox by default** (per workflow:
+``@workflow.defn(sandboxed=False)``, so a worker's other workflows keep the sandbox). The sandbox
 guards *user* workflow code against non-determinism; no user code runs in a playbook
 workflow (python tasks, shell commands and HTTP calls are activities, templates render in
 jinja2's immutable sandbox with the workflow's own clock and random). The workflow module
@@ -13,7 +14,7 @@ and recorded histories replay under both runners (``tests/temporal/test_replay.p
 The sandbox costs CPU on every activation and, in SDK 1.35, on every payload the worker
 visits (it re-enters the sandbox to find each payload's serialization context): 16-29%
 of the worker's CPU on the parallel benchmarks (docs/performance.md). Ask for it with
-``build_worker(sandboxed=True)`` or ``NOETL_WORKFLOW_SANDBOX=1``.
+``build_worker(sandboxed=True)`` or ``NOETL_WORKFLOW_SANDBOX=1`` (``sandboxed.py``).
 """
 
 from __future__ import annotations
@@ -27,20 +28,15 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from ..store.events import EventStore, open_event_store
-from .activities import ACTIVITIES
-from .metrics import MetricsInterceptor
-from .pacing import yield_activation
-from .persistence import EventSink
-from .subplaybooks import resolve_playbook
+from .. import sealing
+from ..store.events import EventStore
+from .converter import users_codec, warn_without_claim_check
+from .registration import SANDBOX_ENV, registration, sandbox_requested
 from .types import DEFAULT_TASK_QUEUE
-from .workflow import PlaybookWorkflow
 
 __all__ = ["build_worker", "sandbox_runner", "workflow_runner", "PASSTHROUGH_MODULES", "SANDBOX_ENV",
            "enable_bytecode_cache"]
 
-#: set to 1/true/yes/on to run playbook workflows in the SDK's workflow sandbox
-SANDBOX_ENV = "NOETL_WORKFLOW_SANDBOX"
 
 # Pure, deterministic modules shared with the sandbox instead of re-imported per run.
 # jinja2 creates a lock at import and fails inside the sandbox; our own engine modules
@@ -61,11 +57,12 @@ def sandbox_runner() -> SandboxedWorkflowRunner:
 
 
 def workflow_runner(sandboxed: bool | None = None) -> WorkflowRunner:
-    """The runner for playbook workflows: unsandboxed unless ``sandboxed`` (default:
-    ``$NOETL_WORKFLOW_SANDBOX``) asks for :func:`sandbox_runner`."""
-    if sandboxed is None:
-        sandboxed = os.environ.get(SANDBOX_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    return sandbox_runner() if sandboxed else UnsandboxedWorkflowRunner()
+    """A worker-wide runner: unsandboxed unless ``sandboxed`` (default:
+    ``$NOETL_WORKFLOW_SANDBOX``) asks for :func:`sandbox_runner`.
+
+    Kept for replaying and older embeddings; a worker no longer needs it for our workflow,
+    which chooses per workflow (``registration``), so your own workflows keep the sandbox."""
+    return sandbox_runner() if sandbox_requested(sandboxed) else UnsandboxedWorkflowRunner()
 
 
 def enable_bytecode_cache() -> None:
@@ -82,23 +79,24 @@ def enable_bytecode_cache() -> None:
 
 def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
                  max_concurrent_activities: int = 100, event_store: EventStore | None = None,
-                 sandboxed: bool | None = None, **kwargs: Any) -> Worker:
-    """A worker for playbook workflows, their tool activities and event persistence.
+                 sandboxed: bool | None = None, **worker_options: Any) -> Worker:
+    """A worker for playbook workflows, their tool activities and event persistence, plus
+    anything of yours: ``worker_options`` are any ``temporalio.worker.Worker`` arguments, and
+    your ``workflows``, ``activities`` and ``interceptors`` are merged with ours
+    (:meth:`~.registration.Registration.worker_options`).
 
     ``event_store`` defaults to :func:`open_event_store` (``$NOETL_EVENT_STORE`` or the
-    embedded SQLite file). ``sandboxed``: see :func:`workflow_runner`. Task-attempt metrics
-    are always counted (served only where the runtime serves metrics); tracing comes from
-    the client's interceptors (``connect(tracing=)``).
+    embedded SQLite file). ``sandboxed``: see :func:`~.registration.registration`; your own
+    workflows keep the sandbox either way. Task-attempt metrics are always counted (served
+    only where the runtime serves metrics); tracing comes from the client's interceptors
+    (``connect(tracing=)``). A client whose data converter lacks the claim check is logged
+    as a warning (``converter.warn_without_claim_check``).
     """
     enable_bytecode_cache()
-    sink = EventSink(event_store or open_event_store())
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[PlaybookWorkflow],
-        activities=[*ACTIVITIES, resolve_playbook, sink.persist_events, yield_activation],
-        workflow_runner=workflow_runner(sandboxed),
-        max_concurrent_activities=max_concurrent_activities,
-        interceptors=[MetricsInterceptor(), *kwargs.pop("interceptors", [])],
-        **kwargs,
-    )
+    warn_without_claim_check(client.data_converter, f"worker on task queue {task_queue}")
+    # What this worker writes beside Temporal (events, large results) is sealed with the
+    # client's own codec, so a deployment configures its protection once (``sealing``).
+    sealing.install(users_codec(client.data_converter))
+    ours = registration(event_store, sandboxed=sandboxed)
+    worker_options.setdefault("max_concurrent_activities", max_concurrent_activities)
+    return Worker(client, task_queue=task_queue, **ours.worker_options(**worker_options))

@@ -97,7 +97,11 @@ def _now() -> str:
     return workflow.now().isoformat().replace("+00:00", "Z")
 
 
-@workflow.defn(name=WORKFLOW_NAME)
+# Unsandboxed per workflow, so a worker hosting the user's own workflows keeps theirs in the
+# sandbox (docs/deployment.md, "The workflow sandbox"). ``variants.py`` has the same workflow
+# sandboxed, and declaring its versioning behaviour for versioned workers (a server refuses a
+# declared behaviour from an unversioned worker, so this class declares none).
+@workflow.defn(name=WORKFLOW_NAME, sandboxed=False)
 class PlaybookWorkflow:
     def __init__(self) -> None:
         self._state: ExecutionState | None = None   # set by run(): use ``engine`` below
@@ -159,13 +163,13 @@ class PlaybookWorkflow:
             await self._drain(flusher)
             self._mark_state()
             raise
+        await self._drain(flusher)
         if self._fatal is not None:
-            # A bug in the engine: fail this execution loudly instead of retrying the
-            # workflow task forever (which would leave it RUNNING with no progress).
-            await self._drain(flusher)
+            # A bug in the engine, or a worker lacking an activity (found as late as the last
+            # flush): fail this execution loudly instead of retrying the workflow task
+            # forever (which would leave it RUNNING with no progress).
             self._mark_state("FAILED")
             raise ApplicationError(self._fatal, type="NoetlEngineError", non_retryable=True)
-        await self._drain(flusher)
         self._mark_state()
         return self._output().to_dict()
 
@@ -263,6 +267,9 @@ class PlaybookWorkflow:
                     PERSIST_EVENTS_ACTIVITY, LocalOnlyList(batch), start_to_close_timeout=timedelta(seconds=30),
                     summary=persist_summary(batch),
                     retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)))
+            except ValueError as err:  # the worker does not register the activity
+                self._unregistered(err)
+                return
             except ActivityError as err:
                 failures += 1
                 workflow.logger.warning("event store write failed (%s); retrying", err.cause or err)
@@ -403,9 +410,23 @@ class PlaybookWorkflow:
             result = self._failed_activity(err)
         except asyncio.CancelledError:
             result = _cancelled("task cancelled")
+        except ValueError as err:  # the worker does not register the fast path's activity
+            self._unregistered(err)
+            return
         finally:
             self._release(cmd.task_run_id)
         self._report(cmd, result)
+
+    def _unregistered(self, err: ValueError) -> None:
+        """A local activity this worker does not register (the SDK raises in the workflow):
+        end the execution with a clear error instead of failing its workflow task forever,
+        which would leave it RUNNING with a line in the worker's log as the only sign.
+        Any other ValueError is not this: it goes on as before."""
+        if "is not registered on this worker" not in str(err):
+            raise err
+        self._persist = False
+        self._fatal = (f"this worker cannot run playbooks: {err}. Register everything "
+                       "noetl_temporal.registration() returns, or use build_worker (docs/deployment.md)")
 
     def _report(self, cmd: RunTask, result: TaskResult) -> None:
         if not self.engine.finished:  # late results after the end change nothing
@@ -507,8 +528,12 @@ class PlaybookWorkflow:
 
     async def _proceed_later(self) -> None:
         """The engine used up one input's work budget: go on in a later activation."""
-        await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
-                                              summary="noetl: continue inline work")
+        try:
+            await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
+                                                  summary="noetl: continue inline work")
+        except ValueError as err:  # the worker does not register the activity
+            self._unregistered(err)
+            return
         if not self.engine.finished:
             self._feed(Proceed(now=_now()))
 

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import sealing
 from ..errors import ToolConfigError, ToolError
 from ..paths import data_dir
 from ..pgschema import ensure_schema
@@ -321,7 +322,8 @@ def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, exec
     spec = spec or {}
     store = open_result_store(spec.get("store"))
     meta = {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest(), "content_type": CONTENT_TYPE}
-    ref = store.put(_SAFE.sub("_", execution_id), _key(task_run_id, attempt), body, meta)
+    # Sealed under the deployment's codec when it has one (``sealing``); meta describes the clear body.
+    ref = store.put(_SAFE.sub("_", execution_id), _key(task_run_id, attempt), sealing.seal(body), meta)
     result_ref: dict[str, Any] = {"kind": REF_KIND, "ref": ref, "store": store.name, "meta": meta,
                                   "extracted": select_values(value, spec.get("select"))}
     preview = make_preview(value, spec.get("preview"))
@@ -344,7 +346,10 @@ def _store_of(ref: str) -> ResultStore:
 def resolve_ref(ref: Mapping[str, Any] | str) -> Any:
     """The body a ResultRef (or its ``noetl://`` string) points to, checked against its sha256."""
     uri = ref.get("ref") if isinstance(ref, Mapping) else ref
-    body = _store_of(uri).get(uri)  # type: ignore[arg-type]
+    try:
+        body = sealing.unseal(_store_of(uri).get(uri))  # type: ignore[arg-type]
+    except ValueError as exc:  # sealed, and this process has no codec to open it
+        raise ResultRefError(f"cannot read result {uri}: {exc}") from None
     expected = (ref.get("meta") or {}).get("sha256") if isinstance(ref, Mapping) else None
     if expected and hashlib.sha256(body).hexdigest() != expected:
         raise ResultRefError(f"result {uri} does not match its sha256 (the stored file changed)")

@@ -12,14 +12,15 @@ from noetl_temporal.cli.main import build_parser
 from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
 
 CLI = Path(__file__).resolve().parents[2] / "noetl_temporal" / "cli"
-SERVER = {"--address", "--namespace", "--profile"}
+SERVER = {"--address", "--namespace", "--profile", "--codec"}
 EXPECTED = {
     "run": SERVER | {"--task-queue"},
     "status": SERVER, "events": SERVER,
     "cancel": SERVER, "pause": SERVER, "resume": SERVER, "ctx": SERVER,
     "worker": SERVER | {"--task-queue"},
     "api": SERVER | {"--task-queue"},
-    "dev": {"--task-queue"},
+    "dev": {"--task-queue", "--codec"},
+    "setup": SERVER,
     "validate": set(), "schema": set(), "graph": set(),
 }
 

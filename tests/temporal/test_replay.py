@@ -9,14 +9,21 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from noetl_temporal.engine import machine
-from noetl_temporal.temporal.worker import sandbox_runner, workflow_runner
+from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
+from noetl_temporal.temporal.worker import sandbox_runner
 from noetl_temporal.temporal.workflow import PATCH_READABLE_CHILD_IDS, PlaybookWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+def _workflow(sandboxed: bool) -> type:
+    """Our workflow chooses its runner itself: the sandboxed twin runs in the replayer's sandbox."""
+    return SandboxedPlaybookWorkflow if sandboxed else PlaybookWorkflow
 
 
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
@@ -27,16 +34,20 @@ async def test_recorded_history_replays_to_identical_events(name, sandboxed, mon
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
     states = []
+    in_sandbox = set()
     real_step = machine.step
 
     def spy(state, event):  # the engine module is shared with the sandbox, so this sees the replay
         states.append(state)
+        in_sandbox.add(workflow.unsafe.in_sandbox())
         return real_step(state, event)
 
     monkeypatch.setattr(machine, "step", spy)
-    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=workflow_runner(sandboxed))
+    # The replayer's runner is a sandbox either way: our workflow chooses per workflow.
+    replayer = Replayer(workflows=[_workflow(sandboxed)], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None
+    assert in_sandbox == {sandboxed}
     replayed = json.loads(json.dumps(states[-1].log.events, default=str))
     assert replayed == expected  # worker times too: they replay from recorded activity results
 
@@ -47,13 +58,12 @@ async def test_the_patch_guard_is_what_keeps_each_history_replaying(name, forced
     after. Each replays above (the guard picks the branch it was recorded with); taking the
     other branch (the new code unguarded, or the code before the change) is a nondeterminism
     error, so the ``workflow.patched`` guard is what makes the upgrade safe."""
-    from temporalio import workflow
 
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     real = workflow.patched
     monkeypatch.setattr(workflow, "patched",
                         lambda patch_id: forced if patch_id == PATCH_READABLE_CHILD_IDS else real(patch_id))
-    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    replayer = Replayer(workflows=[_workflow(True)], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None
     failure = str(result.replay_failure)
@@ -84,7 +94,7 @@ async def test_live_run_replays_to_the_same_events(run_yaml, temporal, sandboxed
 
     machine.step = spy
     try:
-        replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=workflow_runner(sandboxed))
+        replayer = Replayer(workflows=[_workflow(sandboxed)], workflow_runner=sandbox_runner())
         result = await replayer.replay_workflow(history)
     finally:
         machine.step = real_step
@@ -110,7 +120,7 @@ async def test_engine_behaviour_changes_follow_the_recorded_input(name, forced, 
     states = []
     real_step = machine.step
     monkeypatch.setattr(machine, "step", lambda state, event: states.append(state) or real_step(state, event))
-    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    replayer = Replayer(workflows=[_workflow(True)], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     replayed = json.loads(json.dumps(states[-1].log.events, default=str)) if states else None
     assert result.replay_failure is not None or replayed != expected
