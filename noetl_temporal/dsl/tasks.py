@@ -28,6 +28,7 @@ from .origins import Origins
 from .patches import PATCH_KEYS, collect_patches
 from .policies import normalize_task_policy
 from .rejections import reject_task_keys
+from .tool_check import check_keys
 
 __all__ = ["TaskNormalizer", "ALL_KINDS"]
 
@@ -140,6 +141,7 @@ class TaskNormalizer:
         out.update(collect_patches(body, src, norm, other="set_vars", reporter=self.reporter,
                                    origins=self.origins))
         config = {k: v for k, v in body.items() if k not in _TASK_FIELDS}
+        check_keys(kind, config, src, self.reporter)
         if kind == "http" and "endpoint" in config:
             if "url" in config:
                 self.reporter.add("NTL308", "both `url` and `endpoint` are set; `endpoint` is ignored",

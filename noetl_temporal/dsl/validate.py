@@ -15,6 +15,7 @@ from ..templates import is_template
 from . import paths
 from .diagnostics import Reporter, did_you_mean
 from .models import Patches, Playbook, PolicyAction, Step
+from .tool_check import check_required
 
 __all__ = ["check_semantics", "MAX_IN_FLIGHT"]
 
@@ -150,6 +151,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     final = spec.final_step if spec.final_step in names else None
     for index, step in enumerate(playbook.workflow):
         _step(reporter, step, index, names, final)
+    check_required(playbook, reporter)
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
     reachable = _reachable(playbook, entry) | ({final} if final else set())
     _join_arg_collisions(playbook, entry, reporter)

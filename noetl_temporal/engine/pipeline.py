@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
@@ -42,11 +43,11 @@ __all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "appl
 #: what a pipeline's end returns: the completion its owner (step run or loop) handles
 PipelineEnd = PipelineDone | IterationDone
 
-# Kinds evaluated inside the workflow: no activity, no history cost.
-INLINE_KINDS = frozenset({"noop"})
-# Kinds whose configuration is used in the workflow, never by ``noetl.run_task``: inline
-# kinds, and sub-playbooks (the shell runs them as child workflows). One attempt each.
-_RENDERED_IN_WORKFLOW = INLINE_KINDS | {"playbook"}
+# Kinds evaluated inside the workflow (no activity, no history cost), and kinds whose
+# configuration is used in the workflow, never by ``noetl.run_task`` (inline kinds, and
+# sub-playbooks the shell runs as child workflows): each kind declares it (tool_kinds/).
+INLINE_KINDS = tool_kinds.INLINE_KINDS
+_RENDERED_IN_WORKFLOW = tool_kinds.IN_WORKFLOW_KINDS
 
 
 def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,

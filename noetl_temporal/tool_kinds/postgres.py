@@ -1,0 +1,21 @@
+"""``kind: postgres`` (tools/postgres.py): SQL on PostgreSQL, credentials from the keychain."""
+
+from .declaration import Setting, ToolKind
+from .python import TIMEOUT
+from .sql import AUTOCOMMIT, PARAMS, STATEMENTS
+
+POSTGRES = ToolKind(
+    kind="postgres",
+    summary="runs SQL on PostgreSQL",
+    settings=(
+        Setting("auth", ("string", "mapping"), "the name of a keychain entry (docs/keychain.md)"),
+        Setting("dsn", ("string", "mapping"), "only from a keychain template (`\"{{ keychain.pg.dsn }}\"`)",
+                aliases=("connection",)),
+        STATEMENTS,
+        PARAMS,
+        AUTOCOMMIT,
+        TIMEOUT,
+    ),
+    required=(("command",),),
+    credentials=True,
+)
