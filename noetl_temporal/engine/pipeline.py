@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import template_undefined as undefined
 from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
@@ -47,6 +48,8 @@ PipelineEnd = PipelineDone | IterationDone
 # configuration is used in the workflow, never by ``noetl.run_task`` (inline kinds, and
 # sub-playbooks the shell runs as child workflows): each kind declares it (tool_kinds/).
 INLINE_KINDS = tool_kinds.INLINE_KINDS
+#: undefined-value warnings kept per task run (a loop over a typo would repeat one)
+_MAX_WARNINGS = 10
 _RENDERED_IN_WORKFLOW = tool_kinds.IN_WORKFLOW_KINDS
 
 
@@ -77,12 +80,11 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
         suffix = f":iter:{pipe.iteration}" if pipe.iteration is not None else ""
         task_run_id = f"{run.id}{suffix}:task:{task.name}:{count}"
         context = template_context(state, step_def, args=run.args, pipe=pipe, extra=_pipeline_extra(pipe, task))
-        emit(state, "task.started", entity_id=task.name, parent_id=run.id, step_run_id=run.id,
-             task_run_id=task_run_id, iteration=pipe.iteration, status="in_progress",
-             payload={"meta": {"kind": task.kind}})
+        started = emit(state, "task.started", entity_id=task.name, parent_id=run.id, step_run_id=run.id,
+                       task_run_id=task_run_id, iteration=pipe.iteration, status="in_progress",
+                       payload={"meta": {"kind": task.kind}})
         try:
-            config, secret_context = invocation.render_config(
-                step_def, task, context, in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
+            config, secret_context = _render_task(state, step_def, task, context, started)
         except TemplateError as exc:
             end = _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
                                  attempts=[], decision=None)
@@ -112,6 +114,21 @@ def _pipeline_extra(pipe: PipelineRun, task: Task, outcome: dict[str, Any] | Non
                     attempt: int = 1) -> dict[str, Any]:
     view = outcome_view(outcome) if outcome is not None else None
     return {"_prev": pipe.prev, "_task": task.name, "_attempt": attempt, "output": view, "outcome": view}
+
+
+def _render_task(state: ExecutionState, step_def: Step, task: Task, context: Any,
+                 started: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The task's rendered configuration. An undefined value a template printed is a warning
+    in the task's ``task.started`` payload (no event of its own: the log's sequence, which
+    ``uuid()`` reads, stays what it was), or with ``strict_templates`` a template error."""
+    strict = state.playbook.executor.spec.strict_templates
+    with undefined.recording(strict=strict) as found:
+        rendered = invocation.render_config(step_def, task, context,
+                                            in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
+    if found:
+        started["payload"] = {**(started.get("payload") or {}),
+                              "warnings": [u.to_dict() for u in found[:_MAX_WARNINGS]]}
+    return rendered
 
 
 def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:

@@ -26,3 +26,40 @@ def test_a_runtime_configuration_error_names_the_tasks_line(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert (f"error: {playbook}:3:5: step 'start' failed: start.tool.start_task: shell 'cwd' "
             f"'/nonexistent' is not a directory") in proc.stdout
+
+
+TYPO = ("apiVersion: noetl.io/v2\n"
+        "kind: Playbook\n"
+        "metadata: {name: typo}\n"
+        "workflow:\n"
+        "  - step: compute\n"
+        "    tool: {kind: python, code: \"result = {'total': 3}\"}\n"
+        "    next: {arcs: [{step: report}]}\n"
+        "  - step: report\n"
+        "    tool:\n"
+        "      kind: shell\n"
+        "      cmd: \"echo total={{ compute.totl }} ok={{ compute.total | default(0) }}\"\n")
+TEMPLATE = "'echo total={{ compute.totl }} ok={{ compute.total | default(0) }}'"
+
+
+def test_an_undefined_value_is_a_located_warning_in_the_progress(tmp_path):
+    playbook = tmp_path / "typo.yaml"
+    playbook.write_text(TYPO)
+    proc = run(playbook)
+    assert proc.returncode == 0, proc.stderr
+    assert (f"warning: {playbook}:11:7: report.tool.report_task.cmd: undefined value 'totl' rendered as "
+            f"empty in template {TEMPLATE}") in proc.stderr
+    assert "total= ok=3" in proc.stdout             # rendered as NoETL renders it
+
+
+def test_strict_makes_it_a_located_task_error(tmp_path):
+    playbook = tmp_path / "typo.yaml"
+    playbook.write_text(TYPO)
+    proc = run(playbook, "--strict")
+    assert proc.returncode == 1, proc.stderr
+    assert (f"error: {playbook}:11:7: step 'report' failed: report.tool.report_task.cmd: undefined value: "
+            f"'totl' is undefined (strict templates) in template {TEMPLATE}") in proc.stdout
+    playbook.write_text(TYPO.replace("metadata: {name: typo}\n",
+                                     "metadata: {name: typo}\nexecutor: {spec: {strict_templates: true}}\n"))
+    proc = run(playbook)
+    assert proc.returncode == 1 and "(strict templates)" in proc.stdout, proc.stdout
