@@ -173,9 +173,18 @@ _TABLE: list[Code] = [
     Code("NTL603", _E, "`loop` has the wrong shape", "`loop: {iterator: x}` with no `in:`",
          "write `loop: {in: \"{{ list }}\", iterator: item, spec: {mode: sequential}}`"),
     # ------------------------------------------------------------------ templates
+    Code("NTL604", _W, "a loop has no `iterator`; its item is named `item`", "`loop: {in: \"{{ rows }}\"}`",
+         "name the item: `loop: {in: ..., iterator: row}`"),
     Code("NTL701", _E, "template syntax error", "`\"{{ ctx.count + }}\"`",
          "correct the Jinja2 expression"),
     # ------------------------------------------------------------------ model checks
+    Code("NTL702", _W, "a template reads a name nothing in the playbook defines",
+         "`{{ nosuchvar }}`, `{{ compte.total }}` with a step `compute`",
+         "correct the name (a step, task, workload key, arc arg, loop iterator or `set:` name), or "
+         "write `| default(...)` if the run's payload supplies it"),
+    Code("NTL703", _W, "a template reads a field a step's result certainly lacks",
+         "`{{ start.totl }}` where `start` is a noop with `result: {total: 1}`",
+         "read a field the result has (the warning lists them), or give the noop the field"),
     Code("NTL901", _E, "a value has the wrong type or is out of range",
          "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`", "use a value the message allows"),
     Code("NTL902", _E, "unknown key", "`then: {do: retry, atempts: 3}`",

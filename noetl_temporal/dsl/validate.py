@@ -76,6 +76,10 @@ def _step(reporter: Reporter, step: Step, index: int, names: set[str], final: st
     admit = step.spec.policy.admit if step.spec.policy else None
     for k, admit_rule in enumerate(admit.rules if admit else []):
         _guard(reporter, admit_rule.when, f"{base}.spec.policy.admit.rules[{k}].when")
+    if step.loop is not None and "iterator" not in step.loop.model_fields_set:
+        reporter.add_normalized("NTL604", f"the loop of step {step.step!r} has no `iterator`, so its item is "
+                                          f"named `item` (`{{{{ item }}}}`, `{{{{ iter.item }}}}`)",
+                                f"{base}.loop")
     if step.loop is not None and (step.loop.spec.max_in_flight or 0) > MAX_IN_FLIGHT:
         reporter.add_normalized("NTL601", f"`max_in_flight: {step.loop.spec.max_in_flight}` is above "
                                           f"{MAX_IN_FLIGHT}", f"{base}.loop.spec.max_in_flight", value=True)
