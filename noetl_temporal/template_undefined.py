@@ -37,11 +37,16 @@ class Undefined:
 
     def message(self) -> str:
         return (f"{self.where + ': ' if self.where else ''}undefined value {self.name!r} rendered as "
-                f"empty in template {self.template!r}")
+                f"empty in template {_short(self.template)!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "undefined", "name": self.name, "template": self.template, "where": self.where,
-                "message": self.message()}
+        return {"kind": "undefined", "name": self.name, "template": _short(self.template),
+                "where": self.where, "message": self.message()}
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """Events carry the template's start: a 10 kB SQL template is not worth copying per task."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 @dataclass

@@ -120,15 +120,21 @@ def _render_task(state: ExecutionState, step_def: Step, task: Task, context: Any
                  started: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The task's rendered configuration. An undefined value a template printed is a warning
     in the task's ``task.started`` payload (no event of its own: the log's sequence, which
-    ``uuid()`` reads, stays what it was), or with ``strict_templates`` a template error."""
+    ``uuid()`` reads, stays what it was), or with ``strict_templates`` a template error.
+    (Its ``set:`` patches warn in its ``task.done``/``task.failed`` payload.)"""
     strict = state.playbook.executor.spec.strict_templates
     with undefined.recording(strict=strict) as found:
         rendered = invocation.render_config(step_def, task, context,
                                             in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
-    if found:
-        started["payload"] = {**(started.get("payload") or {}),
-                              "warnings": [u.to_dict() for u in found[:_MAX_WARNINGS]]}
+    _add_warnings(started, found)
     return rendered
+
+
+def _add_warnings(event: dict[str, Any], found: list[undefined.Undefined]) -> None:
+    """Undefined values rendered for a task go into its event's payload (no event of its own)."""
+    if found:
+        event["payload"] = {**(event.get("payload") or {}),
+                            "warnings": [u.to_dict() for u in found[:_MAX_WARNINGS]]}
 
 
 def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +220,7 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     result = envelope.result
     pipe.last_outcome = outcome
     pipe.vars[task.name] = result
-    emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
+    ended = emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
          step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
          status="success" if status == "ok" else "error", duration_ms=envelope.meta.get("duration_ms"),
          attempt=attempt, payload={"outcome": short_outcome(outcome)})
@@ -234,11 +240,13 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     # NoETL's task sequences bind a task's own plain-name `set:` (`fetch_result: "{{ output }}"`)
     # to the task's *result*; its `ctx.`/`iter.` keys and policy `then.set` see the envelope.
     result_scope = dict(scope, output=result, outcome=result)
-    apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
-                  extra=scope, vars_extra=result_scope)
-    if then is not None and not then.is_empty():
-        apply_patches(state, step_def, then, run, pipe, outcome,
-                      where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
+    with undefined.recording() as found:  # warnings only: strict covers the task's configuration
+        apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
+                      extra=scope, vars_extra=result_scope)
+        if then is not None and not then.is_empty():
+            apply_patches(state, step_def, then, run, pipe, outcome,
+                          where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
+    _add_warnings(ended, found)
     if cancelled:
         err = envelope.error.to_dict() if envelope.error is not None else {}
         if run.timed_out:

@@ -64,3 +64,26 @@ def test_nothing_is_recorded_outside_a_recording():
     with template_undefined.recording() as found:
         pass
     assert found == []
+
+
+def test_a_tasks_set_patch_warns_in_its_done_event():
+    text = """
+workflow:
+  - step: s
+    tool:
+      kind: noop
+      result: {total: 1}
+      set: {ctx.total: "{{ output.data.totl }}", ctx.ok: "{{ output.data.total }}"}
+"""
+    r = run(text)
+    assert r.status == "COMPLETED" and r.state.ctx == {"total": None, "ok": 1}
+    [done] = [e for e in r.events if e["event_type"] == "task.done"]
+    assert [w["message"] for w in done["payload"]["warnings"]] == [
+        "s.tool.s_task.set.total: undefined value 'totl' rendered as empty in template "
+        "'{{ output.data.totl }}'"]
+
+
+def test_a_long_template_is_cut_in_the_warning():
+    with template_undefined.recording() as found:
+        render("x" * 300 + "{{ missing }}", {}, where="s")
+    assert found[0].to_dict()["template"] == "x" * 200 + "..."
