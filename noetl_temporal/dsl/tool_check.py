@@ -36,13 +36,15 @@ def _has_template(value: Any) -> bool:
     return False
 
 
-def check_keys(kind: str, config: Mapping[str, Any], src: str, reporter: Reporter) -> None:
-    """Report the keys of ``config`` (a task's settings; ``src`` the task's source path)."""
+def check_keys(kind: str, config: Mapping[str, Any], src: str, reporter: Reporter, *,
+               key_src: Mapping[str, str] | None = None) -> None:
+    """Report the keys of ``config`` (a task's settings; ``src`` the task's source path,
+    ``key_src`` the source paths of keys written elsewhere: a workbook entry's)."""
     decl = declaration(kind)
     if decl is None:
         return
     for key, value in config.items():
-        where = paths.join(src, key)
+        where = (key_src or {}).get(key) or paths.join(src, key)
         setting = decl.setting(key)
         if setting is not None:
             _check_type(decl, key, setting.types, setting.template, value, where, reporter)

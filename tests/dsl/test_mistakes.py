@@ -57,6 +57,14 @@ TOOL_SETTINGS = [
         id='workbook-entry-without-code'),
 ]
 
+TOOL_SETTINGS.append(pytest.param(
+    "workbook:\n  - name: w\n    tool: {kind: python, code: x, cod_b64: y}\nworkflow:\n  - step: s\n"
+    "    tool: {kind: workbook, name: w}\n",
+    ["pb.yaml:6:35: NTL310 python tasks have no setting `cod_b64` (did you mean 'code_b64'?); known: code, "
+     "code_b64, code_base64, libs, env, timeout, in_worker, input, args (workbook[0].tool.cod_b64) — fix: "
+     "correct the spelling or remove the key; docs/tools.md lists each kind's settings"],
+    id="misspelt-key-in-a-workbook-entry-is-located-there"))
+
 # Template names that can never resolve (NTL702, NTL703) and a loop without `iterator` (NTL604).
 TEMPLATE_NAMES = [
     pytest.param(
