@@ -21,7 +21,7 @@ from ..tool_kinds import declaration
 from ..tool_kinds.declaration import ToolKind, accepts, type_names
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
-from .models import Playbook
+from .models import Playbook, Task
 
 __all__ = ["check_keys", "check_required"]
 
@@ -93,11 +93,17 @@ def check_required(playbook: Playbook, reporter: Reporter) -> None:
             for group in decl.required:
                 names = [n for key in group for n in _names(decl, key)]
                 if given.isdisjoint(names):
-                    shown = " or ".join(f"`{n}`" for n in names)
-                    reporter.add_normalized(
-                        "NTL309", f"{task.kind} task {task.name!r} has no {shown}",
-                        f"workflow[{index}].tool[{j}]",
-                        fix=f"add `{group[0]}:` to the task ({_doc(decl, group[0])})")
+                    _missing(reporter, task, names, f"workflow[{index}].tool[{j}]",
+                             f"add `{group[0]}:` to the task ({_doc(decl, group[0])})")
+
+
+def _missing(reporter: Reporter, task: Task, names: list[str], path: str, fix: str) -> None:
+    shown = " or ".join(f"`{n}`" for n in names)
+    misplaced = [n for n in names if n in (task.spec.model_extra or {})]
+    if misplaced:  # NoETL playbooks sometimes nest settings under the task's `spec:`
+        fix = (f"move `{misplaced[0]}:` out of the task's `spec:` to beside `kind:` (`spec:` holds "
+               f"policy, timeout, result and `spec.<kind>:` defaults)")
+    reporter.add_normalized("NTL309", f"{task.kind} task {task.name!r} has no {shown}", path, fix=fix)
 
 
 def _names(decl: ToolKind, key: str) -> tuple[str, ...]:

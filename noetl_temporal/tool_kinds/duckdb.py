@@ -17,4 +17,7 @@ DUCKDB = ToolKind(
         TIMEOUT,
     ),
     required=(("command",),),
+    ignored={"auth": "no credentials are attached from `auth`; create secrets in SQL with keychain templates",
+             "gcs_credential": "no credentials are attached; create a GCS secret in SQL with keychain "
+                               "templates"},
 )

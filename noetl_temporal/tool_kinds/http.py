@@ -21,4 +21,7 @@ HTTP = ToolKind(
         Setting("follow_redirects", ("boolean", "string"), "default true"),
     ),
     required=(("url",),),
+    ignored={"auth": "the http tool does not add credentials from `auth`; send them in `headers:` "
+                     "(`Authorization: \"Bearer {{ keychain.<entry>.token }}\"`)",
+             "output_select": "not applied; select the parts of a large result with `spec.result.select`"},
 )

@@ -13,6 +13,7 @@ PLAYBOOK = ToolKind(
         Setting("payload", ("mapping",), "more workload for the child (`input`, `payload`, `args` merged)"),
     ),
     required=(("path",),),
-    ignored={"task": "noetl-temporal runs the child playbook from its entry step and does not read `task`"},
+    ignored={"task": "noetl-temporal runs the child playbook from its entry step and does not read `task`",
+             "timeout": "the child runs until it ends; bound it with the step's `spec.lifecycle.timeout_s`"},
     runs_in="workflow",
 )

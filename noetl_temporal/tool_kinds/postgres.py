@@ -17,5 +17,8 @@ POSTGRES = ToolKind(
         TIMEOUT,
     ),
     required=(("command",),),
+    ignored={"credential": "NoETL's older name for the connection; write `auth: <keychain entry>`",
+             "pool": "each task opens its own connection; pool settings do not apply",
+             "script": "SQL from a file, bucket or URL is not fetched; inline it with `command:`"},
     credentials=True,
 )

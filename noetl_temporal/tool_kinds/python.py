@@ -19,5 +19,8 @@ PYTHON = ToolKind(
     ),
     required=(("code", "code_b64"),),
     ignored={"assert": "NoETL's `expects`/`returns` contract is not checked by noetl-temporal (check the "
-                      "result in a task policy or a later task)"},
+                      "result in a task policy or a later task)",
+             "script": "code from a file, bucket or URL is not fetched; inline it with `code:`",
+             "auth": "a python task gets no credentials from `auth`; pass them with "
+                     "`input: {token: \"{{ keychain.<entry>.<field> }}\"}`"},
 )

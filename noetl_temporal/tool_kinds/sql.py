@@ -4,6 +4,6 @@ from .declaration import Setting
 
 STATEMENTS = Setting("command", ("string", "list"), "the SQL: one string (one or more `;`-separated "
                                                     "statements) or a list run in order",
-                     aliases=("query", "sql"))
+                     aliases=("query", "sql", "commands"))
 PARAMS = Setting("params", ("list", "mapping"), "parameters of a single statement")
 AUTOCOMMIT = Setting("autocommit", ("boolean", "string"), "default false: one transaction")

@@ -65,6 +65,21 @@ TOOL_SETTINGS.append(pytest.param(
      "correct the spelling or remove the key; docs/tools.md lists each kind's settings"],
     id="misspelt-key-in-a-workbook-entry-is-located-there"))
 
+TOOL_SETTINGS += [
+    pytest.param(
+        "workflow:\n  - step: s\n    tool:\n      kind: http\n      spec: {url: 'http://x'}\n",
+        ["pb.yaml:6:5: NTL309 http task 's_task' has no `url` or `endpoint` (workflow[0].tool) — fix: move "
+         "`url:` out of the task's `spec:` to beside `kind:` (`spec:` holds policy, timeout, result and "
+         "`spec.<kind>:` defaults)"],
+        id="setting-nested-under-spec"),
+    pytest.param(
+        "workflow:\n  - step: s\n    tool: {kind: http, url: 'http://x', auth: api}\n",
+        ["pb.yaml:6:41: NTL312 `auth` on a http task is ignored: the http tool does not add credentials from "
+         "`auth`; send them in `headers:` (`Authorization: \"Bearer {{ keychain.<entry>.token }}\"`) "
+         "(workflow[0].tool.auth) — fix: remove the key: it has no effect here (docs/tools.md says why)"],
+        id="noetl-http-auth-is-said-to-do-nothing"),
+]
+
 # Template names that can never resolve (NTL702, NTL703) and a loop without `iterator` (NTL604).
 TEMPLATE_NAMES = [
     pytest.param(
