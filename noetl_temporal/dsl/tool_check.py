@@ -27,8 +27,9 @@ __all__ = ["check_keys", "check_required"]
 
 
 def _has_template(value: Any) -> bool:
+    """A template anywhere inside ``value``."""
     if isinstance(value, str):
-        return "{{" in value or "{%" in value
+        return is_template(value)
     if isinstance(value, Mapping):
         return any(_has_template(v) for v in value.values())
     if isinstance(value, list):
