@@ -61,11 +61,17 @@ class RunReport:
 class ProgressPrinter:
     """Turns canonical events into short progress lines on a stream (stderr)."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None,
+                 locate: Callable[[str], str] | None = None) -> None:
         self.stream = stream or sys.stderr
+        self.locate = locate or (lambda message: message)  # an engine `where` -> file:line:col
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["event_type"]
+        for warning in (event.get("payload") or {}).get("warnings") or []:
+            # a template rendered an undefined value: never silent (docs/semantics.md)
+            print(f"[{event['seq']:>4}] warning: {self.locate(str(warning.get('message')))}",
+                  file=self.stream, flush=True)
         if kind not in _PROGRESS:
             return
         where = event.get("entity_id") or ""

@@ -32,6 +32,7 @@ from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from . import template_limits as limits
+from . import template_undefined as undefined
 from .errors import TemplateError
 
 __all__ = [
@@ -53,8 +54,13 @@ class _Undefined(ChainableUndefined):
 
     Comparisons and arithmetic on an undefined value still raise, so a guard such as
     ``{{ ctx.row_count > 0 }}`` on a missing value is *not matched* (see
-    :func:`evaluate_condition`) instead of being silently true or false.
+    :func:`evaluate_condition`) instead of being silently true or false. Printing one
+    is noticed (``template_undefined``): recorded as a warning, or an error when strict.
     """
+
+    def __str__(self) -> str:
+        undefined.noticed(self._undefined_name)
+        return super().__str__()
 
 
 class _MethodUndefined(_Undefined):
@@ -196,6 +202,7 @@ def _single_expression(text: str) -> str | None:
 
 def _native(value: Any) -> Any:
     if isinstance(value, ChainableUndefined):
+        undefined.noticed(value._undefined_name)
         return None
     return value
 
@@ -237,6 +244,7 @@ def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
     """Render one string. A single ``{{ expr }}`` returns the native value."""
     if not is_template(text):
         return text
+    undefined.current(text, where)
     try:
         expr = _single_expression(text)
         ctx = _scope_for(text, context, seed, now)

@@ -39,7 +39,8 @@ ROOT = "noetl_temporal"
 PARTS: dict[str, tuple[str, ...]] = {
     "package": ("noetl_temporal",),  # the lazy public API (__init__: importlib, no imports)
     "helpers": ("noetl_temporal.errors", "noetl_temporal.status", "noetl_temporal.templates",
-                "noetl_temporal.template_limits", "noetl_temporal.locations", "noetl_temporal.redact",
+                "noetl_temporal.template_limits", "noetl_temporal.template_undefined", "noetl_temporal.locations",
+                "noetl_temporal.redact",
                 "noetl_temporal.tool_kinds"),
     "files": ("noetl_temporal.paths", "noetl_temporal.pgschema", "noetl_temporal.sealing"),
     "dsl": ("noetl_temporal.dsl",),

@@ -8,6 +8,7 @@ too. Bodies are read up to the limit and replayed to the app; larger ones get 41
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from typing import Any
 
 __all__ = ["BodyLimit"]
@@ -18,7 +19,7 @@ class BodyLimit:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")

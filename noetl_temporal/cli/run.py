@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -35,6 +36,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-worker", action="store_true",
                         help="with --address: do not start an in-process worker (your workers serve the queue)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--strict", action="store_true",
+                        help="a task template that renders an undefined value fails the task (as the "
+                             "playbook setting executor.spec.strict_templates: true); without it the "
+                             "value renders empty and the progress shows a located warning")
 
 
 def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
@@ -106,7 +111,9 @@ def run_command(args: argparse.Namespace) -> int:
         if ui_url:
             print(f"Temporal UI: {ui_url} (available while this run lasts)", file=sys.stderr)
 
-    printer = None if args.quiet else ProgressPrinter(sys.stderr)
+    if args.strict:
+        loaded.playbook.executor.spec.strict_templates = True
+    printer = None if args.quiet else ProgressPrinter(sys.stderr, locate=_locator(loaded))
     try:
         report = asyncio.run(run_playbook(loaded.playbook, target=target, payload=payload,
                                           source=args.playbook, worker=not args.no_worker,
@@ -126,6 +133,12 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         _print_human(report)
     return EXIT_COMPLETED if report.state == "COMPLETED" else EXIT_FAILED
+
+
+def _locator(loaded: Any) -> Callable[[str], str]:
+    from ..locations import locate_message
+
+    return lambda message: locate_message(loaded, message) or message
 
 
 def _locate_errors(loaded: Any, report: Any) -> None:

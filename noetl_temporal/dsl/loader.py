@@ -24,6 +24,7 @@ from .normalize import normalize
 from .origins import Origins
 from .sources import check_text, decode, read_source
 from .template_check import check_templates
+from .template_names import check_template_names
 from .validate import check_semantics
 from .yaml_loader import parse_yaml
 
@@ -78,6 +79,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     if model is None:
         return None
     check_semantics(model, reporter)
+    check_template_names(raw, model, reporter)
     if reporter.has_errors():
         return None
     return LoadedPlaybook(playbook=model, source=reporter.source or "<string>", raw=raw,

@@ -206,6 +206,9 @@ class ExecutorSpec(_Open):
     timeout_s: float | None = Field(default=None, gt=0)
     policy: dict[str, Any] = Field(default_factory=dict)
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
+    # A task template that renders an undefined value fails the task (``run --strict`` sets
+    # it too); by default it renders empty, as in NoETL, with a warning in the task's events.
+    strict_templates: bool = False
 
 
 class Executor(_Open):

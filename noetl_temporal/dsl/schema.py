@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..tool_kinds import DECLARATIONS
+from ..tool_kinds.declaration import COMMON, Setting, ToolKind
 from .models import Playbook
 from .tasks import ALL_KINDS
 from .validate import MAX_IN_FLIGHT
@@ -42,6 +44,28 @@ def _object(properties: dict[str, Any], *, required: tuple[str, ...] = (), close
     if description:
         out["description"] = description
     return out
+
+
+_TEMPLATE = {"type": "string", "pattern": r"\{\{|\{%", "description": "a template rendering to the value"}
+_JSON_TYPES = {"mapping": "object", "list": "array", "string": "string", "number": "number",
+               "integer": "integer", "boolean": "boolean", "null": "null"}
+
+
+def _setting_schema(setting: Setting) -> dict[str, Any]:
+    if "any" in setting.types:
+        return {"description": setting.doc}
+    typed = {"type": [*dict.fromkeys(_JSON_TYPES[t] for t in setting.types), "null"]}
+    if setting.template:
+        return {"anyOf": [typed, _TEMPLATE], "description": setting.doc}
+    return {**typed, "description": setting.doc}
+
+
+def _kind_settings(decl: ToolKind) -> dict[str, Any]:
+    """``if kind == <kind> then`` its settings (aliases and the NoETL keys it ignores too)."""
+    props = {name: _setting_schema(s) for s in (*decl.settings, *COMMON) for name in s.names}
+    props.update({key: {"description": f"ignored (NTL312): {why}"} for key, why in decl.ignored.items()})
+    return {"if": {"properties": {"kind": {"const": decl.kind}}, "required": ["kind"]},
+            "then": {"properties": props}}
 
 
 def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +102,15 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
                   required=("kind",), closed=False,
                   description="one tool task; every other key (code, url, cmd, input ...) configures the tool"),
         "not": {"anyOf": [{"required": [k]} for k in _LEGACY_TASK_KEYS]},
+        # each kind's declared settings (NTL310, NTL311); `workbook` tasks stay open (the
+        # entry supplies the settings). Required keys are left to `validate`: a
+        # `spec.<kind>:` default on an outer layer may supply them.
+        "allOf": [_kind_settings(decl) for decl in DECLARATIONS.values()],
+        "unevaluatedProperties": {"not": {}, "description": "unknown setting for this kind (NTL310)"},
     }
+    del defs["Task"]["additionalProperties"]  # unevaluatedProperties decides, per kind
+    defs["Task"]["allOf"].append({"if": {"properties": {"kind": {"const": "workbook"}}, "required": ["kind"]},
+                                  "then": {"additionalProperties": True}})
     defs["LabelledTask"] = {"type": "object", "minProperties": 1, "maxProperties": 1,
                             "additionalProperties": _ref("Task"), "description": "`- label: {kind: ...}`"}
     defs["Tool"] = {"anyOf": [_ref("Task"), {"type": "array", "minItems": 1,

@@ -28,6 +28,7 @@ from .origins import Origins
 from .patches import PATCH_KEYS, collect_patches
 from .policies import normalize_task_policy
 from .rejections import reject_task_keys
+from .tool_check import check_keys
 
 __all__ = ["TaskNormalizer", "ALL_KINDS"]
 
@@ -112,10 +113,14 @@ class TaskNormalizer:
             if "type" not in rejected:
                 self.reporter.add("NTL301", f"task {label!r} has no `kind`", src)
             return None
+        key_src: dict[str, str] = {}
         if kind == "workbook":
             resolved = self.from_workbook(body, src)
             if resolved is None:
                 return None
+            # keys the entry supplies are reported where the entry writes them
+            entry_src = paths.join(paths.join("workbook", self.workbook[body["name"]][0]), "tool")
+            key_src = {k: paths.join(entry_src, k) for k in resolved if k not in body}
             body, kind = resolved, resolved["kind"]
         elif not isinstance(kind, str) or kind not in KNOWN_TOOL_KINDS:
             self.reporter.add("NTL302", f"unknown tool kind {kind!r}{did_you_mean(kind, ALL_KINDS)}; known: "
@@ -123,9 +128,10 @@ class TaskNormalizer:
             return None
         if rejected:
             return None
-        return self.canonical(body, label, kind, src, norm)
+        return self.canonical(body, label, kind, src, norm, key_src=key_src)
 
-    def canonical(self, body: Mapping[str, Any], label: str, kind: str, src: str, norm: str) -> dict[str, Any]:
+    def canonical(self, body: Mapping[str, Any], label: str, kind: str, src: str, norm: str, *,
+                  key_src: Mapping[str, str] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"name": label, "kind": kind}
         spec = body.get("spec")
         if spec is not None:
@@ -140,6 +146,7 @@ class TaskNormalizer:
         out.update(collect_patches(body, src, norm, other="set_vars", reporter=self.reporter,
                                    origins=self.origins))
         config = {k: v for k, v in body.items() if k not in _TASK_FIELDS}
+        check_keys(kind, config, src, self.reporter, key_src=key_src)
         if kind == "http" and "endpoint" in config:
             if "url" in config:
                 self.reporter.add("NTL308", "both `url` and `endpoint` are set; `endpoint` is ignored",

@@ -15,6 +15,7 @@ from ..templates import is_template
 from . import paths
 from .diagnostics import Reporter, did_you_mean
 from .models import Patches, Playbook, PolicyAction, Step
+from .tool_check import check_required
 
 __all__ = ["check_semantics", "MAX_IN_FLIGHT"]
 
@@ -75,6 +76,10 @@ def _step(reporter: Reporter, step: Step, index: int, names: set[str], final: st
     admit = step.spec.policy.admit if step.spec.policy else None
     for k, admit_rule in enumerate(admit.rules if admit else []):
         _guard(reporter, admit_rule.when, f"{base}.spec.policy.admit.rules[{k}].when")
+    if step.loop is not None and "iterator" not in step.loop.model_fields_set:
+        reporter.add_normalized("NTL604", f"the loop of step {step.step!r} has no `iterator`, so its item is "
+                                          f"named `item` (`{{{{ item }}}}`, `{{{{ iter.item }}}}`)",
+                                f"{base}.loop")
     if step.loop is not None and (step.loop.spec.max_in_flight or 0) > MAX_IN_FLIGHT:
         reporter.add_normalized("NTL601", f"`max_in_flight: {step.loop.spec.max_in_flight}` is above "
                                           f"{MAX_IN_FLIGHT}", f"{base}.loop.spec.max_in_flight", value=True)
@@ -150,6 +155,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     final = spec.final_step if spec.final_step in names else None
     for index, step in enumerate(playbook.workflow):
         _step(reporter, step, index, names, final)
+    check_required(playbook, reporter)
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
     reachable = _reachable(playbook, entry) | ({final} if final else set())
     _join_arg_collisions(playbook, entry, reporter)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import template_undefined as undefined
+from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
@@ -42,11 +44,13 @@ __all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "appl
 #: what a pipeline's end returns: the completion its owner (step run or loop) handles
 PipelineEnd = PipelineDone | IterationDone
 
-# Kinds evaluated inside the workflow: no activity, no history cost.
-INLINE_KINDS = frozenset({"noop"})
-# Kinds whose configuration is used in the workflow, never by ``noetl.run_task``: inline
-# kinds, and sub-playbooks (the shell runs them as child workflows). One attempt each.
-_RENDERED_IN_WORKFLOW = INLINE_KINDS | {"playbook"}
+# Kinds evaluated inside the workflow (no activity, no history cost), and kinds whose
+# configuration is used in the workflow, never by ``noetl.run_task`` (inline kinds, and
+# sub-playbooks the shell runs as child workflows): each kind declares it (tool_kinds/).
+INLINE_KINDS = tool_kinds.INLINE_KINDS
+#: undefined-value warnings kept per task run (a loop over a typo would repeat one)
+_MAX_WARNINGS = 10
+_RENDERED_IN_WORKFLOW = tool_kinds.IN_WORKFLOW_KINDS
 
 
 def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
@@ -76,12 +80,11 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
         suffix = f":iter:{pipe.iteration}" if pipe.iteration is not None else ""
         task_run_id = f"{run.id}{suffix}:task:{task.name}:{count}"
         context = template_context(state, step_def, args=run.args, pipe=pipe, extra=_pipeline_extra(pipe, task))
-        emit(state, "task.started", entity_id=task.name, parent_id=run.id, step_run_id=run.id,
-             task_run_id=task_run_id, iteration=pipe.iteration, status="in_progress",
-             payload={"meta": {"kind": task.kind}})
+        started = emit(state, "task.started", entity_id=task.name, parent_id=run.id, step_run_id=run.id,
+                       task_run_id=task_run_id, iteration=pipe.iteration, status="in_progress",
+                       payload={"meta": {"kind": task.kind}})
         try:
-            config, secret_context = invocation.render_config(
-                step_def, task, context, in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
+            config, secret_context = _render_task(state, step_def, task, context, started)
         except TemplateError as exc:
             end = _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
                                  attempts=[], decision=None)
@@ -111,6 +114,27 @@ def _pipeline_extra(pipe: PipelineRun, task: Task, outcome: dict[str, Any] | Non
                     attempt: int = 1) -> dict[str, Any]:
     view = outcome_view(outcome) if outcome is not None else None
     return {"_prev": pipe.prev, "_task": task.name, "_attempt": attempt, "output": view, "outcome": view}
+
+
+def _render_task(state: ExecutionState, step_def: Step, task: Task, context: Any,
+                 started: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The task's rendered configuration. An undefined value a template printed is a warning
+    in the task's ``task.started`` payload (no event of its own: the log's sequence, which
+    ``uuid()`` reads, stays what it was), or with ``strict_templates`` a template error.
+    (Its ``set:`` patches warn in its ``task.done``/``task.failed`` payload.)"""
+    strict = state.playbook.executor.spec.strict_templates
+    with undefined.recording(strict=strict) as found:
+        rendered = invocation.render_config(step_def, task, context,
+                                            in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
+    _add_warnings(started, found)
+    return rendered
+
+
+def _add_warnings(event: dict[str, Any], found: list[undefined.Undefined]) -> None:
+    """Undefined values rendered for a task go into its event's payload (no event of its own)."""
+    if found:
+        event["payload"] = {**(event.get("payload") or {}),
+                            "warnings": [u.to_dict() for u in found[:_MAX_WARNINGS]]}
 
 
 def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +220,7 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     result = envelope.result
     pipe.last_outcome = outcome
     pipe.vars[task.name] = result
-    emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
+    ended = emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
          step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
          status="success" if status == "ok" else "error", duration_ms=envelope.meta.get("duration_ms"),
          attempt=attempt, payload={"outcome": short_outcome(outcome)})
@@ -216,11 +240,13 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     # NoETL's task sequences bind a task's own plain-name `set:` (`fetch_result: "{{ output }}"`)
     # to the task's *result*; its `ctx.`/`iter.` keys and policy `then.set` see the envelope.
     result_scope = dict(scope, output=result, outcome=result)
-    apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
-                  extra=scope, vars_extra=result_scope)
-    if then is not None and not then.is_empty():
-        apply_patches(state, step_def, then, run, pipe, outcome,
-                      where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
+    with undefined.recording() as found:  # warnings only: strict covers the task's configuration
+        apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
+                      extra=scope, vars_extra=result_scope)
+        if then is not None and not then.is_empty():
+            apply_patches(state, step_def, then, run, pipe, outcome,
+                          where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
+    _add_warnings(ended, found)
     if cancelled:
         err = envelope.error.to_dict() if envelope.error is not None else {}
         if run.timed_out:

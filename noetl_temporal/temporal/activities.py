@@ -57,6 +57,7 @@ from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
 from ..engine.policy import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
+from ..tool_kinds import READS_RESULT_REFS
 from ..tools import ToolCall, keychain, results, run_tool
 from ..tools.base import error_outcome
 from .converter import oversized
@@ -102,7 +103,7 @@ def _previous_attempts() -> list[dict[str, Any]]:
 
 
 #: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
-_READS_REFS = frozenset({"result"})
+_READS_REFS = READS_RESULT_REFS
 
 
 async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keychain.Scrubber]:
@@ -132,6 +133,18 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     return config, scrubber
 
 
+def _located(outcome: dict[str, Any], cmd: RunTask) -> dict[str, Any]:
+    """A configuration error names its task the way the engine's template errors do
+    (``<step>.tool.<task>: ...``), so ``run`` turns it into the playbook's file:line:col."""
+    error = outcome.get("error")
+    if isinstance(error, dict) and error.get("kind") == "config":
+        where = f"{cmd.step}.tool.{cmd.task}"
+        message = str(error.get("message") or "")
+        if not message.startswith(where):
+            error["message"] = f"{where}: {message}"
+    return outcome
+
+
 async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     """Prepare, run the tool, scrub secrets, store a large result: the outcome to return."""
     started = time.time()
@@ -139,7 +152,7 @@ async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
         config, scrubber = await _prepare(cmd, call)
     except ToolError as err:
         return Outcome.from_dict(keychain.Scrubber(call.secrets)(error_outcome(err, call, started=started)))
-    outcome = scrubber(await run_tool(cmd.kind, config, call))
+    outcome = _located(scrubber(await run_tool(cmd.kind, config, call)), cmd)
     if results.surely_inline(outcome.get("result"), cmd.result_spec):
         return Outcome.from_dict(outcome)  # the usual small result: no thread, no store
     try:

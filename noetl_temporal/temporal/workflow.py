@@ -55,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ..engine.state import ExecutionState
     from ..status import ExecutionStatus
+    from ..tool_kinds import WORKFLOW_KINDS
     from . import labels
     from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .local_only import LocalOnlyList, local_run_task
@@ -346,8 +347,9 @@ class PlaybookWorkflow:
             if len(self._activities) >= self._max_pending():
                 self._queued.append(command)  # Temporal allows 2,000 pending per execution
                 return
-            runner = self._run_child if command.kind == "playbook" else self._run_task
-            if command.kind == "playbook":
+            child = command.kind in WORKFLOW_KINDS  # `playbook`: a child workflow (tool_kinds/)
+            runner = self._run_child if child else self._run_task
+            if child:
                 self._children.add(command.task_run_id)
             self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
         elif isinstance(command, CancelTasks):

@@ -39,7 +39,7 @@ T = TypeVar("T")
 def statements(config: dict, kind: str) -> list[str]:
     """``command`` or ``query`` (aliases): one string (one or many ``;``-separated
     statements, sent as they are) or a list of strings run in order."""
-    present = [k for k in ("command", "query", "sql") if config.get(k) is not None]
+    present = [k for k in ("command", "query", "sql", "commands") if config.get(k) is not None]
     if not present:
         raise ToolConfigError(f"{kind} task has no SQL", fix="add 'command: <SQL>' (or 'query:')")
     if len(present) > 1:

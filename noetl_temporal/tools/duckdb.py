@@ -25,6 +25,7 @@ import threading
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
+from ..tool_kinds.duckdb import DUCKDB
 from . import _sql
 from .base import ToolCall, fail_with, resolve_timeout
 
@@ -111,7 +112,8 @@ class _Run:
 
 
 class DuckdbTool:
-    kind = "duckdb"
+    declaration = DUCKDB  # its settings and traits: tool_kinds/duckdb.py
+    kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         duckdb = _sql.data_driver("duckdb", "duckdb", "the duckdb package")

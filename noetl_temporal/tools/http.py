@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
+from ..tool_kinds.http import HTTP
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout
 
 if TYPE_CHECKING:
@@ -185,7 +186,8 @@ def _status_error(status: int, reason: str, method: str, url: str, body: Any,
 
 
 class HttpTool:
-    kind = "http"
+    declaration = HTTP  # its settings and traits: tool_kinds/http.py
+    kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         import httpx

@@ -38,6 +38,7 @@ from jinja2.exceptions import TemplateSyntaxError
 
 from ..errors import TemplateError, ToolConfigError, ToolError
 from ..templates import is_template, reads_name, render_value
+from ..tool_kinds import CREDENTIAL_KINDS
 
 __all__ = [
     "KeychainProvider", "EnvProvider", "FileProvider", "ChainProvider", "KeychainError", "Scrubber",
@@ -409,7 +410,7 @@ _CONNECTION_KEYS = ("dsn", "connection")
 
 def _check_connection_source(kind: str, config: Mapping[str, Any]) -> None:
     """postgres: a ``dsn``/``connection`` (or a mapping ``auth``) must come from the keychain."""
-    if kind != "postgres":
+    if kind not in CREDENTIAL_KINDS:
         return
     keys = [*_CONNECTION_KEYS] + (["auth"] if not isinstance(config.get("auth"), str) else [])
     for key in keys:
@@ -426,7 +427,7 @@ def _check_connection_source(kind: str, config: Mapping[str, Any]) -> None:
 
 def needs_keychain(kind: str, config: Mapping[str, Any]) -> bool:
     """Cheap check: does :func:`prepare` have anything to resolve or check for this task?"""
-    return kind == "postgres" or bool(_deferred(config, []))
+    return kind in CREDENTIAL_KINDS or bool(_deferred(config, []))
 
 
 def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str, Any] | None = None,
@@ -441,7 +442,7 @@ def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str
     declared = {str(d.get("name")): dict(d) for d in declarations if d.get("name")}
     names = referenced_entries(config, declared.values())
     auth = config.get("auth")
-    if kind == "postgres" and isinstance(auth, str) and auth.strip() and not is_template(auth):
+    if kind in CREDENTIAL_KINDS and isinstance(auth, str) and auth.strip() and not is_template(auth):
         names.add(auth.strip())
     if not names:
         return Prepared(config)
@@ -455,7 +456,7 @@ def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str
         # The template text is in the message, never a rendered secret (nothing rendered).
         raise ToolError(str(exc), kind="template", retryable=False) from None
     auth = rendered.get("auth")
-    if kind == "postgres" and isinstance(auth, str) and auth.strip() and auth.strip() not in entries:
+    if kind in CREDENTIAL_KINDS and isinstance(auth, str) and auth.strip() and auth.strip() not in entries:
         # ``auth: "{{ keychain... }}"`` that renders to an entry name
         entries[auth.strip()] = resolve_entry(auth.strip(), declared.get(auth.strip()), provider)
     rendered_values = [_pick(rendered, config, text) for text in deferred]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tool_kinds.noop import NOOP
 from .base import ToolCall
 
 
 class NoopTool:
-    kind = "noop"
+    declaration = NOOP  # its settings and traits: tool_kinds/noop.py
+    kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         if "result" in config:

@@ -24,6 +24,7 @@ import asyncio
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
+from ..tool_kinds.postgres import POSTGRES
 from . import _sql
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout
 
@@ -115,7 +116,8 @@ def _connect_error(exc: Exception) -> ToolError:
 
 
 class PostgresTool:
-    kind = "postgres"
+    declaration = POSTGRES  # its settings and traits: tool_kinds/postgres.py
+    kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         psycopg = _sql.data_driver("psycopg", "postgres", "psycopg 3")

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
+from ..tool_kinds.python import PYTHON
 from . import _proc, _pyfork, _pyinworker, _pyspawn, _workdirs
 from ._pyspawn import RUNNER  # noqa: F401 - the child's program, re-exported
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
@@ -115,7 +116,8 @@ def _in_worker(config: dict) -> bool:
 
 
 class PythonTool:
-    kind = "python"
+    declaration = PYTHON  # its settings and traits: tool_kinds/python.py
+    kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         code = _code(config)

@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ToolConfigError
+from ..tool_kinds.result import RESULT
 from . import results
 from .base import ToolCall
 
 
 class ResultTool:
-    kind = "result"
+    declaration = RESULT  # its settings and traits: tool_kinds/result.py
+    kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         if "ref" not in config:

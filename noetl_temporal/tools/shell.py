@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
+from ..tool_kinds.shell import SHELL as DECLARATION
 from . import _proc
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout
 
@@ -67,7 +68,8 @@ def _cwd(config: dict, call: ToolCall) -> str | None:
 
 
 class ShellTool:
-    kind = "shell"
+    declaration = DECLARATION  # its settings and traits: tool_kinds/shell.py
+    kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         commands = _commands(config)

@@ -70,15 +70,15 @@ TOOL_SHAPES = [
         workflow:
           - step: s
             tool:
-              kind: shell
-              command: echo hi
+              kind: http
+              url: http://x
               args: {a: 1}
               params: {p: 2}
               headers: {h: 3}
               input: {i: 4}
         """,
-        [("s_task", "shell", {"command": "echo hi", "args": {"a": 1}, "params": {"p": 2}, "headers": {"h": 3},
-                              "input": {"i": 4}})],
+        [("s_task", "http", {"url": "http://x", "args": {"a": 1}, "params": {"p": 2}, "headers": {"h": 3},
+                             "input": {"i": 4}})],
         id="config-keeps-every-other-key"),
     pytest.param(
         """

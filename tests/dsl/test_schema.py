@@ -69,6 +69,9 @@ REFUSED = [
     ("next-mode", "workflow:\n  - step: a\n    spec: {next_mode: inclusive}\n    tool: {kind: noop}\n"),
     ("step-set-without-prefix", "workflow:\n  - step: a\n    tool: {kind: noop}\n    set: {x: 1}\n"),
     ("in-flight", "workflow:\n  - step: a\n    loop: {in: [], spec: {max_in_flight: 5000}}\n    tool: {kind: noop}\n"),
+    # NTL310, NTL311: each kind's declared settings (tool_kinds/<kind>.py)
+    ("tool-unknown-setting", "workflow:\n  - step: a\n    tool: {kind: http, url: x, metod: POST}\n"),
+    ("tool-setting-type", "workflow:\n  - step: a\n    tool: {kind: http, url: x, headers: [a]}\n"),
 ]
 
 

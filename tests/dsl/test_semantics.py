@@ -132,13 +132,13 @@ CLEAN = [
     ("jump-to-previous-and-label",
      "workflow:\n  - step: a\n    tool:\n      - name: first\n        kind: noop\n      - name: second\n"
      "        kind: noop\n        spec:\n          policy:\n            rules:\n"
-     "              - when: \"{{ x }}\"\n                then: {do: jump, to: previous}\n"
+     "              - when: \"{{ ctx.x }}\"\n                then: {do: jump, to: previous}\n"
      "              - else: {then: {do: jump, to: first}}\n"),
     ("final-step-not-reached-by-arcs-is-reachable",
      "executor: {spec: {final_step: wrap, entry_step: a}}\nworkflow:\n  - step: wrap\n    tool: {kind: noop}\n"
      "  - step: a\n    tool: {kind: noop}\n"),
     ("set-ctx-in-parallel-loop",
-     "workflow:\n  - step: a\n    loop: {in: [1, 2], spec: {mode: parallel, max_in_flight: 1000}}\n"
+     "workflow:\n  - step: a\n    loop: {in: [1, 2], iterator: item, spec: {mode: parallel, max_in_flight: 1000}}\n"
      "    tool: {kind: noop, set: {ctx.last: \"{{ iter.item }}\", iter.seen: true}}\n"),
     ("inclusive-fanout-without-join",
      "workflow:\n  - step: a\n    tool: {kind: noop}\n    next:\n      spec: {mode: inclusive}\n"

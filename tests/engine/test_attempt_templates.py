@@ -18,7 +18,7 @@ workflow:
         kind: python
         code: "result = {{ _attempt }}"
         args: {n: "{{ _attempt }}", page: "p{{ _attempt + 1 }}", fixed: "{{ workload.base }}"}
-        url: "{{ workload.base }}/page/{{ _attempt }}"
+        env: {URL: "{{ workload.base }}/page/{{ _attempt }}"}
       - name: inline
         kind: noop
         result: "{{ _attempt }}"
@@ -30,7 +30,7 @@ def test_activity_kinds_leave_attempt_templates_unrendered_with_their_context():
     cmd = r.ran[0]
     assert cmd.config["args"] == {"n": "{{ _attempt }}", "page": "p{{ _attempt + 1 }}", "fixed": "http://x"}
     assert cmd.config["code"] == "result = {{ _attempt }}"
-    assert cmd.config["url"] == "{{ workload.base }}/page/{{ _attempt }}"
+    assert cmd.config["env"] == {"URL": "{{ workload.base }}/page/{{ _attempt }}"}
     # what the deferred strings read besides _attempt travels as plain values
     assert cmd.secret_context == {"workload": {"base": "http://x"}}
     # an inline task has exactly one attempt
@@ -43,7 +43,7 @@ def test_the_activity_renders_them_per_attempt(attempt):
     config = render_attempt(cmd.config, cmd.secret_context, attempt)
     assert config["args"] == {"n": attempt, "page": f"p{attempt + 1}", "fixed": "http://x"}
     assert config["code"] == f"result = {attempt}"
-    assert config["url"] == f"http://x/page/{attempt}"
+    assert config["env"] == {"URL": f"http://x/page/{attempt}"}
 
 
 def test_a_string_reading_keychain_and_attempt_is_left_for_the_keychain_step():

@@ -37,7 +37,7 @@ LOOP = """
 workflow:
   - step: each
     loop: {{in: "{{{{ [1, 2, 3] }}}}", iterator: x, spec: {{mode: {mode}, max_in_flight: {cap}}}}}
-    tool: {{kind: {kind}, code: x}}
+    tool: {{kind: {kind}, {setting}: x}}
 """
 
 START = ["step.scheduled", "step.started", "loop.started"]
@@ -55,7 +55,7 @@ START = ["step.scheduled", "step.started", "loop.started"]
                                        "loop.iteration.done:2", "loop.done", "step.done"]),
 ])
 def test_loop_events_keep_the_nested_call_order(mode, cap, kind, expected):
-    r = run(LOOP.format(mode=mode, cap=cap, kind=kind))
+    r = run(LOOP.format(mode=mode, cap=cap, kind=kind, setting="code" if kind == "python" else "result"))
     assert r.status == "COMPLETED"
     assert _loop_events(r) == expected
 
@@ -162,7 +162,7 @@ def test_a_fill_step_outside_a_fill_pass_is_an_engine_bug():
 
 def test_complete_runs_follow_ups_before_anything_queued_behind():
     """Depth first: a fill step's iteration end is handled before the pass goes on."""
-    r = run(LOOP.format(mode="parallel", cap=3, kind="noop"))
+    r = run(LOOP.format(mode="parallel", cap=3, kind="noop", setting="result"))
     done = [e["iteration"] for e in r.events if e["event_type"] == "loop.iteration.done"]
     started = [e["iteration"] for e in r.events if e["event_type"] == "loop.iteration.started"]
     assert done == started == [0, 1, 2]

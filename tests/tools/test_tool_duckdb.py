@@ -24,6 +24,12 @@ async def test_query_in_memory(call: ToolCall) -> None:
                              "row_count": 1, "statements": 1}
 
 
+async def test_commands_is_noetls_name_for_a_list_of_statements(call: ToolCall) -> None:
+    out = await dd(call, commands=["CREATE TABLE t (n INTEGER)", "INSERT INTO t VALUES (7)", "SELECT n FROM t"])
+    assert out["status"] == "ok", out
+    assert out["result"]["rows"] == [{"n": 7}] and out["result"]["statements"] == 3
+
+
 async def test_many_statements_last_result_and_types(call: ToolCall) -> None:
     out = await dd(call, query="""
         CREATE TABLE t (id INTEGER, price DECIMAL(10, 2), ts TIMESTAMP, u UUID, b BLOB, tags VARCHAR[],

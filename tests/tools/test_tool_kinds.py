@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,8 +11,17 @@ import textwrap
 from noetl_temporal.dsl import validate_text
 from noetl_temporal.dsl.models import KNOWN_TOOL_KINDS
 from noetl_temporal.dsl.tasks import ALL_KINDS
-from noetl_temporal.tool_kinds import LOAD_TIME_KINDS, REGISTRY_KINDS, TOOL_KINDS, WORKFLOW_KINDS
+from noetl_temporal.tool_kinds import (
+    DECLARATIONS,
+    LOAD_TIME_KINDS,
+    REGISTRY_KINDS,
+    TOOL_KINDS,
+    WORKFLOW_KINDS,
+)
+from noetl_temporal.tool_kinds.docs import BEGIN, END, markdown
 from noetl_temporal.tools import BUILTIN_TOOLS, TOOLS
+
+from ..conftest import REPO
 
 
 def test_registry_runs_exactly_the_registry_kinds():
@@ -62,3 +72,50 @@ def test_the_dsl_does_not_import_the_tool_modules():
              "or m == 'httpx')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_each_tool_points_at_its_kinds_declaration():
+    for tool in BUILTIN_TOOLS:
+        assert tool.declaration is DECLARATIONS[tool.kind]
+        assert tool.declaration.runs_in == "activity" or tool.declaration.inline
+
+
+def test_the_traits_the_runtime_reads_come_from_the_declarations():
+    from noetl_temporal.engine import pipeline
+    from noetl_temporal.temporal import activities
+    from noetl_temporal.tools import keychain
+
+    assert pipeline.INLINE_KINDS == {"noop"}
+    assert pipeline._RENDERED_IN_WORKFLOW == {"noop", "playbook"}  # replay: unchanged sets
+    assert activities._READS_REFS == {"result"}
+    assert keychain.needs_keychain("postgres", {}) and not keychain.needs_keychain("http", {})
+    assert WORKFLOW_KINDS == {"playbook"}
+
+
+def test_every_required_key_and_ignored_key_is_declared_once():
+    for decl in DECLARATIONS.values():
+        keys = decl.keys()
+        assert len(keys) == len(set(keys)), decl.kind
+        for group in decl.required:
+            assert all(decl.setting(key) is not None for key in group), decl.kind
+        assert not set(decl.ignored) & set(keys), decl.kind
+
+
+def test_the_settings_section_of_tools_md_is_generated_from_the_declarations():
+    page = (REPO / "docs" / "tools.md").read_text(encoding="utf-8")
+    start, end = page.index(BEGIN), page.index(END) + len(END) + 1
+    assert page[start:end] == markdown(), "regenerate: python -m noetl_temporal.tool_kinds.docs"
+
+
+def test_the_hand_written_tables_of_tools_md_name_only_declared_keys():
+    """Every key in the first column of a ``## `kind` `` section's table is declared."""
+    page = (REPO / "docs" / "tools.md").read_text(encoding="utf-8")
+    page = page[:page.index(BEGIN)] + page[page.index(END):]
+    kind = None
+    for line in page.splitlines():
+        heading = re.match(r"^## `(\w+)`", line)
+        if heading or line.startswith("## "):
+            kind = heading.group(1) if heading else None
+        elif kind and line.startswith("| `"):
+            for key in re.findall(r"`(\w+)`", line.split("|")[1]):
+                assert DECLARATIONS[kind].setting(key) is not None, (kind, key)

@@ -1,0 +1,117 @@
+"""A task's settings checked against its kind's declaration (``tool_kinds/<kind>.py``).
+
+Two passes, because they need different views of the playbook:
+
+* :func:`check_keys` runs while a task is normalized, on the keys as written: an unknown
+  key (NTL310, with did-you-mean) is an error, as an unknown key under a task policy is;
+  a literal value of the wrong type is NTL311; a NoETL key this runtime does not act on
+  is the warning NTL312, never a silent drop.
+* :func:`check_required` runs on the model, where the ``spec.<kind>:`` defaults of the
+  executor, step, loop and task layers are known (a layer may supply ``url`` for every
+  http task): a required setting missing from the task and every layer is NTL309.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..templates import is_template
+from ..tool_kinds import declaration
+from ..tool_kinds.declaration import ToolKind, accepts, type_names
+from . import paths
+from .diagnostics import Reporter, did_you_mean, kind_of
+from .models import Playbook, Task
+
+__all__ = ["check_keys", "check_required"]
+
+
+def _has_template(value: Any) -> bool:
+    """A template anywhere inside ``value``."""
+    if isinstance(value, str):
+        return is_template(value)
+    if isinstance(value, Mapping):
+        return any(_has_template(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_template(v) for v in value)
+    return False
+
+
+def check_keys(kind: str, config: Mapping[str, Any], src: str, reporter: Reporter, *,
+               key_src: Mapping[str, str] | None = None) -> None:
+    """Report the keys of ``config`` (a task's settings; ``src`` the task's source path,
+    ``key_src`` the source paths of keys written elsewhere: a workbook entry's)."""
+    decl = declaration(kind)
+    if decl is None:
+        return
+    for key, value in config.items():
+        where = (key_src or {}).get(key) or paths.join(src, key)
+        setting = decl.setting(key)
+        if setting is not None:
+            _check_type(decl, key, setting.types, setting.template, value, where, reporter)
+        elif key in decl.ignored:
+            reporter.add("NTL312", f"`{key}` on a {kind} task is ignored: {decl.ignored[key]}", where)
+        else:
+            reporter.add("NTL310", f"{kind} tasks have no setting `{key}`"
+                                   f"{did_you_mean(key, decl.keys())}; known: {', '.join(decl.keys())}",
+                         where)
+
+
+def _check_type(decl: ToolKind, key: str, types: tuple[Any, ...], template: bool, value: Any,
+                where: str, reporter: Reporter) -> None:
+    if not template and _has_template(value):
+        reporter.add("NTL311", f"`{key}` ({decl.kind}) is read as written (the tool evaluates "
+                               f"it), but it holds a {{{{ }}}} template the workflow would render first",
+                     where, value=True, fix=f"write the expressions of `{key}` without {{{{ }}}}")
+    elif not (template and is_template(value)) and not accepts(types, value):
+        reporter.add("NTL311", f"`{key}` ({decl.kind}) must be {type_names(types)}, not "
+                               f"{kind_of(value)}", where, value=True)
+
+
+def _layer_keys(layers: Iterable[Mapping[str, Any]], kind: str) -> set[str]:
+    """The keys the ``spec.<kind>:`` defaults of these spec layers supply."""
+    keys: set[str] = set()
+    for spec in layers:
+        knobs = spec.get(kind) if isinstance(spec, Mapping) else None
+        if isinstance(knobs, Mapping):
+            keys.update(str(k) for k in knobs)
+    return keys
+
+
+def _spec_dict(spec: Any) -> Mapping[str, Any]:
+    return spec.model_dump(exclude_none=True) if spec is not None else {}
+
+
+def check_required(playbook: Playbook, reporter: Reporter) -> None:
+    executor = _spec_dict(playbook.executor.spec)
+    for index, step in enumerate(playbook.workflow):
+        layers = [executor, _spec_dict(step.spec), _spec_dict(step.loop.spec if step.loop else None)]
+        for j, task in enumerate(step.tool):
+            decl = declaration(task.kind)
+            if decl is None:
+                continue
+            given = set(task.config) | _layer_keys([*layers, _spec_dict(task.spec)], task.kind)
+            for group in decl.required:
+                names = [n for key in group for n in _names(decl, key)]
+                if given.isdisjoint(names):
+                    _missing(reporter, task, names, f"workflow[{index}].tool[{j}]",
+                             f"add `{group[0]}:` to the task ({_doc(decl, group[0])})")
+
+
+def _missing(reporter: Reporter, task: Task, names: list[str], path: str, fix: str) -> None:
+    shown = " or ".join(f"`{n}`" for n in names)
+    misplaced = [n for n in names if n in (task.spec.model_extra or {})]
+    if misplaced:  # NoETL playbooks sometimes nest settings under the task's `spec:`
+        fix = (f"move `{misplaced[0]}:` out of the task's `spec:` to beside `kind:` (`spec:` holds "
+               f"policy, timeout, result and `spec.<kind>:` defaults)")
+    reporter.add_normalized("NTL309", f"{task.kind} task {task.name!r} has no {shown}", path, fix=fix)
+
+
+def _names(decl: ToolKind, key: str) -> tuple[str, ...]:
+    setting = decl.setting(key)
+    return setting.names if setting is not None else (key,)
+
+
+def _doc(decl: ToolKind, key: str) -> str:
+    setting = decl.setting(key)
+    return setting.doc if setting is not None else key

@@ -1,0 +1,24 @@
+"""``kind: postgres`` (tools/postgres.py): SQL on PostgreSQL, credentials from the keychain."""
+
+from .declaration import Setting, ToolKind
+from .python import TIMEOUT
+from .sql import AUTOCOMMIT, PARAMS, STATEMENTS
+
+POSTGRES = ToolKind(
+    kind="postgres",
+    summary="runs SQL on PostgreSQL",
+    settings=(
+        Setting("auth", ("string", "mapping"), "the name of a keychain entry (docs/keychain.md)"),
+        Setting("dsn", ("string", "mapping"), "only from a keychain template (`\"{{ keychain.pg.dsn }}\"`)",
+                aliases=("connection",)),
+        STATEMENTS,
+        PARAMS,
+        AUTOCOMMIT,
+        TIMEOUT,
+    ),
+    required=(("command",),),
+    ignored={"credential": "NoETL's older name for the connection; write `auth: <keychain entry>`",
+             "pool": "each task opens its own connection; pool settings do not apply",
+             "script": "SQL from a file, bucket or URL is not fetched; inline it with `command:`"},
+    credentials=True,
+)

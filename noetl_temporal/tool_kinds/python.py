@@ -1,0 +1,26 @@
+"""``kind: python`` (tools/python.py): Python code in a sandboxed subprocess."""
+
+from .declaration import Setting, ToolKind
+
+TIMEOUT = Setting("timeout", ("number", "string"), "seconds for one attempt (the stricter of this and the "
+                                                   "activity's limit wins)")
+
+PYTHON = ToolKind(
+    kind="python",
+    summary="runs Python code in a subprocess (or the worker, `in_worker: true`)",
+    settings=(
+        Setting("code", ("string",), "Python that sets `result` or defines `main(...)`"),
+        Setting("code_b64", ("string",), "the code, base64-encoded", aliases=("code_base64",)),
+        Setting("libs", ("mapping", "list", "string"),
+                "`{alias: module}`, `{alias: {from: pkg, import: name}}` or `[module, ...]`"),
+        Setting("env", ("mapping",), "extra environment variables for the child"),
+        TIMEOUT,
+        Setting("in_worker", ("boolean",), "`true`: run in the worker process itself; default `false`"),
+    ),
+    required=(("code", "code_b64"),),
+    ignored={"assert": "NoETL's `expects`/`returns` contract is not checked by noetl-temporal (check the "
+                      "result in a task policy or a later task)",
+             "script": "code from a file, bucket or URL is not fetched; inline it with `code:`",
+             "auth": "a python task gets no credentials from `auth`; pass them with "
+                     "`input: {token: \"{{ keychain.<entry>.<field> }}\"}`"},
+)
