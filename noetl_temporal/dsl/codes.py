@@ -120,6 +120,10 @@ _TABLE: list[Code] = [
          "give the entry `tool: {kind: ...}` (not another workbook reference)"),
     Code("NTL308", _W, "two spellings of one setting; one of them is ignored",
          "`endpoint:` and `url:` on one http task", "keep one of them"),
+    # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
+    Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
+         "`kind: snowflake`, `kind: nats`, `kind: container`",
+         "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),
