@@ -1,6 +1,7 @@
 """``noetl-temporal run``: run one playbook and report.
 
-Exit codes: 0 COMPLETED, 1 FAILED or CANCELLED, 2 invalid playbook or usage, 130 interrupted.
+Exit codes: 0 COMPLETED (or a valid playbook with ``--dry-run``), 1 FAILED or CANCELLED, 2 invalid
+playbook or usage, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-worker", action="store_true",
                         help="with --address: do not start an in-process worker (your workers serve the queue)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate and print the plan (steps, arcs, what runs first; JSON with --json); "
+                             "run nothing and connect to nothing")
 
 
 def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
@@ -92,6 +96,8 @@ def run_command(args: argparse.Namespace) -> int:
     for warning in loaded.warnings:
         if not args.quiet:
             print(warning, file=sys.stderr)
+    if args.dry_run:
+        return _dry_run(loaded, args.json)
     try:
         target = target_of(args)
     except ConfigError as exc:
@@ -126,6 +132,15 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         _print_human(report)
     return EXIT_COMPLETED if report.state == "COMPLETED" else EXIT_FAILED
+
+
+def _dry_run(loaded: Any, as_json: bool) -> int:
+    from ..graphview.model import graph_view
+    from ..graphview.plan import plan, plan_text
+
+    view = graph_view(loaded.playbook)
+    print(json.dumps(plan(view), indent=2) if as_json else plan_text(view), end="\n" if as_json else "")
+    return EXIT_COMPLETED
 
 
 def _locate_errors(loaded: Any, report: Any) -> None:

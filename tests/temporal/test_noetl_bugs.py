@@ -192,7 +192,7 @@ async def test_noetl_616_cancel_reaches_children_and_grandchildren(temporal, tas
             await asyncio.sleep(0.1)
         assert log.read_text().count("start") == 2
         proc = await asyncio.to_thread(cli, "cancel", handle.id, "--address", temporal.address,
-                                       "--reason", "stop the family")
+                                       "--reason", "stop the family", "--cascade")
         assert proc.returncode == 0, proc.stderr
         family = [handle.id, *children, *grandchildren]
         closed = {}
