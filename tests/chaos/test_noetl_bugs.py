@@ -26,6 +26,13 @@ from .workers import WorkerProcess
 pytestmark = [pytest.mark.temporal, pytest.mark.chaos]
 
 
+async def start(temporal, task_queue: str, text: str, *, timeout_s: float):
+    """Start ``text`` with a short heartbeat timeout, so a killed worker's task is noticed fast."""
+    playbook = load_playbook_text(textwrap.dedent(text)).playbook
+    return await start_execution(temporal.client, playbook, task_queue=task_queue, heartbeat_timeout_s=2,
+                                 execution_timeout_s=timeout_s)
+
+
 async def wait_for(predicate, timeout: float, what: str) -> None:
     for _ in range(int(timeout / 0.1)):
         if predicate():
@@ -60,7 +67,7 @@ def lines(path) -> list[str]:
 async def test_noetl_257_a_command_running_when_its_worker_is_killed_is_not_left_running(
         temporal, task_queue, tmp_path):
     log, marker = tmp_path / "log", tmp_path / "killed-once"
-    playbook = load_playbook_text(textwrap.dedent(f"""
+    text = f"""
     workflow:
       - step: work
         tool:
@@ -78,10 +85,9 @@ async def test_noetl_257_a_command_running_when_its_worker_is_killed_is_not_left
         next: {{arcs: [{{step: after}}]}}
       - step: after
         tool: {{kind: noop, result: "{{{{ work + 1 }}}}"}}
-    """)).playbook
+    """
     with WorkerProcess(temporal.address, task_queue) as worker:
-        handle = await start_execution(temporal.client, playbook, task_queue=task_queue,
-                                       heartbeat_timeout_s=2, execution_timeout_s=120)
+        handle = await start(temporal, task_queue, text, timeout_s=120)
         await wait_for(lambda: lines(log) == ["start"], 60, "the task to start")
         worker.kill()
         # No worker at all: Temporal still holds the command as a pending activity, not a row
@@ -104,7 +110,7 @@ async def test_noetl_322_a_parallel_loop_finishes_after_its_worker_dies_with_slo
         temporal, task_queue, tmp_path):
     log = tmp_path / "log"
     items, slots = 16, 4
-    playbook = load_playbook_text(textwrap.dedent(f"""
+    text = f"""
     workflow:
       - step: each
         loop: {{in: "{{{{ range({items}) | list }}}}", iterator: i, spec: {{mode: parallel, max_in_flight: {slots}}}}}
@@ -114,10 +120,9 @@ async def test_noetl_322_a_parallel_loop_finishes_after_its_worker_dies_with_slo
         next: {{arcs: [{{step: total}}]}}
       - step: total
         tool: {{kind: noop, result: "{{{{ each.results | map(attribute='stdout') | map('int') | sum }}}}"}}
-    """)).playbook
+    """
     with WorkerProcess(temporal.address, task_queue) as worker:
-        handle = await start_execution(temporal.client, playbook, task_queue=task_queue,
-                                       heartbeat_timeout_s=2, execution_timeout_s=150)
+        handle = await start(temporal, task_queue, text, timeout_s=150)
         # Kill with the slots full: at least one round done, items of the next one running.
         await wait_for(lambda: sum(x.startswith("start") for x in lines(log)) >= slots + 2, 90,
                        "the loop to fill its slots")
