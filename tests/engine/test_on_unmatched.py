@@ -28,13 +28,14 @@ def test_on_unmatched_decides_only_when_no_rule_matches(rules, status, on_unmatc
 
 
 def pipeline(policy: str, first: str = "python") -> str:
+    setting = "code: x" if first == "python" else "result: x"
     return f"""
     workflow:
       - step: s
         tool:
           - name: a
             kind: {first}
-            code: x
+            {setting}
             spec: {{policy: {policy}}}
           - {{name: b, kind: python, code: x}}
     """
