@@ -10,6 +10,9 @@ sandbox only loads what it needs)::
     from noetl_temporal import data_converter, build_worker, registration, start_execution
     client = await Client.connect(address, data_converter=data_converter(your_codec_or_converter))
     worker = build_worker(client, task_queue="q", workflows=[...], activities=[...])  # yours merged
+
+    import noetl_temporal                      # NoETL's `noetl.run`, same call and envelope
+    outcome = noetl_temporal.run("p.yaml", variables={"region": "west"})
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ __all__ = [
     "load_playbook", "load_playbook_text", "validate_text", "playbook_json_schema", "Playbook",
     "Diagnostic",
     # running
-    "run_playbook", "run_with_client", "RunReport", "Target",
+    "run", "run_async", "run_playbook", "run_with_client", "RunReport", "Target",
     # embedding in a Temporal deployment
     "PlaybookWorkflow", "ACTIVITIES", "build_worker", "hosted_worker", "sandbox_runner", "workflow_runner", "connect",
     "start_execution", "EmbeddedTemporal", "data_converter", "registration", "Registration",
@@ -35,7 +38,7 @@ __all__ = [
 _WHERE = {
     "load_playbook": "dsl", "load_playbook_text": "dsl", "validate_text": "dsl",
     "playbook_json_schema": "dsl", "Playbook": "dsl", "Diagnostic": "dsl",
-    "run_playbook": "runner", "run_with_client": "runner", "RunReport": "runner",
+    "run": "compat", "run_async": "compat", "run_playbook": "runner", "run_with_client": "runner", "RunReport": "runner",
     "Target": "temporal.client", "connect": "temporal.client", "start_execution": "temporal.client",
     "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
     "build_worker": "temporal.worker", "hosted_worker": "temporal.hosting", "sandbox_runner": "temporal.worker",

@@ -50,7 +50,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "store": ("noetl_temporal.store",),
     "temporal": ("noetl_temporal.temporal",),
     "observe": ("noetl_temporal.observe",),
-    "runner": ("noetl_temporal.runner",),
+    "runner": ("noetl_temporal.runner", "noetl_temporal.compat"),
     "api": ("noetl_temporal.api",),
     "cli": ("noetl_temporal.cli",),
 }

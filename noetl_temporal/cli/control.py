@@ -21,8 +21,11 @@ def add_control_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("execution_id", metavar="ID", help="execution id")
     add_connection_arguments(parser, task_queue=False)
     parser.add_argument("--reason", metavar="TEXT", help="why (recorded in the events)")
-    parser.add_argument("--no-cascade", action="store_true",
-                        help="cancel only: leave running sub-playbooks running")
+    cascade = parser.add_mutually_exclusive_group()
+    cascade.add_argument("--cascade", action="store_true",
+                         help="cancel only: cancel running sub-playbooks too (the default; NoETL's flag)")
+    cascade.add_argument("--no-cascade", action="store_true",
+                         help="cancel only: leave running sub-playbooks running")
 
 
 def add_ctx_arguments(parser: argparse.ArgumentParser) -> None:

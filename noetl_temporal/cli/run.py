@@ -1,6 +1,7 @@
 """``noetl-temporal run``: run one playbook and report.
 
-Exit codes: 0 COMPLETED, 1 FAILED or CANCELLED, 2 invalid playbook or usage, 130 interrupted.
+Exit codes: 0 COMPLETED (or a valid playbook with ``--dry-run``), 1 FAILED or CANCELLED, 2 invalid
+playbook or usage, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a task template that renders an undefined value fails the task (as the "
                              "playbook setting executor.spec.strict_templates: true); without it the "
                              "value renders empty and the progress shows a located warning")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="validate and print the plan (steps, arcs, what runs first; JSON with --json); "
+                             "run nothing and connect to nothing")
 
 
 def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
@@ -97,6 +101,8 @@ def run_command(args: argparse.Namespace) -> int:
     for warning in loaded.warnings:
         if not args.quiet:
             print(warning, file=sys.stderr)
+    if args.dry_run:
+        return _dry_run(loaded, args.json)
     try:
         target = target_of(args)
     except ConfigError as exc:
@@ -139,6 +145,15 @@ def _locator(loaded: Any) -> Callable[[str], str]:
     from ..locations import locate_message
 
     return lambda message: locate_message(loaded, message) or message
+
+
+def _dry_run(loaded: Any, as_json: bool) -> int:
+    from ..graphview.model import graph_view
+    from ..graphview.plan import plan, plan_text
+
+    view = graph_view(loaded.playbook)
+    print(json.dumps(plan(view), indent=2) if as_json else plan_text(view), end="\n" if as_json else "")
+    return EXIT_COMPLETED
 
 
 def _locate_errors(loaded: Any, report: Any) -> None:

@@ -129,6 +129,10 @@ _TABLE: list[Code] = [
          "give the type docs/tools.md lists for the setting, or a `{{ }}` template that renders to it"),
     Code("NTL312", _W, "a NoETL setting noetl-temporal does not act on; it is ignored",
          "`assert:` on a python task", "remove the key: it has no effect here (docs/tools.md says why)"),
+    # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
+    Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
+         "`kind: snowflake`, `kind: nats`, `kind: container`",
+         "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

@@ -81,6 +81,8 @@ class PolicyRule(_Closed):
 
 class TaskPolicy(_Closed):
     rules: list[PolicyRule] = Field(default_factory=list)
+    #: NoETL 5.x: what happens when no rule matches (docs/semantics.md "Task policies")
+    on_unmatched: Literal["continue", "fail"] | None = None
 
 
 class ResultSpec(_Open):

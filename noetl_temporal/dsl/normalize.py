@@ -16,6 +16,7 @@ from typing import Any
 
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
+from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS, templated_number_message
 from .origins import Origins
 from .patches import collect_patches
 from .policies import guard, normalize_admit
@@ -58,7 +59,10 @@ class _Normalizer:
     def root(self) -> dict[str, Any]:
         reject_root_keys(self.raw, self.reporter)
         for key in self.raw:
-            if key not in ROOT_KEYS and key != "vars":
+            if key in NOETL_ROOT_KEYS:
+                self.reporter.add("NTL101", f"root `{key}` is a NoETL setting noetl-temporal does not read",
+                                  paths.join("", key), fix=NOETL_ROOT_KEYS[key])
+            elif key not in ROOT_KEYS and key != "vars":
                 self.reporter.add("NTL101", f"unknown root key {key!r}{did_you_mean(key, ROOT_KEYS)}",
                                   paths.join("", key))
         out: dict[str, Any] = {}
@@ -107,7 +111,10 @@ class _Normalizer:
             name = f"workflow[{index}]"
         rejected = reject_step_keys(raw, src, self.reporter)
         for key in raw:
-            if key not in STEP_KEYS and key not in rejected:
+            if key in NOETL_STEP_KEYS and key not in STEP_KEYS:
+                self.reporter.add("NTL203", f"step `{key}` is a NoETL block noetl-temporal does not read",
+                                  paths.join(src, key), fix=NOETL_STEP_KEYS[key])
+            elif key not in STEP_KEYS and key not in rejected:
                 self.reporter.add("NTL203", f"unknown step key {key!r}{did_you_mean(key, STEP_KEYS)}",
                                   paths.join(src, key))
         out: dict[str, Any] = {k: raw[k] for k in ("step", "desc", "input") if k in raw and raw[k] is not None}
@@ -147,7 +154,11 @@ class _Normalizer:
         if not isinstance(loop, Mapping):
             self.reporter.add("NTL603", f"`loop` must be a mapping, not {kind_of(loop)}", src, value=True)
             return loop
-        if "in" not in loop:
+        if "in" not in loop and "cursor" in loop:
+            self.reporter.add("NTL603", "`loop.cursor` (NoETL's claim-driven cursor loop) does not run here: "
+                                        "`loop` needs an `in:` list", paths.join(src, "cursor"),
+                              fix=CURSOR_LOOP_FIX)
+        elif "in" not in loop:
             self.reporter.add("NTL603", "`loop` has no `in:` list", src)
         out = dict(loop)
         spec = out.get("spec")
@@ -166,9 +177,21 @@ class _Normalizer:
                 continue
             spec[key] = value
             self.origins.add(paths.join(paths.join(src, "spec"), key), paths.join(src, key))
+        self.templated_number(spec, "max_in_flight", loop, src)
         if spec or "spec" in out:
             out["spec"] = spec
         return out
+
+    def templated_number(self, spec: dict[str, Any], key: str, loop: Mapping[str, Any], loop_src: str) -> None:
+        """A ``{{ }}`` number NoETL renders at run time: one located error, not the model's type error."""
+        value = spec.get(key)
+        if not (isinstance(value, str) and "{{" in value):
+            return
+        where = paths.join(loop_src, key) if key in loop else paths.join(paths.join(loop_src, "spec"), key)
+        self.reporter.add("NTL901", templated_number_message(key), where, value=True,
+                          fix=f"write a number (`{key}: 8`); pass a different one per run by editing the "
+                              "playbook, not through the workload")
+        del spec[key]
 
     # ------------------------------------------------------------------ routing
 

@@ -24,6 +24,7 @@ from ..tool_kinds import LOAD_TIME_KINDS
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
 from .models import KNOWN_TOOL_KINDS
+from .noetl_only import NOETL_TOOL_KINDS, tool_kind_message
 from .origins import Origins
 from .patches import PATCH_KEYS, collect_patches
 from .policies import normalize_task_policy
@@ -122,6 +123,10 @@ class TaskNormalizer:
             entry_src = paths.join(paths.join("workbook", self.workbook[body["name"]][0]), "tool")
             key_src = {k: paths.join(entry_src, k) for k in resolved if k not in body}
             body, kind = resolved, resolved["kind"]
+        elif isinstance(kind, str) and kind in NOETL_TOOL_KINDS:
+            message, fix = tool_kind_message(kind)
+            self.reporter.add("NTL320", message, paths.join(src, "kind"), value=True, fix=fix)
+            return None
         elif not isinstance(kind, str) or kind not in KNOWN_TOOL_KINDS:
             self.reporter.add("NTL302", f"unknown tool kind {kind!r}{did_you_mean(kind, ALL_KINDS)}; known: "
                                         f"{', '.join(ALL_KINDS)}", paths.join(src, "kind"), value=True)

@@ -16,6 +16,11 @@ from .diagnostics import Reporter
 
 __all__ = ["check_templates"]
 
+# Go templates (`docker --format`, `kubectl -o go-template`) quote their own braces as
+# {{`{{json .}}`}}; Jinja2 has no backquotes, so a shell command copied from them fails here.
+_GO_QUOTE_FIX = ("{{`...`}} is Go-template quoting, not Jinja2: write the braces as a Jinja string, "
+                 "{{ '{{json .}}' }}, or wrap the text in {% raw %}...{% endraw %}")
+
 
 def check_templates(raw: Any, reporter: Reporter, path: str = "") -> None:
     stack: list[tuple[Any, str]] = [(raw, path)]
@@ -25,7 +30,8 @@ def check_templates(raw: Any, reporter: Reporter, path: str = "") -> None:
             if is_template(value):
                 problem = check_syntax(value)
                 if problem:
-                    reporter.add("NTL701", f"template syntax error: {problem}", where, value=True)
+                    reporter.add("NTL701", f"template syntax error: {problem}", where, value=True,
+                                 fix=_GO_QUOTE_FIX if "{{`" in value else None)
         elif isinstance(value, dict):
             stack.extend((v, paths.join(where, k)) for k, v in reversed(list(value.items())))
         elif isinstance(value, list):

@@ -92,7 +92,8 @@ def run_task_command(state: ExecutionState, run: StepRun, pipe: PipelineRun, ste
                    keychain=[k.model_dump(mode="json") for k in state.playbook.keychain],
                    result_spec=task.spec.result.model_dump(mode="json", exclude_none=True)
                    if task.spec.result else {},
-                   spec=_layered_spec(state, step_def, task), source=state.source)
+                   spec=_layered_spec(state, step_def, task), source=state.source,
+                   on_unmatched=task.spec.policy.on_unmatched if task.spec.policy else None)
 
 
 def _default_timeout(state: ExecutionState) -> float | None:

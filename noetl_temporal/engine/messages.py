@@ -119,6 +119,7 @@ class RunTask:
     # Layered tool knobs: kind defaults < executor.spec < step.spec < loop.spec < task.spec.
     spec: dict[str, Any] = field(default_factory=dict)
     source: str | None = None       # the playbook file, for sub-playbook paths
+    on_unmatched: str | None = None  # the policy's action when no rule matches (None: the default)
 
 
 @dataclass

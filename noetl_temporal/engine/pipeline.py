@@ -188,14 +188,15 @@ def _emit_attempt(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: 
 
 
 def _decide(rules: list[Any], status: str, context: Mapping[str, Any], *, cancelled: bool,
-            decision: tuple[int | None, PipelineAction] | None) -> tuple[int | None, PipelineAction]:
+            decision: tuple[int | None, PipelineAction] | None,
+            on_unmatched: str | None = None) -> tuple[int | None, PipelineAction]:
     """The matched rule and action: none for a cancelled task, the activity's decision when
     it made one, else the policy evaluated here (inline tasks and template errors)."""
     if cancelled:
         return None, PipelineAction.FAIL
     if decision is not None:
         return decision
-    d = evaluate_policy([r.model_dump() for r in rules], status, context)
+    d = evaluate_policy([r.model_dump() for r in rules], status, context, on_unmatched)
     action = PipelineAction(d.action)
     if action is PipelineAction.RETRY:
         return d.rule_index, PipelineAction.FAIL  # inline tasks cannot retry: same outcome every time
@@ -215,7 +216,8 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     cancelled = envelope.error_kind == "cancelled" or run.cancelled or run.timed_out
     context = template_context(state, step_def, args=run.args, pipe=pipe,
                                extra=_pipeline_extra(pipe, task, outcome, attempt))
-    rule_index, action = _decide(rules, status, context, cancelled=cancelled, decision=decision)
+    rule_index, action = _decide(rules, status, context, cancelled=cancelled, decision=decision,
+                                 on_unmatched=task.spec.policy.on_unmatched if task.spec.policy else None)
     then = rules[rule_index].then if rule_index is not None else None
     result = envelope.result
     pipe.last_outcome = outcome

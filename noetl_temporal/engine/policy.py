@@ -32,14 +32,16 @@ class Decision:
                 "guard_errors": list(self.guard_errors)}
 
 
-def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: Mapping[str, Any]) -> Decision:
+def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: Mapping[str, Any],
+                    on_unmatched: str | None = None) -> Decision:
     """First matching rule wins; ``when: None`` is the ``else`` fallback.
 
-    Without rules: ok -> continue, error -> fail. With rules but no match and no
-    ``else``: continue (the seed's rule).
+    No rule matched (or there are none): the policy's ``on_unmatched`` (NoETL 5.x) when it
+    says, else, without rules, ok -> continue and error -> fail, and with rules but no match
+    and no ``else``, continue (the seed's rule).
     """
     if not rules:
-        return Decision(None, "continue" if outcome_status == "ok" else "fail")
+        return Decision(None, on_unmatched or ("continue" if outcome_status == "ok" else "fail"))
     errors: list[str] = []
     for index, rule in enumerate(rules):
         when = rule.get("when")
@@ -50,7 +52,7 @@ def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: M
             then = rule.get("then") or {}
             return Decision(index, then.get("do", "continue"), matched_else=when is None,
                             guard_errors=tuple(errors))
-    return Decision(None, "continue", guard_errors=tuple(errors))
+    return Decision(None, on_unmatched or "continue", guard_errors=tuple(errors))
 
 
 def retry_delay(then: dict[str, Any], attempt: int) -> float:

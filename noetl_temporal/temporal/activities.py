@@ -197,7 +197,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
         context = dict(cmd.policy_context)
         view = outcome_view(outcome.to_dict())
         context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
-        decision = evaluate_policy(cmd.rules, outcome.status, context)
+        decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
     except Exception as exc:  # a bug on our side: never retried, always reported with its type
         # No exception chaining: Temporal would record the cause's text, which may quote a secret.
         message = keychain.Scrubber(call.secrets).text(f"internal error running task '{cmd.task}' of step '{cmd.step}': "

@@ -110,7 +110,7 @@ def finished(cmd: RunTask, outcome: dict[str, Any]) -> TaskFinished:
     """What the activity reports: its own policy decision on the outcome (no retries here)."""
     context = dict(cmd.policy_context)
     context.update({"output": outcome_view(outcome), "outcome": outcome_view(outcome), "_attempt": 1})
-    d = evaluate_policy(cmd.rules, outcome["status"], context)
+    d = evaluate_policy(cmd.rules, outcome["status"], context, cmd.on_unmatched)
     action = d.action
     exhausted = action == "retry"
     return TaskFinished(task_run_id=cmd.task_run_id, now=NOW, outcome=outcome,

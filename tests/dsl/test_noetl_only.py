@@ -1,0 +1,80 @@
+"""NoETL constructs this project does not run are refused by name, located, with a fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from noetl_temporal.dsl.noetl_only import NOETL_TOOL_KINDS
+
+from .helpers import codes, errors, find, playbook
+
+# The tool kinds NoETL's fixture set uses that have no tool here (docs/noetl-e2e-fates.md).
+E2E_KINDS = ["snowflake", "ducklake", "nats", "container", "artifact", "transfer", "subscription", "script",
+             "agent"]
+
+
+@pytest.mark.parametrize("kind", E2E_KINDS)
+def test_a_noetl_tool_kind_is_named_as_such(kind):
+    text = playbook(f"workflow:\n  - step: a\n    tool: {{kind: {kind}, auth: x}}\n")
+    (diag,) = errors(text)
+    assert diag.code == "NTL320"
+    assert diag.message.startswith(f"kind {kind!r} is a NoETL tool that noetl-temporal does not run: ")
+    assert "unknown" not in diag.message
+    assert (diag.line, diag.col, diag.path) == (*find(text, kind), "workflow[0].tool.kind")
+    assert diag.fix == NOETL_TOOL_KINDS[kind][1]
+
+
+@pytest.mark.parametrize("kind,instead", [("ducklake", "kind: duckdb"), ("artifact", "kind: result"),
+                                          ("transfer", "pipeline"), ("snowflake", "`python` task")])
+def test_the_fix_names_what_to_use_instead(kind, instead):
+    (diag,) = errors(playbook(f"workflow:\n  - step: a\n    tool:\n      - name: t\n        kind: {kind}\n"))
+    assert (diag.code, diag.path) == ("NTL320", "workflow[0].tool[0].kind")
+    assert instead in diag.fix
+
+
+def test_a_typo_is_still_an_unknown_kind():
+    assert codes(errors(playbook("workflow:\n  - step: a\n    tool: {kind: snowflak}\n"))) == ["NTL302"]
+
+
+def test_root_tracing_is_a_noetl_setting():
+    text = playbook("tracing: {enabled: true}\nworkflow:\n  - step: a\n    tool: {kind: noop}\n")
+    (diag,) = errors(text)
+    assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL101", "tracing", find(text, "tracing"))
+    assert "NoETL" in diag.message and "--tracing" in diag.fix
+
+
+def test_step_output_is_a_noetl_block():
+    text = playbook("workflow:\n  - step: a\n    tool: {kind: noop}\n    output: {output_select: [x]}\n")
+    (diag,) = errors(text)
+    assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL203", "workflow[0].output", find(text, "output:"))
+    assert "NoETL" in diag.message and "spec.result.select" in diag.fix
+
+
+def test_a_cursor_loop_is_named_and_located_at_the_cursor():
+    text = playbook("workflow:\n  - step: a\n    loop:\n      cursor: {kind: postgres, claim: select 1}\n"
+                    "      iterator: row\n    tool: {kind: noop}\n")
+    (diag,) = errors(text)
+    assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL603", "workflow[0].loop.cursor",
+                                                            find(text, "cursor:"))
+    assert "cursor loop" in diag.message and "do: jump" in diag.fix
+
+
+@pytest.mark.parametrize("where", ["loop.spec", "loop"])
+def test_a_templated_max_in_flight_is_one_error_that_says_why(where):
+    limit = "max_in_flight: '{{ n | int }}'"
+    body = (f"      spec: {{mode: parallel, {limit}}}\n" if where == "loop.spec"
+            else f"      {limit}\n      spec: {{mode: parallel}}\n")
+    text = playbook("workflow:\n  - step: a\n    loop:\n      in: '{{ [1, 2] }}'\n      iterator: x\n" + body
+                    + "    tool: {kind: noop}\n")
+    (diag,) = errors(text)
+    assert diag.code == "NTL901"
+    assert (diag.path, (diag.line, diag.col)) == (f"workflow[0].{where}.max_in_flight", find(text, "'{{ n"))
+    assert "is a template" in diag.message and "write a number" in diag.fix
+
+
+def test_go_template_quoting_gets_a_jinja_fix_that_validates():
+    cmd = "docker system df --format '{{`{{json .}}`}}'"
+    (diag,) = errors(playbook(f'workflow:\n  - step: a\n    tool: {{kind: shell, cmds: ["{cmd}"]}}\n'))
+    assert diag.code == "NTL701" and "Go-template quoting" in diag.fix
+    fixed = "docker system df --format {{ '{{json .}}' }}"
+    assert errors(playbook(f'workflow:\n  - step: a\n    tool: {{kind: shell, cmds: ["{fixed}"]}}\n')) == []
