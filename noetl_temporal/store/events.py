@@ -48,6 +48,8 @@ class EventStore(Protocol):
 
     def lifecycle(self, execution_id: str) -> dict[str, Any] | None: ...
 
+    def last_seq(self, execution_id: str) -> int | None: ...
+
     def close(self) -> None: ...
 
 
@@ -105,6 +107,13 @@ class _SqlEventStore:
         if status:
             events = [e for e in events if _keep(e, status)]
         return events[: int(limit)]
+
+    def last_seq(self, execution_id: str) -> int | None:
+        """The highest stored ``seq`` of an execution, None if it has none: one index look-up,
+        where :meth:`lifecycle` reads every row of the execution."""
+        rows = self._execute(f"SELECT MAX(seq) FROM noetl_events WHERE execution_id = {self.placeholder}",
+                             (execution_id,))
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def lifecycle(self, execution_id: str) -> dict[str, Any] | None:
         """First and terminal lifecycle facts of an execution, or None if unknown."""
