@@ -88,8 +88,8 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
     if description.status in OPEN_STATUSES:
         try:
             live = await handle.query("status")
-        except RPCError:
-            live = None  # no worker to answer: fall back to persisted lifecycle signals only
+        except (RPCError, WorkflowQueryFailedError):
+            live = None  # no worker answered: fall back to persisted lifecycle signals only
         if live is not None:
             return _status(execution_id, live["state"], current_step=live.get("current_step"),
                            started_at=live.get("started_at"), ended_at=live.get("ended_at"),
@@ -234,7 +234,10 @@ async def follow_events(client: Client | None, execution_id: str, *, store: Even
     expanded = expand_types(types)  # once, not per event
     cursor = after_seq
     while True:
-        batch = await read_events(client, execution_id, store=store, after_seq=cursor, limit=500)
+        try:
+            batch = await read_events(client, execution_id, store=store, after_seq=cursor, limit=500)
+        except WorkflowQueryFailedError:  # a worker could not answer this time: ask again
+            batch = []
         for event in batch:
             cursor = event["seq"]
             if _matches(event, expanded, entity):
