@@ -260,11 +260,13 @@ async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str
                           source: str | None = None, search_attributes: bool = False,
                           execution_id: str | None = None, heartbeat_timeout_s: float = 30.0,
                           execution_timeout_s: float | None = None,
-                          continue_as_new_after_events: int = 0) -> RunReport:
-    """Run on an already connected client (tests, embedding)."""
+                          continue_as_new_after_events: int = 0, events_limit: int | None = None) -> RunReport:
+    """Run on an already connected client (tests, embedding); the report holds the first
+    ``events_limit`` events (all if None)."""
     target = Target(address="(connected)", task_queue=task_queue)
     return await _with_worker(client, playbook, target=target, payload=payload or {}, source=source,
                               worker=worker, on_event=on_event, search_attributes=search_attributes,
                               execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                               execution_timeout_s=execution_timeout_s,
-                              continue_as_new_after_events=continue_as_new_after_events)
+                              continue_as_new_after_events=continue_as_new_after_events,
+                              events_limit=events_limit)

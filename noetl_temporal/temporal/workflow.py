@@ -33,10 +33,11 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from ..dsl.models import Playbook, playbook_from_definition
+    from ..dsl.models import Playbook
     from ..engine import behaviours, machine, progress, snapshot
     from ..engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
     from ..engine.events import EventLog
+    from ..engine.graph import StepGraph
     from ..engine.messages import (
         Cancel,
         CancelTasks,
@@ -57,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from ..status import ExecutionStatus
     from . import labels
     from .activities import INTERNAL_ERROR, POLICY_RETRY
+    from .definitions import prepare_playbook
     from .local_only import LocalOnlyList, local_run_task
     from .metrics import count_execution
     from .naming import child_execution_id
@@ -133,15 +135,15 @@ class PlaybookWorkflow:
         if newer:  # not a workflow failure: the task is retried until a newer worker takes it
             raise RuntimeError(f"this worker does not know the behaviours {newer} that execution "
                                f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
-        playbook = playbook_from_definition(inp.playbook)
+        playbook, graph = prepare_playbook(inp.playbook)   # once per worker and playbook
         self._persist = inp.persist_events
         if self._started_with(behaviours.DEFERRED_FIRST_FLUSH):
             self._next_flush_at = workflow.now() + FLUSH_INTERVAL
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
         if inp.resume:
-            self._resume(playbook, inp.resume)
+            self._resume(playbook, graph, inp.resume)
         else:
-            self._state = machine.new_state(playbook, inp.execution_id)
+            self._state = machine.new_state(playbook, inp.execution_id, graph)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
                              behaviours=behaviours.of_input(inp.behaviours)))
@@ -233,8 +235,8 @@ class PlaybookWorkflow:
     def _busy(self) -> bool:
         return any(not handle.done() for handle in self._activities.values())
 
-    def _resume(self, playbook: Playbook, resume: dict[str, Any]) -> None:
-        self._state = snapshot.restore(playbook, resume["state"])
+    def _resume(self, playbook: Playbook, graph: StepGraph, resume: dict[str, Any]) -> None:
+        self._state = snapshot.restore(playbook, resume["state"], graph)
         self._cancel_reason = resume.get("cancel_reason")
         self._cascade = resume.get("cascade", True)
         for data in resume.get("parked") or []:
