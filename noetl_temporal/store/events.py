@@ -118,12 +118,14 @@ class _SqlEventStore:
     def lifecycle(self, execution_id: str) -> dict[str, Any] | None:
         """First and terminal lifecycle facts of an execution, or None if unknown."""
         p = self.placeholder
-        rows = self._execute(
-            f"SELECT MIN(timestamp), MAX(seq), COUNT(*) FROM noetl_events WHERE execution_id = {p}",
-            (execution_id,))
-        if not rows or not rows[0][2]:
+        # Index look-ups only (the first and last seq): this is read on every status request
+        # and every idle poll of a follower, and an execution can hold 400,000 events.
+        first = self._execute(f"SELECT timestamp FROM noetl_events WHERE execution_id = {p} ORDER BY seq LIMIT 1",
+                              (execution_id,))
+        last_seq = self.last_seq(execution_id)
+        if not first or last_seq is None:
             return None
-        started_at, last_seq, count = rows[0]
+        started_at = first[0][0]
         names = ", ".join([p] * len(LIFECYCLE_TERMINAL))
         terminal = self._execute(
             f"SELECT body FROM noetl_events WHERE execution_id = {p} AND event_type IN ({names}) "
@@ -140,7 +142,6 @@ class _SqlEventStore:
             "terminal": json.loads(terminal[0][0]) if terminal else None,
             "current_step": step[0][0] if step else None,
             "last_seq": last_seq,
-            "count": count,
         }
 
 
