@@ -37,3 +37,28 @@ def test_run_of_a_big_chain_returns_with_progress_and_a_bounded_json_report(tmp_
     assert report["events_truncated"] and report["event_count"] > 5 * STEPS  # far more than the workflow keeps
     assert [e["seq"] for e in report["events"]] == list(range(1, 1001))
     assert "Traceback" not in proc.stderr
+
+
+async def test_events_follow_reads_every_event_once_while_the_workflow_forgets(temporal, task_queue):
+    """`noetl-temporal events ID --follow` on a running big chain: the store for what the
+    workflow forgot, the workflow for the tail, each event once, in seq order, to the end."""
+    import asyncio
+
+    from noetl_temporal.dsl import load_playbook_text
+    from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.temporal.worker import build_worker
+
+    steps = 1_500
+    playbook = load_playbook_text(chain(steps)).playbook
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "noetl_temporal.cli", "events", handle.id, "--follow", "--json",
+            "--address", temporal.address, cwd=REPO, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=dict(os.environ))
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+        await handle.result()
+    assert proc.returncode == 0, err.decode()[-3000:]
+    events = [json.loads(line) for line in out.decode().splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert len(events) > 5 * steps and "playbook.finished" in {e["event_type"] for e in events[-3:]}
