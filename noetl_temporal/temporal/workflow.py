@@ -78,6 +78,9 @@ MAX_PENDING = 1_500
 # are read from the event store. Bounds workflow memory on long executions.
 EVENTS_KEPT_IN_MEMORY = 2_000
 EVENT_BATCH = 500
+# Events waiting for the store past which inline work waits for a write, and the most one
+# write takes (behaviours.BOUNDED_EVENT_BACKLOG; before it, one write took EVENT_BATCH).
+MAX_EVENT_BACKLOG = 2_500
 
 # Events are persisted in batches: when EVENT_BATCH are waiting, when the run closes, or on
 # the first activation FLUSH_INTERVAL (workflow time) after the last write or the start
@@ -259,7 +262,7 @@ class PlaybookWorkflow:
             await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
             if self._batched_flush():
                 await self._gather_events(log)
-            batch = log.since(self._flushed_seq, EVENT_BATCH)
+            batch = log.since(self._flushed_seq, MAX_EVENT_BACKLOG if self._bounded_backlog() else EVENT_BATCH)
             try:
                 await workflow.execute_local_activity(  # (its argument is not in history)
                     PERSIST_EVENTS_ACTIVITY, LocalOnlyList(batch), start_to_close_timeout=timedelta(seconds=30),
@@ -282,6 +285,9 @@ class PlaybookWorkflow:
     def _started_with(self, behaviour: str) -> bool:
         """The execution's input lists this shell behaviour (``engine/behaviours.py``)."""
         return self._input is not None and behaviour in (self._input.behaviours or ())
+
+    def _bounded_backlog(self) -> bool:
+        return self._persist and self._started_with(behaviours.BOUNDED_EVENT_BACKLOG)
 
     def _batched_flush(self) -> bool:
         """Events go to the store in batches: said by the input of executions started since
@@ -511,6 +517,13 @@ class PlaybookWorkflow:
         """The engine used up one input's work budget: go on in a later activation."""
         await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
                                               summary="noetl: continue inline work")
+        if self._bounded_backlog():
+            # Inline work makes events faster than the store takes them: let the writes catch
+            # up, or the workflow holds the whole log (the flusher gives up, ``_persist``
+            # turns False, after repeated store failures, which also ends this wait).
+            log = self.engine.log
+            await workflow.wait_condition(
+                lambda: not self._persist or log.seq - self._flushed_seq < MAX_EVENT_BACKLOG)
         if not self.engine.finished:
             self._feed(Proceed(now=_now()))
 
