@@ -106,5 +106,6 @@ async def test_the_api_pages_a_huge_log_with_bounded_memory(temporal, task_queue
         r = await http.get(f"/executions/{execution_id}/events",
                            params={"after_seq": EVENTS - 10 * PAGE, "type": "step.done", "limit": 100})
         assert [e["event_type"] for e in r.json()["events"]] == ["step.done"] * 100
+    print(f"API allocations per page request (start, middle, end): {[f'{p / 2**20:.1f} MiB' for p in peaks]}")
     assert len(peaks) == 3 and max(peaks) < 20 * 2**20, peaks   # a page's worth, not the log's
     assert max(peaks) < 2 * min(peaks), peaks
