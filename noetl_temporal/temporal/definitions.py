@@ -70,6 +70,8 @@ def _promote_to_oldest() -> None:
     so the oldest generation is where they belong; cyclic garbage that happens to be young
     now is collected by the next full collection instead of a young one.
     """
+    if gc.get_freeze_count():   # the process froze objects itself (a pre-fork server): leave them
+        return
     gc.freeze()     # all tracked objects to the permanent generation ...
     gc.unfreeze()   # ... and back, into the oldest one
 

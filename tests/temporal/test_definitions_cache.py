@@ -42,3 +42,15 @@ def test_the_cache_is_bounded_and_the_collector_is_left_as_found():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_objects_the_process_froze_itself_stay_frozen():
+    """A pre-fork server freezes its objects (copy-on-write pages); preparing a playbook
+    must not thaw them."""
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        definitions.prepare_playbook(_definition(41))
+        assert frozen > 0 and gc.get_freeze_count() > frozen // 2   # (some may be freed meanwhile)
+    finally:
+        gc.unfreeze()
