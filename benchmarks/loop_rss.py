@@ -20,12 +20,11 @@ import gc
 import os
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from typing import Any
 
-from benchmarks.engine_scale import loop
+from benchmarks.engine_scale import PeakRss, loop
 from noetl_temporal.dsl import load_playbook_text
 
 
@@ -67,16 +66,17 @@ def top_types(n: int = 6) -> str:
     return "; ".join([top, *logs])
 
 
-class Sampler:
+class Sampler(PeakRss):
+    """Samples RSS, Python's blocks and glibc's main heap (and live object types) every 0.5 s."""
+
     def __init__(self, types_every: float = 0.0) -> None:
+        super().__init__()
         self.rows: list[tuple[float, int, int, int, int]] = []
         self.types: list[tuple[float, str]] = []
         self._types_every = types_every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
         self._t0 = time.perf_counter()
 
-    def _run(self) -> None:
+    def _sample(self) -> None:
         next_types = 0.0
         while not self._stop.is_set():
             used, kept = glibc_mib()
@@ -86,14 +86,6 @@ class Sampler:
                 self.types.append((now, top_types()))
                 next_types = now + self._types_every
             self._stop.wait(0.5)
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 async def _start(client: Any, playbook: Any, queue: str, persist: bool) -> Any:
