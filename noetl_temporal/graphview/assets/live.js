@@ -103,6 +103,7 @@
   config.types.forEach(function (type) { source.addEventListener(type, onEvent); });
   source.addEventListener("end", function () {
     source.close();  // the server ends the stream after the terminal event: do not reconnect
+    if (overview) redraw();  // the last counts now, not after the throttle's delay
     document.body.setAttribute("data-stream", "ended");
   });
   source.addEventListener("error", function (msg) {
