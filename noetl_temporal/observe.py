@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from .engine.envelopes import RunOutput
@@ -29,7 +29,10 @@ from .store.events import EventStore
 from .store.legacy import expand_types
 from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, execution_state
 
-__all__ = ["read_status", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close"]
+__all__ = ["read_status", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close", "QUERY_PAGE"]
+
+# Events asked of the workflow per ``events`` query.
+QUERY_PAGE = 1000
 
 STATUS_FIELDS = ("execution_id", "state", "current_step", "started_at", "ended_at", "terminal_event",
                  "completion_inferred")
@@ -85,8 +88,8 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
     if description.status in OPEN_STATUSES:
         try:
             live = await handle.query("status")
-        except RPCError:
-            live = None  # no worker to answer: fall back to persisted lifecycle signals only
+        except (RPCError, WorkflowQueryFailedError):
+            live = None  # no worker answered: fall back to persisted lifecycle signals only
         if live is not None:
             return _status(execution_id, live["state"], current_step=live.get("current_step"),
                            started_at=live.get("started_at"), ended_at=live.get("ended_at"),
@@ -132,14 +135,22 @@ def _from_lifecycle(execution_id: str, lifecycle: dict[str, Any]) -> dict[str, A
 
 async def read_events(client: Client | None, execution_id: str, *, store: EventStore | None = None,
                       after_seq: int = 0, limit: int = 100, types: list[str] | None = None,
-                      entity: str | None = None) -> list[dict[str, Any]]:
-    """Events with ``seq > after_seq``, filtered, at most ``limit``; live first, then the store."""
+                      entity: str | None = None, live: bool | None = None) -> list[dict[str, Any]]:
+    """Events with ``seq > after_seq``, filtered, at most ``limit``, in ``seq`` order.
+
+    A closed workflow is read from the store (a query would make a worker replay its whole
+    history). An open one: the store for what the workflow has forgotten, then the workflow
+    for the tail. ``live`` says whether the workflow is open when the caller knows (it saves
+    a ``describe``); a failed query (no worker, a worker that could not rebuild the workflow)
+    falls back to the store.
+    """
     expand_types(types)  # validate names early: a typo is a clear error, not an empty list
-    live = await _live_open(client, execution_id)
+    if live is None:
+        live = await _live_open(client, execution_id)
     if live is not True and store is not None:  # closed, unknown to Temporal, or no Temporal at all
         stored = await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
                                          types=types, entity=entity)
-        if stored or await asyncio.to_thread(store.lifecycle, execution_id) is not None:
+        if stored or await asyncio.to_thread(store.last_seq, execution_id) is not None:
             return stored
     if client is None:
         raise NotFound(f"no execution {execution_id!r} in the event store",
@@ -149,20 +160,20 @@ async def read_events(client: Client | None, execution_id: str, *, store: EventS
             # The store holds a gap-free prefix of the log (flushed in order), including
             # events of earlier runs of a continued-as-new execution, which the live
             # workflow no longer keeps in memory. Read that prefix, then ask the workflow.
-            lifecycle = await asyncio.to_thread(store.lifecycle, execution_id)
-            if lifecycle and lifecycle["last_seq"] > after_seq:
+            last_seq = await asyncio.to_thread(store.last_seq, execution_id)
+            if last_seq is not None and last_seq > after_seq:
                 head = await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
                                                types=types, entity=entity)
                 if len(head) >= limit:
                     return head
-                tail = await _query_events(client, execution_id, lifecycle["last_seq"], limit - len(head),
+                tail = await _query_events(client, execution_id, last_seq, limit - len(head),
                                            types, entity, store)
                 return head + tail
         return await _query_events(client, execution_id, after_seq, limit, types, entity, store)
-    except RPCError as exc:
-        if _not_found(exc):
+    except (RPCError, WorkflowQueryFailedError) as exc:
+        if isinstance(exc, RPCError) and _not_found(exc):
             raise NotFound(f"no execution {execution_id!r}") from None
-        if store is not None:  # no worker to answer the query: what the store has
+        if store is not None:  # no worker could answer the query: what the store has
             return await asyncio.to_thread(store.read, execution_id, after_seq=after_seq, limit=limit,
                                            types=types, entity=entity)
         raise
@@ -190,9 +201,10 @@ async def _query_events(client: Client, execution_id: str, after_seq: int, limit
     out: list[dict[str, Any]] = []
     cursor = after_seq
     while len(out) < limit:
-        batch = await handle.query("events", args=[cursor, 1000])
+        batch = await handle.query("events", args=[cursor, QUERY_PAGE])
         if not batch:
             break
+        full = len(batch) == QUERY_PAGE
         if batch[0]["seq"] > cursor + 1 and store is not None:
             # Persisted and forgotten by the workflow (it keeps a bounded tail in memory)
             # since the store was read: the gap is in the store now.
@@ -210,6 +222,8 @@ async def _query_events(client: Client, execution_id: str, after_seq: int, limit
             if len(out) >= limit:
                 break
         cursor = batch[-1]["seq"]
+        if not full:  # the workflow has nothing after this yet
+            break
     return out
 
 
@@ -220,7 +234,10 @@ async def follow_events(client: Client | None, execution_id: str, *, store: Even
     expanded = expand_types(types)  # once, not per event
     cursor = after_seq
     while True:
-        batch = await read_events(client, execution_id, store=store, after_seq=cursor, limit=500)
+        try:
+            batch = await read_events(client, execution_id, store=store, after_seq=cursor, limit=500)
+        except WorkflowQueryFailedError:  # a worker could not answer this time: ask again
+            batch = []
         for event in batch:
             cursor = event["seq"]
             if _matches(event, expanded, entity):

@@ -16,12 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from .dsl.models import Playbook
 from .engine.envelopes import RunOutput
+from .errors import NoetlError
+from .observe import QUERY_PAGE, read_events
 from .status import ExecutionStatus
+from .store.events import EventStore, open_event_store
 from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
 from .temporal.hosting import hosted_worker
@@ -44,6 +47,8 @@ class RunReport:
     error: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     ui_url: str | None = None
+    event_count: int = 0             # events the execution logged (``events`` may hold fewer)
+    events_truncated: bool = False   # ``events`` is the first ``len(events)`` of ``event_count``
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +59,8 @@ class RunReport:
             "steps": self.steps,
             "summary": self.summary,
             "error": self.error,
+            "event_count": self.event_count,
+            "events_truncated": self.events_truncated,
             "events": self.events,
         }
 
@@ -89,20 +96,31 @@ class ProgressPrinter:
         print(f"[{event['seq']:>4}] {kind:<20} {where}{extra}", file=self.stream, flush=True)
 
 
-async def _follow(handle, on_event: Callable[[dict[str, Any]], None], done: asyncio.Event) -> int:
-    """Poll the workflow's event query and hand new events over, until ``done``."""
-    seen = 0
+async def _follow(client: Client, execution_id: str, store: EventStore | None,
+                  on_event: Callable[[dict[str, Any]], None], done: asyncio.Event) -> int:
+    """Hand events over in ``seq`` order until ``done`` (the run has closed), then drain.
+
+    The cursor is the last ``seq`` handed over, never a count: the workflow forgets events
+    once they are stored, and ``read_events`` reads those from the store and the tail from
+    the workflow. After the close only the store is read (a query to a closed workflow makes
+    a worker replay its whole history). A failed read never ends the run: the next poll
+    tries again, and the drain reads the store.
+    """
+    cursor = 0
     while True:
         finished = done.is_set()
-        with contextlib.suppress(RPCError):
-            batch = await handle.query("events", args=[seen, 1000])
-            for event in batch:
-                on_event(event)
-            seen += len(batch)
-            if batch and len(batch) == 1000:
-                continue
+        try:
+            batch = await read_events(client, execution_id, store=store, after_seq=cursor, limit=QUERY_PAGE,
+                                      live=False if finished else None)
+        except (RPCError, WorkflowQueryFailedError, NoetlError):
+            batch = []
+        for event in batch:
+            on_event(event)
+            cursor = event["seq"]
+        if len(batch) == QUERY_PAGE:
+            continue
         if finished:
-            return seen
+            return cursor
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(done.wait(), timeout=0.2)
 
@@ -111,7 +129,7 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
                    source: str | None, on_event: Callable[[dict[str, Any]], None] | None,
                    search_attributes: bool, execution_id: str | None,
                    heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None,
-                   continue_as_new_after_events: int = 0) -> RunReport:
+                   continue_as_new_after_events: int = 0, events_limit: int | None = None) -> RunReport:
     handle = await start_execution(client, playbook, payload=payload, task_queue=target.task_queue,
                                    source=source, search_attributes=search_attributes,
                                    execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
@@ -119,8 +137,9 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
                                    continue_as_new_after_events=continue_as_new_after_events)
     # Queries go to the latest run: a long execution continues as new.
     handle = client.get_workflow_handle(handle.id)
+    store = _local_store()
     done = asyncio.Event()
-    follower = asyncio.ensure_future(_follow(handle, on_event, done)) if on_event else None
+    follower = asyncio.ensure_future(_follow(client, handle.id, store, on_event, done)) if on_event else None
     error: str | None = None
     output: RunOutput | None = None
     try:
@@ -136,7 +155,12 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
         done.set()
         if follower is not None:
             await follower
-    events = await _all_events(client, handle.id)
+    try:
+        events = await _all_events(client, handle.id, store, events_limit)
+        logged = await _event_count(client, handle.id, store, events)
+    finally:
+        if store is not None:
+            store.close()
     if output is not None:
         state = output.state
     else:  # the workflow failed or was cancelled: what it holds comes from its `detail` query
@@ -144,12 +168,14 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
         output = RunOutput.from_dict(detail) if detail else None
         state = ExecutionStatus.CANCELLED if "cancel" in (error or "").lower() else ExecutionStatus.FAILED
     result = dict(output.result or {}) if output is not None else {}
+    event_count = max(logged, output.event_count if output is not None else 0)
     if error is None and state == ExecutionStatus.FAILED:
         error = result.get("reason")
     return RunReport(execution_id=handle.id, workflow_id=handle.id, state=state.value,
                      ctx=dict(output.ctx) if output is not None else {},
                      steps=dict(output.steps) if output is not None else {}, summary=result or None,
-                     error=error, events=events)
+                     error=error, events=events, event_count=event_count,
+                     events_truncated=event_count > len(events))
 
 
 async def _safe_query(handle, name: str) -> Any:
@@ -159,30 +185,51 @@ async def _safe_query(handle, name: str) -> Any:
         return None
 
 
-async def _all_events(client: Client, execution_id: str) -> list[dict[str, Any]]:
-    """The whole log, through the same reader as ``noetl-temporal events``: the event store
-    (complete across continue-as-new runs), then the workflow for anything not stored."""
-    from .observe import read_events
-    from .store.events import open_event_store
-
+def _local_store() -> EventStore | None:
+    """The event store this machine's worker writes to, None if it cannot be opened (the
+    workflow's memory still answers)."""
     try:
-        store = open_event_store()
-    except Exception:  # no usable local store: the workflow's memory still answers
-        store = None
+        return open_event_store()
+    except Exception:
+        return None
+
+
+async def _all_events(client: Client, execution_id: str, store: EventStore | None,
+                      limit: int | None = None) -> list[dict[str, Any]]:
+    """The log from its start, at most ``limit`` events (all if None), through the same
+    reader as ``noetl-temporal events``: the event store (complete across continue-as-new
+    runs), then the workflow for anything not stored."""
     events: list[dict[str, Any]] = []
-    while True:
-        batch = await read_events(client, execution_id, store=store, after_seq=len(events), limit=1000)
-        if not batch:
-            return events
+    while limit is None or len(events) < limit:
+        page = QUERY_PAGE if limit is None else min(QUERY_PAGE, limit - len(events))
+        after = events[-1]["seq"] if events else 0
+        try:
+            batch = await read_events(client, execution_id, store=store, after_seq=after, limit=page)
+        except (RPCError, WorkflowQueryFailedError, NoetlError):
+            break  # what was read so far; ``event_count`` tells how many there are
         events.extend(batch)
+        if len(batch) < page:
+            break
+    return events
+
+
+async def _event_count(client: Client, execution_id: str, store: EventStore | None,
+                       events: list[dict[str, Any]]) -> int:
+    """How many events the execution logged: its last ``seq``."""
+    last = events[-1]["seq"] if events else 0
+    if store is not None:
+        stored = await asyncio.to_thread(store.last_seq, execution_id)
+        last = max(last, stored or 0)
+    return last
 
 
 async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str, Any] | None = None,
                        source: str | None = None, worker: bool = True,
                        on_event: Callable[[dict[str, Any]], None] | None = None,
                        on_ready: Callable[[str | None], None] | None = None,
-                       execution_id: str | None = None) -> RunReport:
-    """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up."""
+                       execution_id: str | None = None, events_limit: int | None = None) -> RunReport:
+    """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up; the
+    report holds the first ``events_limit`` events (all if None) and ``event_count``."""
     payload = payload or {}
     if target.address is None:
         from .temporal.converter import configured_data_converter
@@ -193,7 +240,8 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
                 on_ready(embedded.ui_url)
             report = await _with_worker(embedded.client, playbook, target=target, payload=payload,
                                         source=source, worker=True, on_event=on_event,
-                                        search_attributes=True, execution_id=execution_id)
+                                        search_attributes=True, execution_id=execution_id,
+                                        events_limit=events_limit)
             report.ui_url = embedded.ui_url
         gc.collect()  # release the worker's runtime before the interpreter exits
         return report
@@ -202,7 +250,7 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
         on_ready(None)
     return await _with_worker(client, playbook, target=target, payload=payload, source=source,
                               worker=worker, on_event=on_event, search_attributes=False,
-                              execution_id=execution_id)
+                              execution_id=execution_id, events_limit=events_limit)
 
 
 async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kwargs: Any) -> RunReport:
@@ -221,11 +269,13 @@ async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str
                           source: str | None = None, search_attributes: bool = False,
                           execution_id: str | None = None, heartbeat_timeout_s: float = 30.0,
                           execution_timeout_s: float | None = None,
-                          continue_as_new_after_events: int = 0) -> RunReport:
-    """Run on an already connected client (tests, embedding)."""
+                          continue_as_new_after_events: int = 0, events_limit: int | None = None) -> RunReport:
+    """Run on an already connected client (tests, embedding); the report holds the first
+    ``events_limit`` events (all if None)."""
     target = Target(address="(connected)", task_queue=task_queue)
     return await _with_worker(client, playbook, target=target, payload=payload or {}, source=source,
                               worker=worker, on_event=on_event, search_attributes=search_attributes,
                               execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                               execution_timeout_s=execution_timeout_s,
-                              continue_as_new_after_events=continue_as_new_after_events)
+                              continue_as_new_after_events=continue_as_new_after_events,
+                              events_limit=events_limit)

@@ -60,6 +60,9 @@ def _store(args: argparse.Namespace):
 
 
 def _run(coro) -> int:
+    from temporalio.client import WorkflowQueryFailedError
+    from temporalio.service import RPCError
+
     try:
         return asyncio.run(coro)
     except NotFound as exc:
@@ -70,6 +73,10 @@ def _run(coro) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except (RPCError, WorkflowQueryFailedError) as exc:  # Temporal or its workers did not answer
+        print(f"error: Temporal could not answer: {exc}; try again, or pass --event-store to read "
+              "the stored events", file=sys.stderr)
+        return 1
 
 
 def status_command(args: argparse.Namespace) -> int:

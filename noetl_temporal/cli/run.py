@@ -22,6 +22,10 @@ __all__ = ["add_run_arguments", "run_command", "parse_payload"]
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+# Events ``--json`` carries at most: the first of the log. A 10,000-step run logs 400,000
+# events (tens of MB); ``noetl-temporal events ID --after-seq N`` pages through the rest.
+JSON_EVENTS_MAX = 1_000
+
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("playbook", metavar="PLAYBOOK", help="playbook YAML file")
@@ -32,7 +36,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "so 3 is a number and true a boolean); repeatable")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (execution_id, workflow_id, state, ctx, steps, "
-                             "summary, error, events) on stdout")
+                             f"summary, error, event_count, events_truncated, events: the first "
+                             f"{JSON_EVENTS_MAX:,} events; read the rest with `noetl-temporal events ID "
+                             "--after-seq N`) on stdout")
     add_connection_arguments(parser, without_address="an embedded dev server started for this run")
     parser.add_argument("--no-worker", action="store_true",
                         help="with --address: do not start an in-process worker (your workers serve the queue)")
@@ -123,7 +129,8 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         report = asyncio.run(run_playbook(loaded.playbook, target=target, payload=payload,
                                           source=args.playbook, worker=not args.no_worker,
-                                          on_event=printer, on_ready=on_ready))
+                                          on_event=printer, on_ready=on_ready,
+                                          events_limit=JSON_EVENTS_MAX if args.json else 0))
     except KeyboardInterrupt:
         print("interrupted: the execution was asked to cancel", file=sys.stderr)
         return EXIT_INTERRUPTED

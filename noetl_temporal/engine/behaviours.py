@@ -14,7 +14,8 @@ snapshot), so continue-as-new keeps it too.
 
 from __future__ import annotations
 
-__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "CURRENT", "KNOWN",
+__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
+           "CURRENT", "KNOWN",
            "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
@@ -36,8 +37,16 @@ BATCHED_EVENT_FLUSH = "batched-event-flush"
 #: by the store's write, and cost a short execution a second write and marker.
 DEFERRED_FIRST_FLUSH = "deferred-first-flush"
 
+#: The workflow shell's too: inline work (a noop loop, a noop chain) goes on only while
+#: fewer than ``workflow.MAX_EVENT_BACKLOG`` events wait for the event store, and a write
+#: takes up to that many at once. Before, a 100,000-item noop loop produced events five
+#: times faster than batches of 500 were written: the workflow held nearly all of them
+#: (hundreds of MiB) until the loop ended.
+BOUNDED_EVENT_BACKLOG = "bounded-event-backlog"
+
 #: what a new execution gets
-CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH)
+CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
+                            BOUNDED_EVENT_BACKLOG)
 
 
 #: every name this code understands (never remove one while executions may list it)

@@ -32,6 +32,15 @@ class StepGraph:
     entry: str
     _reach_cache: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict, repr=False)
 
+    def analyse(self) -> StepGraph:
+        """Compute the whole analysis now (it is otherwise computed on first use, inside the
+        engine's first input): the shell does it once per playbook and shares the result
+        between the executions of that playbook on a worker (``temporal/definitions.py``)."""
+        for name in ("steps", "successors", "back_edges", "forward_upstreams", "join_upstreams",
+                     "joins", "_inclusive_forward_successors"):
+            getattr(self, name)
+        return self
+
     @cached_property
     def steps(self) -> dict[str, Step]:
         """Steps by name. Kept here, on a plain object: the pydantic model's private

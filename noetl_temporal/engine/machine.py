@@ -59,13 +59,18 @@ from .routing import EventName
 from .state import ExecutionState, Token
 from .states import TokenState, move
 
-__all__ = ["new_state", "step", "INLINE_KINDS", "DEFAULT_MAX_IN_FLIGHT", "EventName"]
+__all__ = ["new_state", "step_graph", "step", "INLINE_KINDS", "DEFAULT_MAX_IN_FLIGHT", "EventName"]
 
 
-def new_state(playbook: Playbook, execution_id: str) -> ExecutionState:
-    entry = playbook.executor.spec.entry_step or playbook.workflow[0].step
-    return ExecutionState(playbook=playbook, graph=StepGraph(playbook, entry),
+def new_state(playbook: Playbook, execution_id: str, graph: StepGraph | None = None) -> ExecutionState:
+    """A fresh state; ``graph`` is the playbook's :func:`step_graph` when the caller has it."""
+    return ExecutionState(playbook=playbook, graph=graph or step_graph(playbook),
                           execution_id=execution_id, log=EventLog(execution_id))
+
+
+def step_graph(playbook: Playbook) -> StepGraph:
+    """The playbook's step graph, from its entry step (not analysed yet)."""
+    return StepGraph(playbook, playbook.executor.spec.entry_step or playbook.workflow[0].step)
 
 
 def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Command]]:

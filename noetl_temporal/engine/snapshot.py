@@ -113,15 +113,17 @@ def snapshot(state: ExecutionState) -> dict[str, Any]:
     }
 
 
-def restore(playbook: Playbook, data: dict[str, Any]) -> ExecutionState:
+def restore(playbook: Playbook, data: dict[str, Any], graph: StepGraph | None = None) -> ExecutionState:
     fields = dict(data["fields"])
     fields["status"] = ExecutionStatus(fields["status"])
     fields["workflow_status"] = WorkflowStatus(fields["workflow_status"])
     log = EventLog(fields["execution_id"])
     log.base = int(data["log"]["base"])
     log.parent_execution_id = data["log"].get("parent_execution_id")
-    entry = playbook.executor.spec.entry_step or playbook.workflow[0].step
-    state = ExecutionState(playbook=playbook, graph=StepGraph(playbook, entry), log=log, **fields)
+    if graph is None:
+        entry = playbook.executor.spec.entry_step or playbook.workflow[0].step
+        graph = StepGraph(playbook, entry)
+    state = ExecutionState(playbook=playbook, graph=graph, log=log, **fields)
     state.tokens = [_token(t) for t in data["tokens"]]
     state.join_buffers = {k: [_token(t) for t in v] for k, v in data["join_buffers"].items()}
     parked_pipes = {(run_id, None if it is None else int(it)) for run_id, it in state.parked_pipelines}

@@ -17,7 +17,13 @@ from .model import GraphView
 from .states import STATE_WORDS, STEP_STATES, WATCHED_TYPES
 from .svg import render_svg
 
-__all__ = ["execution_page", "stream_url"]
+__all__ = ["execution_page", "stream_url", "MAX_DRAWN_STEPS"]
+
+# Past this many steps the page shows an overview instead of one box per step: a
+# 10,000-step drawing is megabytes of SVG, seconds of layout, and unreadable anyway.
+MAX_DRAWN_STEPS = 500
+# Steps the overview names per list (running, failed); the rest are counted.
+LISTED_STEPS = 20
 
 
 @cache
@@ -40,8 +46,14 @@ def _json_for_script(value: object) -> str:
 
 def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING", source: str | None = None,
                    access_token: str | None = None) -> str:
-    config = {"execution_id": execution_id, "stream": stream_url(execution_id, access_token),
-              "states": [list(row) for row in STEP_STATES], "words": STATE_WORDS, "types": list(WATCHED_TYPES)}
+    config: dict[str, object] = {
+        "execution_id": execution_id, "stream": stream_url(execution_id, access_token),
+        "states": [list(row) for row in STEP_STATES], "words": STATE_WORDS, "types": list(WATCHED_TYPES)}
+    if len(view.nodes) > MAX_DRAWN_STEPS:
+        config.update(steps=[node.name for node in view.nodes], listed=LISTED_STEPS)
+        picture = _overview(view)
+    else:
+        picture = render_svg(view)
     legend = "".join(f'<span class="{escape(state)}">{escape(word)}</span>'
                      for state, word in STATE_WORDS.items())
     origin = f" · {escape(source)}" if source else ""
@@ -55,8 +67,22 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
  · events: <span id="event-count">0</span> · <a href="../{quote(execution_id, safe='')}">detail (JSON)</a>
  <span id="stream-error"></span></p>
 <p class="legend">{legend}</p></header>
-<main>{render_svg(view)}</main>
+<main>{picture}</main>
 <script type="application/json" id="noetl-config">{_json_for_script(config)}</script>
 <script>{_asset("live.js")}</script>
 </body></html>
 """
+
+
+def _overview(view: GraphView) -> str:
+    """How many steps are in each state, and which run or failed (filled by the script)."""
+    rows = "".join(f'<tr class="{escape(state)}"><td>{escape(word)}</td>'
+                   f'<td class="count" data-state="{escape(state)}">{len(view.nodes) if state == "idle" else 0}</td></tr>'
+                   for state, word in STATE_WORDS.items())
+    return f"""<section id="overview">
+<p>{len(view.nodes):,} steps: more than {MAX_DRAWN_STEPS} are counted by state instead of drawn
+(<code>noetl-temporal graph</code> prints the whole graph as Mermaid).</p>
+<table class="counts"><thead><tr><th>state</th><th>steps</th></tr></thead><tbody>{rows}</tbody></table>
+<h2>running</h2><p id="list-running" class="steps">none</p>
+<h2>failed</h2><p id="list-failed" class="steps">none</p>
+</section>"""

@@ -51,6 +51,8 @@ class EventStore(Protocol):
 
     def lifecycle(self, execution_id: str) -> dict[str, Any] | None: ...
 
+    def last_seq(self, execution_id: str) -> int | None: ...
+
     def close(self) -> None: ...
 
 
@@ -101,6 +103,17 @@ class _SqlEventStore:
 
     def read(self, execution_id: str, *, after_seq: int = 0, limit: int = 100,
              types: list[str] | None = None, entity: str | None = None) -> list[dict[str, Any]]:
+        _, status = _filters(types)
+        sql, params = self.read_sql(execution_id, after_seq=after_seq, limit=limit, types=types, entity=entity)
+        events = _bodies([row[0] for row in self._execute(sql, params)])
+        if status:
+            events = [e for e in events if _keep(e, status)]
+        return events[: int(limit)]
+
+    def read_sql(self, execution_id: str, *, after_seq: int = 0, limit: int = 100,
+                 types: list[str] | None = None, entity: str | None = None) -> tuple[str, tuple]:
+        """The query :meth:`read` runs: keyset paging by ``seq`` on the ``(execution_id, seq)``
+        index, so a page costs the same at the start and the end of a 400,000-event log."""
         wanted, status = _filters(types)
         p = self.placeholder
         sql = f"SELECT body FROM noetl_events WHERE execution_id = {p} AND seq > {p}"
@@ -114,20 +127,26 @@ class _SqlEventStore:
         sql += f" ORDER BY seq LIMIT {p}"
         # status narrowing (legacy names) filters after the query: over-fetch a little.
         params.append(int(limit) * (4 if status else 1))
-        events = _bodies([row[0] for row in self._execute(sql, tuple(params))])
-        if status:
-            events = [e for e in events if _keep(e, status)]
-        return events[: int(limit)]
+        return sql, tuple(params)
+
+    def last_seq(self, execution_id: str) -> int | None:
+        """The highest stored ``seq`` of an execution, None if it has none: one index look-up,
+        where :meth:`lifecycle` reads every row of the execution."""
+        rows = self._execute(f"SELECT MAX(seq) FROM noetl_events WHERE execution_id = {self.placeholder}",
+                             (execution_id,))
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def lifecycle(self, execution_id: str) -> dict[str, Any] | None:
         """First and terminal lifecycle facts of an execution, or None if unknown."""
         p = self.placeholder
-        rows = self._execute(
-            f"SELECT MIN(timestamp), MAX(seq), COUNT(*) FROM noetl_events WHERE execution_id = {p}",
-            (execution_id,))
-        if not rows or not rows[0][2]:
+        # Index look-ups only (the first and last seq): this is read on every status request
+        # and every idle poll of a follower, and an execution can hold 400,000 events.
+        first = self._execute(f"SELECT timestamp FROM noetl_events WHERE execution_id = {p} ORDER BY seq LIMIT 1",
+                              (execution_id,))
+        last_seq = self.last_seq(execution_id)
+        if not first or last_seq is None:
             return None
-        started_at, last_seq, count = rows[0]
+        started_at = first[0][0]
         names = ", ".join([p] * len(LIFECYCLE_TERMINAL))
         terminal = self._execute(
             f"SELECT body FROM noetl_events WHERE execution_id = {p} AND event_type IN ({names}) "
@@ -144,7 +163,6 @@ class _SqlEventStore:
             "terminal": _body(terminal[0][0]) if terminal else None,
             "current_step": step[0][0] if step else None,
             "last_seq": last_seq,
-            "count": count,
         }
 
 

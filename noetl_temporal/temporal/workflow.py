@@ -33,10 +33,11 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from ..dsl.models import Playbook, playbook_from_definition
+    from ..dsl.models import Playbook
     from ..engine import behaviours, machine, progress, snapshot
     from ..engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
     from ..engine.events import EventLog
+    from ..engine.graph import StepGraph
     from ..engine.messages import (
         Cancel,
         CancelTasks,
@@ -58,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
     from ..tool_kinds import WORKFLOW_KINDS
     from . import labels
     from .activities import INTERNAL_ERROR, POLICY_RETRY
+    from .definitions import prepare_playbook
     from .local_only import LocalOnlyList, local_run_task
     from .metrics import count_execution
     from .naming import child_execution_id
@@ -77,6 +79,9 @@ MAX_PENDING = 1_500
 # are read from the event store. Bounds workflow memory on long executions.
 EVENTS_KEPT_IN_MEMORY = 2_000
 EVENT_BATCH = 500
+# Events waiting for the store past which inline work waits for a write, and the most one
+# write takes (behaviours.BOUNDED_EVENT_BACKLOG; before it, one write took EVENT_BATCH).
+MAX_EVENT_BACKLOG = 2_500
 
 # Events are persisted in batches: when EVENT_BATCH are waiting, when the run closes, or on
 # the first activation FLUSH_INTERVAL (workflow time) after the last write or the start
@@ -138,15 +143,15 @@ class PlaybookWorkflow:
         if newer:  # not a workflow failure: the task is retried until a newer worker takes it
             raise RuntimeError(f"this worker does not know the behaviours {newer} that execution "
                                f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
-        playbook = playbook_from_definition(inp.playbook)
+        playbook, graph = prepare_playbook(inp.playbook)   # once per worker and playbook
         self._persist = inp.persist_events
         if self._started_with(behaviours.DEFERRED_FIRST_FLUSH):
             self._next_flush_at = workflow.now() + FLUSH_INTERVAL
         flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
         if inp.resume:
-            self._resume(playbook, inp.resume)
+            self._resume(playbook, graph, inp.resume)
         else:
-            self._state = machine.new_state(playbook, inp.execution_id)
+            self._state = machine.new_state(playbook, inp.execution_id, graph)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
                              behaviours=behaviours.of_input(inp.behaviours)))
@@ -238,8 +243,8 @@ class PlaybookWorkflow:
     def _busy(self) -> bool:
         return any(not handle.done() for handle in self._activities.values())
 
-    def _resume(self, playbook: Playbook, resume: dict[str, Any]) -> None:
-        self._state = snapshot.restore(playbook, resume["state"])
+    def _resume(self, playbook: Playbook, graph: StepGraph, resume: dict[str, Any]) -> None:
+        self._state = snapshot.restore(playbook, resume["state"], graph)
         self._cancel_reason = resume.get("cancel_reason")
         self._cascade = resume.get("cascade", True)
         for data in resume.get("parked") or []:
@@ -262,7 +267,7 @@ class PlaybookWorkflow:
             await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
             if self._batched_flush():
                 await self._gather_events(log)
-            batch = log.since(self._flushed_seq, EVENT_BATCH)
+            batch = log.since(self._flushed_seq, MAX_EVENT_BACKLOG if self._bounded_backlog() else EVENT_BATCH)
             try:
                 await workflow.execute_local_activity(  # (its argument is not in history)
                     PERSIST_EVENTS_ACTIVITY, LocalOnlyList(batch), start_to_close_timeout=timedelta(seconds=30),
@@ -288,6 +293,9 @@ class PlaybookWorkflow:
     def _started_with(self, behaviour: str) -> bool:
         """The execution's input lists this shell behaviour (``engine/behaviours.py``)."""
         return self._input is not None and behaviour in (self._input.behaviours or ())
+
+    def _bounded_backlog(self) -> bool:
+        return self._persist and self._started_with(behaviours.BOUNDED_EVENT_BACKLOG)
 
     def _batched_flush(self) -> bool:
         """Events go to the store in batches: said by the input of executions started since
@@ -536,6 +544,13 @@ class PlaybookWorkflow:
         except ValueError as err:  # the worker does not register the activity
             self._unregistered(err)
             return
+        if self._bounded_backlog():
+            # Inline work makes events faster than the store takes them: let the writes catch
+            # up, or the workflow holds the whole log (the flusher gives up, ``_persist``
+            # turns False, after repeated store failures, which also ends this wait).
+            log = self.engine.log
+            await workflow.wait_condition(
+                lambda: not self._persist or log.seq - self._flushed_seq < MAX_EVENT_BACKLOG)
         if not self.engine.finished:
             self._feed(Proceed(now=_now()))
 

@@ -182,3 +182,34 @@ class _Authed:
 
     async def get(self, url: str, **kwargs):
         return await self.http.get(url, headers=self.headers, **kwargs)
+
+
+OVERVIEW_JS = """
+const out = {};
+document.querySelectorAll('#overview td.count').forEach(td => { out[td.dataset.state] = Number(td.textContent); });
+return {counts: out, boxes: document.querySelectorAll('g.step').length, stream: document.body.dataset.stream,
+        state: document.getElementById('execution-state').textContent,
+        failed: document.getElementById('list-failed').textContent};
+"""
+
+
+def test_a_big_playbook_gets_an_overview_that_follows_the_run(live, tmp_path):
+    """Past MAX_DRAWN_STEPS the page counts steps by state instead of drawing a box each."""
+    from benchmarks.engine_scale import chain
+    from noetl_temporal.graphview.page import MAX_DRAWN_STEPS
+
+    _skip_without_browser()
+    steps = MAX_DRAWN_STEPS + 100
+    with httpx.Client(base_url=live.url, timeout=60) as http, Browser() as browser:
+        r = http.post("/executions", json={"playbook": chain(steps)})
+        assert r.status_code == 202, r.text
+        execution_id = r.json()["execution_id"]
+        page = http.get(f"/executions/{execution_id}/view")
+        assert page.status_code == 200 and len(page.text) < 200_000 and "<svg" not in page.text
+        browser.open(live.url + f"/executions/{execution_id}/view")
+        after = browser.wait_js(f"const s = (() => {{{OVERVIEW_JS}}})(); return s.stream === 'ended' ? s : null;",
+                                timeout=90, what="the stream to end")
+        assert after["boxes"] == 0 and after["state"] == "COMPLETED"
+        assert after["counts"]["done"] == steps and after["counts"]["idle"] == 0, after
+        assert after["failed"] == "none"
+        browser.screenshot(tmp_path / "overview.png")

@@ -154,3 +154,11 @@ def test_report_flags_missed_targets_and_not_applicable_rows():
     assert "| n/a | " in text and "n/a: not yet" in text
     assert "in_worker" not in text
     assert "ran `in_worker: true`" in report.markdown(dict(results, in_worker=True)).splitlines()[0]
+
+
+def test_first_activation_benchmark_runs_on_small_sizes():
+    """The benchmark that measures big playbooks' first activation (docs/performance.md)."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.first_activation", "--sizes", "50"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "| noop chain | 50 |" in proc.stdout and "| fan-out + join | 50 |" in proc.stdout

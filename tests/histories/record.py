@@ -2,7 +2,8 @@
 
 Runs each playbook of ``PLAYBOOKS`` on a fresh dev server and writes its Temporal
 history (``<name>.history.json``) and the event list the run produced
-(``<name>.events.json``). ``tests/temporal/test_replay.py`` replays the histories with
+(``<name>.events.json``, or its digest ``<name>.events.sha256`` for the long logs of
+``DIGESTED``). ``tests/temporal/test_replay.py`` replays the histories with
 the current code and demands the identical event list: a change that alters what a
 recorded execution does must be versioned, not slipped in.
 """
@@ -10,6 +11,7 @@ recorded execution does must be versioned, not slipped in.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -29,9 +31,20 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # `subplaybook` was recorded by the code before it, `subplaybook_patched` after
              "subplaybook": HERE / "subplaybook.yaml", "subplaybook_patched": HERE / "subplaybook.yaml",
              # before and after the engine change `loop-fail-fast-fails-step` (engine/behaviours.py)
-             "loop_fail_fast": HERE / "loop_fail_fast.yaml", "loop_fail_fast_patched": HERE / "loop_fail_fast.yaml"}
+             "loop_fail_fast": HERE / "loop_fail_fast.yaml", "loop_fail_fast_patched": HERE / "loop_fail_fast.yaml",
+             # before and after the shell change `bounded-event-backlog` (engine/behaviours.py)
+             "noop_loop": HERE / "noop_loop.yaml", "noop_loop_patched": HERE / "noop_loop.yaml"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
-BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",)}
+BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",), "noop_loop": ("bounded-event-backlog",)}
+
+
+# Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
+DIGESTED = {"noop_loop", "noop_loop_patched"}
+
+
+def events_digest(events: list) -> str:
+    """sha256 of the event list as canonical JSON (what ``test_replay`` compares)."""
+    return hashlib.sha256(json.dumps(events, sort_keys=True, default=str).encode()).hexdigest()
 
 
 async def record(names: list[str]) -> None:
@@ -49,7 +62,10 @@ async def record(names: list[str]) -> None:
                                            execution_id=f"replay-{name}", source=str(path))
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
             (HERE / f"{name}.history.json").write_text(history.to_json())
-            (HERE / f"{name}.events.json").write_text(json.dumps(report.events, indent=1, sort_keys=True))
+            if name in DIGESTED:
+                (HERE / f"{name}.events.sha256").write_text(events_digest(report.events) + "\n")
+            else:
+                (HERE / f"{name}.events.json").write_text(json.dumps(report.events, indent=1, sort_keys=True))
             print(f"{name}: {report.state}, {len(report.events)} events")
 
 

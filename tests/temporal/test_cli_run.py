@@ -24,7 +24,9 @@ def test_readme_example_runs_and_prints_the_json_report():
     proc = cli("run", "examples/hello.yaml", "--set", "name=ci", "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)       # stdout is exactly one JSON object
-    assert set(report) == {"execution_id", "workflow_id", "state", "ctx", "steps", "summary", "error", "events"}
+    assert set(report) == {"execution_id", "workflow_id", "state", "ctx", "steps", "summary", "error",
+                           "event_count", "events_truncated", "events"}
+    assert not report["events_truncated"] and report["event_count"] == report["events"][-1]["seq"]
     assert report["state"] == "COMPLETED" and report["error"] is None
     assert report["steps"]["greet"]["result"]["greeting"] == "Hello, ci!"
     assert report["ctx"]["summary"]["shout"] == "HELLO, CI!"

@@ -24,7 +24,42 @@
     return ev.event_type === "next.evaluated" && id.indexOf("step:") === 0 ? id.slice(5) : id;
   }
 
+  // The overview of a big playbook (no boxes): counts by state and who runs or failed.
+  var overview = document.getElementById("overview");
+  var known = {}, counts = {}, pending = false;
+  if (overview) {
+    config.steps.forEach(function (name) { known[name] = "idle"; });
+    counts.idle = config.steps.length;
+  }
+
+  function count(name, state) {
+    var before = known[name];
+    if (before === undefined || before === state) return;
+    known[name] = state;
+    counts[before] -= 1;
+    counts[state] = (counts[state] || 0) + 1;
+    if (!pending) { pending = true; setTimeout(redraw, 200); }  // at most 5 redraws a second
+  }
+
+  function listed(state) {
+    var names = [];
+    for (var name in known) if (known[name] === state) names.push(name);
+    if (!names.length) return "none";
+    var shown = names.slice(0, config.listed).join(", ");
+    return names.length > config.listed ? shown + " and " + (names.length - config.listed) + " more" : shown;
+  }
+
+  function redraw() {
+    pending = false;
+    overview.querySelectorAll("td.count").forEach(function (td) {
+      td.textContent = String(counts[td.getAttribute("data-state")] || 0);
+    });
+    document.getElementById("list-running").textContent = listed("running");
+    document.getElementById("list-failed").textContent = listed("failed");
+  }
+
   function mark(name, state) {
+    if (overview) count(name, state);
     var g = steps[name];
     if (!g) return;
     g.setAttribute("data-state", state);
@@ -68,6 +103,7 @@
   config.types.forEach(function (type) { source.addEventListener(type, onEvent); });
   source.addEventListener("end", function () {
     source.close();  // the server ends the stream after the terminal event: do not reconnect
+    if (overview) redraw();  // the last counts now, not after the throttle's delay
     document.body.setAttribute("data-stream", "ended");
   });
   source.addEventListener("error", function (msg) {

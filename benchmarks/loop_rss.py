@@ -1,0 +1,159 @@
+"""Where a big noop loop's worker memory goes: RSS against the Python heap, over time.
+
+    python -m benchmarks.loop_rss                 # a 100,000-item parallel noop loop
+    python -m benchmarks.loop_rss --items 20000 --kind python
+
+Runs the loop on a dev server with the worker in this process (as ``benchmarks.engine_scale
+--temporal`` does) and samples, every half second: the resident set (VmRSS), the memory
+Python's allocator holds (``sys.getallocatedblocks``, in blocks), and the glibc heap
+(``mallinfo2``: bytes in use and bytes free but kept). At the end it collects garbage and
+asks glibc to give free memory back (``malloc_trim``), measuring RSS after each: memory that
+``malloc_trim`` returns was freed by the program and kept by the allocator, not leaked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import gc
+import os
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any
+
+from benchmarks.engine_scale import PeakRss, loop
+from noetl_temporal.dsl import load_playbook_text
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+_libc = ctypes.CDLL("libc.so.6")
+_libc.mallinfo2.restype = _MallInfo2
+
+
+def rss_mib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+def glibc_mib() -> tuple[int, int]:
+    """(in use, free but kept) in glibc's heaps, main arena only (mallinfo2's scope)."""
+    info = _libc.mallinfo2()
+    return (info.uordblks + info.hblkhd) // 2**20, info.fordblks // 2**20
+
+
+def top_types(n: int = 6) -> str:
+    """The most numerous live object types (a full heap walk: only with ``--types``)."""
+    counts: dict[str, int] = {}
+    logs = []
+    for obj in gc.get_objects():
+        name = type(obj).__qualname__
+        counts[name] = counts.get(name, 0) + 1
+        if name == "PlaybookWorkflow" and obj._state is not None:   # the workflow's event log in memory
+            logs.append(f"workflow log: {len(obj._state.log.events):,} events in memory, "
+                        f"{obj._state.log.seq - obj._flushed_seq:,} not yet stored")
+    top = ", ".join(f"{name} {count:,}" for name, count in sorted(counts.items(), key=lambda kv: -kv[1])[:n])
+    return "; ".join([top, *logs])
+
+
+class Sampler(PeakRss):
+    """Samples RSS, Python's blocks and glibc's main heap (and live object types) every 0.5 s."""
+
+    def __init__(self, types_every: float = 0.0) -> None:
+        super().__init__()
+        self.rows: list[tuple[float, int, int, int, int]] = []
+        self.types: list[tuple[float, str]] = []
+        self._types_every = types_every
+        self._t0 = time.perf_counter()
+
+    def _sample(self) -> None:
+        next_types = 0.0
+        while not self._stop.is_set():
+            used, kept = glibc_mib()
+            now = time.perf_counter() - self._t0
+            self.rows.append((now, rss_mib(), sys.getallocatedblocks(), used, kept))
+            if self._types_every and now >= next_types:
+                self.types.append((now, top_types()))
+                next_types = now + self._types_every
+            self._stop.wait(0.5)
+
+
+async def _start(client: Any, playbook: Any, queue: str, persist: bool) -> Any:
+    from noetl_temporal.temporal.client import start_execution
+
+    if persist:
+        return await start_execution(client, playbook, task_queue=queue, execution_timeout_s=3600)
+    # A diagnostic: the same execution with no event store writes (the workflow keeps its
+    # whole log then), to tell the store's local activities' share of native memory.
+    import dataclasses
+    from datetime import timedelta
+
+    from noetl_temporal.dsl.models import playbook_definition
+    from noetl_temporal.engine import behaviours
+    from noetl_temporal.temporal.types import WORKFLOW_NAME, RunInput
+
+    inp = RunInput(execution_id=f"rss-{uuid.uuid4().hex[:8]}", playbook=playbook_definition(playbook),
+                   payload={}, behaviours=list(behaviours.CURRENT))
+    inp = dataclasses.replace(inp, persist_events=False)
+    return await client.start_workflow(WORKFLOW_NAME, inp, id=inp.execution_id, task_queue=queue,
+                                       execution_timeout=timedelta(hours=1))
+
+
+async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = True) -> None:
+    from noetl_temporal.temporal.devserver import EmbeddedTemporal
+    from noetl_temporal.temporal.worker import build_worker
+
+    scratch = tempfile.mkdtemp(prefix="noetl-loop-rss-")
+    for name, sub in (("NOETL_EVENT_STORE", "events.db"), ("NOETL_PAYLOAD_STORE", "payloads"),
+                      ("NOETL_RESULT_STORE", "results")):
+        os.environ.setdefault(name, os.path.join(scratch, sub))
+    playbook = load_playbook_text(loop(items, kind)).playbook
+    async with EmbeddedTemporal() as env:
+        queue = f"rss-{uuid.uuid4().hex[:8]}"
+        print(f"before the worker: RSS {rss_mib()} MiB")
+        with Sampler(types_every) as sampler:
+            async with build_worker(env.client, task_queue=queue):
+                handle = await _start(env.client, playbook, queue, persist)
+                output = await handle.result()
+            after_worker = rss_mib()
+        gc.collect()
+        after_gc = rss_mib()
+        _libc.malloc_trim(0)
+        after_trim = rss_mib()
+    total = (output.get("steps") or {}).get("total", {}).get("result")
+    print(f"{items:,}-item {kind} loop: {output['state']} ({total} results) in {sampler.rows[-1][0]:.0f} s\n")
+    print("| t (s) | RSS (MiB) | Python blocks | glibc in use (MiB) | glibc free, kept (MiB) |")
+    print("|---:|---:|---:|---:|---:|")
+    step = max(1, len(sampler.rows) // 12)
+    for t, rss, blocks, used, kept in sampler.rows[::step] + sampler.rows[-1:]:
+        print(f"| {t:.0f} | {rss} | {blocks:,} | {used} | {kept} |")
+    for t, types in sampler.types:
+        print(f"- {t:.0f} s: {types}")
+    print(f"\npeak RSS {max(r[1] for r in sampler.rows)} MiB; after the worker stopped {after_worker} MiB, "
+          f"after gc.collect() {after_gc} MiB, after malloc_trim(0) {after_trim} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--kind", default="noop", choices=("noop", "python"))
+    parser.add_argument("--types", type=float, default=0.0, metavar="S",
+                        help="every S seconds also count live objects by type (slow: walks the heap)")
+    parser.add_argument("--no-persist", action="store_true",
+                        help="a diagnostic: no event store writes (the workflow keeps its whole log)")
+    args = parser.parse_args()
+    asyncio.run(run(args.items, args.kind, args.types, persist=not args.no_persist))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The playbook a workflow runs, rebuilt from its input once per worker.
+
+Every activation that builds a workflow (its first, and every rebuild: a query to an
+evicted or closed workflow, a worker restart, a cache eviction) turns the JSON definition
+in the input into a validated playbook and analyses its step graph. For a 10,000-step
+playbook that is a quarter of a million objects and, in a worker's large heap, a full
+garbage collection, inside one activation that Temporal's deadlock detector cuts at 2 s.
+
+So it is done once per definition and worker: with the collector paused, and kept in a
+small cache keyed by the definition's digest, shared by every execution (and every
+rebuild) of that playbook. Sharing is replay safe: a playbook and its graph are immutable
+values of the definition (the graph's one mutable part is a memo of pure look-ups), so a
+hit and a miss give the same engine behaviour. Under the workflow sandbox (on request) this
+module is imported per run and the cache only serves that run.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from ..dsl.models import Playbook, playbook_from_definition
+from ..engine.graph import StepGraph
+from ..engine.machine import step_graph
+
+__all__ = ["prepare_playbook", "CACHED_PLAYBOOKS"]
+
+# Distinct playbooks a worker keeps analysed (an entry of a 10,000-step playbook is tens of MB).
+CACHED_PLAYBOOKS = 8
+
+_cache: OrderedDict[str, tuple[Playbook, StepGraph]] = OrderedDict()
+_lock = threading.Lock()   # unsandboxed workflows of one worker activate on several threads
+
+
+def prepare_playbook(definition: dict[str, Any]) -> tuple[Playbook, StepGraph]:
+    """The validated playbook of a workflow input's definition and its analysed graph."""
+    key = _digest(definition)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    enabled = gc.isenabled()
+    gc.disable()   # (see playbook_from_definition: collections in a big heap cost more than the work)
+    try:
+        playbook = playbook_from_definition(definition)
+        prepared = (playbook, step_graph(playbook).analyse())
+        _promote_to_oldest()
+    finally:
+        if enabled:
+            gc.enable()
+    with _lock:
+        _cache[key] = prepared
+        while len(_cache) > CACHED_PLAYBOOKS:
+            _cache.popitem(last=False)
+    return prepared
+
+
+def _promote_to_oldest() -> None:
+    """Move every tracked object to the collector's oldest generation without traversing it.
+
+    The new playbook's objects would otherwise be traversed by a young collection right
+    after the collector is enabled again, again by the middle one, and count towards the
+    full collection a quarter of the oldest generation's size triggers: a second or more
+    in a worker's heap, inside this activation. They live as long as the cache keeps them,
+    so the oldest generation is where they belong; cyclic garbage that happens to be young
+    now is collected by the next full collection instead of a young one.
+    """
+    if gc.get_freeze_count():   # the process froze objects itself (a pre-fork server): leave them
+        return
+    gc.freeze()     # all tracked objects to the permanent generation ...
+    gc.unfreeze()   # ... and back, into the oldest one
+
+
+def _digest(definition: dict[str, Any]) -> str:
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
