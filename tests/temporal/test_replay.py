@@ -141,6 +141,6 @@ async def test_the_backlog_behaviour_is_what_keeps_each_history_replaying(name, 
     with the other choice is a nondeterminism error (the writes to the event store differ)."""
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     monkeypatch.setattr(PlaybookWorkflow, "_bounded_backlog", lambda self: forced)
-    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=workflow_runner(False))
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)

@@ -34,7 +34,7 @@ def test_event_bodies_are_sealed_and_the_envelope_stays_searchable(tmp_path, cod
     assert rows and all(SECRET not in repr(row) for row in rows)
     assert {row[3] for row in rows} == {"step.done"}   # the type column is clear
     assert store.read("e1", types=["step.done"], entity="start") == [_event(1), _event(2)]
-    assert store.lifecycle("e1")["count"] == 2
+    assert store.lifecycle("e1")["last_seq"] == 2
 
 
 def test_clear_data_written_before_stays_readable(tmp_path):
