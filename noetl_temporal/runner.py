@@ -25,6 +25,7 @@ from .status import ExecutionStatus
 from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
 from .temporal.hosting import hosted_worker
+from .temporal.playbook_result import workflow_output
 
 __all__ = ["RunReport", "run_playbook", "run_with_client", "ProgressPrinter"]
 
@@ -118,7 +119,7 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
     error: str | None = None
     output: RunOutput | None = None
     try:
-        output = RunOutput.from_dict(await handle.result())
+        output = RunOutput.from_dict(await workflow_output(handle))
     except WorkflowFailureError as exc:
         error = str(exc.cause or exc)
     except asyncio.CancelledError:

@@ -14,8 +14,8 @@ snapshot), so continue-as-new keeps it too.
 
 from __future__ import annotations
 
-__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "CURRENT", "KNOWN",
-           "of_input", "unknown"]
+__all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH",
+           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -36,8 +36,15 @@ BATCHED_EVENT_FLUSH = "batched-event-flush"
 #: by the store's write, and cost a short execution a second write and marker.
 DEFERRED_FIRST_FLUSH = "deferred-first-flush"
 
+#: The workflow shell's: a playbook that ends FAILED closes its workflow as Temporal *Failed*
+#: (an ``ApplicationError`` of type ``PlaybookFailed`` carrying the output,
+#: ``temporal/playbook_result.py``), so Temporal's own status, UI, metrics and alerts see it.
+#: Before: the workflow completed normally and only its output said FAILED.
+FAILED_PLAYBOOK_FAILS_WORKFLOW = "failed-playbook-fails-workflow"
+
 #: what a new execution gets
-CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH)
+CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
+                            FAILED_PLAYBOOK_FAILS_WORKFLOW)
 
 
 #: every name this code understands (never remove one while executions may list it)

@@ -29,9 +29,12 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # `subplaybook` was recorded by the code before it, `subplaybook_patched` after
              "subplaybook": HERE / "subplaybook.yaml", "subplaybook_patched": HERE / "subplaybook.yaml",
              # before and after the engine change `loop-fail-fast-fails-step` (engine/behaviours.py)
-             "loop_fail_fast": HERE / "loop_fail_fast.yaml", "loop_fail_fast_patched": HERE / "loop_fail_fast.yaml"}
+             "loop_fail_fast": HERE / "loop_fail_fast.yaml", "loop_fail_fast_patched": HERE / "loop_fail_fast.yaml",
+             # before and after the shell change `failed-playbook-fails-workflow`
+             "failed_close": HERE / "failed_close.yaml", "failed_close_patched": HERE / "failed_close.yaml"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
-BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",)}
+BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
+          "failed_close": ("failed-playbook-fails-workflow",)}
 
 
 async def record(names: list[str]) -> None:
