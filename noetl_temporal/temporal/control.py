@@ -315,6 +315,11 @@ async def read_input(client: Client, execution_id: str) -> RunInput:
     raise _not_found(execution_id)
 
 
+def shown_state(info: ExecutionInfo, detail: dict[str, Any]) -> str:
+    """The state the API shows: Temporal's reading once closed, the workflow's own while open."""
+    return info.state if info.closed else str(detail.get("state") or "RUNNING")
+
+
 async def read_detail(client: Client, execution_id: str) -> tuple[ExecutionInfo, dict[str, Any]]:
     """Temporal's description plus the workflow's own ``detail`` (ctx, steps, result, timing).
 
