@@ -13,7 +13,7 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from temporalio.client import Client, WorkflowFailureError
@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 
 from .dsl.models import Playbook
 from .engine.envelopes import RunOutput
+from .oneline import one_line
 from .status import ExecutionStatus
 from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
@@ -74,7 +75,7 @@ class ProgressPrinter:
         if kind == "step.failed" or kind == "task.attempt.failed":
             error = (event.get("payload") or {}).get("error") or \
                 ((event.get("payload") or {}).get("outcome") or {}).get("error") or {}
-            extra = f"  {error.get('kind', '')}: {error.get('message', '')}".rstrip()
+            extra = f"  {error.get('kind', '')}: {one_line(error.get('message'))}".rstrip()
             if (event.get("payload") or {}).get("handled"):
                 extra += "  (handled)"
             if kind == "task.attempt.failed":
@@ -106,12 +107,15 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
                    source: str | None, on_event: Callable[[dict[str, Any]], None] | None,
                    search_attributes: bool, execution_id: str | None,
                    heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None,
-                   continue_as_new_after_events: int = 0) -> RunReport:
+                   continue_as_new_after_events: int = 0,
+                   on_start: Callable[[str, str | None], None] | None = None) -> RunReport:
     handle = await start_execution(client, playbook, payload=payload, task_queue=target.task_queue,
                                    source=source, search_attributes=search_attributes,
                                    execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                                    execution_timeout_s=execution_timeout_s,
                                    continue_as_new_after_events=continue_as_new_after_events)
+    if on_start:   # now, not at the end: a run waiting at a gate is controlled from elsewhere
+        on_start(handle.id, target.address)
     # Queries go to the latest run: a long execution continues as new.
     handle = client.get_workflow_handle(handle.id)
     done = asyncio.Event()
@@ -176,16 +180,18 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
                        source: str | None = None, worker: bool = True,
                        on_event: Callable[[dict[str, Any]], None] | None = None,
                        on_ready: Callable[[str | None], None] | None = None,
+                       on_start: Callable[[str, str | None], None] | None = None,
                        execution_id: str | None = None) -> RunReport:
-    """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up."""
+    """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up,
+    ``on_start(execution_id, temporal_address)`` once the execution has started."""
     payload = payload or {}
     if target.address is None:
         async with EmbeddedTemporal(ui=True, namespace=target.namespace) as embedded:
             if on_ready:
                 on_ready(embedded.ui_url)
-            report = await _with_worker(embedded.client, playbook, target=target, payload=payload,
-                                        source=source, worker=True, on_event=on_event,
-                                        search_attributes=True, execution_id=execution_id)
+            report = await _with_worker(embedded.client, playbook, target=replace(target, address=embedded.address),
+                                        source=source, payload=payload, worker=True, on_event=on_event,
+                                        search_attributes=True, execution_id=execution_id, on_start=on_start)
             report.ui_url = embedded.ui_url
         gc.collect()  # release the worker's runtime before the interpreter exits
         return report
@@ -194,7 +200,7 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
         on_ready(None)
     return await _with_worker(client, playbook, target=target, payload=payload, source=source,
                               worker=worker, on_event=on_event, search_attributes=False,
-                              execution_id=execution_id)
+                              execution_id=execution_id, on_start=on_start)
 
 
 async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kwargs: Any) -> RunReport:

@@ -40,7 +40,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "package": ("noetl_temporal",),  # the lazy public API (__init__: importlib, no imports)
     "helpers": ("noetl_temporal.errors", "noetl_temporal.status", "noetl_temporal.templates",
                 "noetl_temporal.template_limits", "noetl_temporal.locations", "noetl_temporal.redact",
-                "noetl_temporal.tool_kinds"),
+                "noetl_temporal.tool_kinds", "noetl_temporal.oneline"),
     "files": ("noetl_temporal.paths", "noetl_temporal.pgschema"),
     "dsl": ("noetl_temporal.dsl",),
     "engine": ("noetl_temporal.engine",),

@@ -16,7 +16,7 @@ import yaml
 from ..errors import ConfigError, NoetlError, PlaybookInvalid
 from .connection import add_connection_arguments, target_of
 
-__all__ = ["add_run_arguments", "run_command", "parse_payload"]
+__all__ = ["add_run_arguments", "run_command", "parse_payload", "started_lines"]
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -98,7 +98,10 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
 
+    ui: list[str] = []
+
     def on_ready(ui_url: str | None) -> None:
+        ui.extend([ui_url] if ui_url else [])
         if args.quiet:
             return
         where = "embedded Temporal dev server" if target.address is None else f"Temporal at {target.address}"
@@ -106,11 +109,16 @@ def run_command(args: argparse.Namespace) -> int:
         if ui_url:
             print(f"Temporal UI: {ui_url} (available while this run lasts)", file=sys.stderr)
 
+    def on_start(execution_id: str, address: str | None) -> None:
+        # Printed even with --quiet: it is what another terminal needs to control the run.
+        print(started_lines(execution_id, address, target.namespace, ui[0] if ui else None),
+              file=sys.stderr, flush=True)
+
     printer = None if args.quiet else ProgressPrinter(sys.stderr)
     try:
         report = asyncio.run(run_playbook(loaded.playbook, target=target, payload=payload,
                                           source=args.playbook, worker=not args.no_worker,
-                                          on_event=printer, on_ready=on_ready))
+                                          on_event=printer, on_ready=on_ready, on_start=on_start))
     except KeyboardInterrupt:
         print("interrupted: the execution was asked to cancel", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -126,6 +134,18 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         _print_human(report)
     return EXIT_COMPLETED if report.state == "COMPLETED" else EXIT_FAILED
+
+
+def started_lines(execution_id: str, address: str | None, namespace: str, ui_url: str | None) -> str:
+    """What ``run`` prints when the execution starts: its id, how to control it, its UI page."""
+    flags = f" --address {address}" if address else ""
+    if namespace != "default":
+        flags += f" --namespace {namespace}"
+    lines = [f"execution {execution_id} started",
+             f"  control it: noetl-temporal status|events|ctx|pause|resume|cancel {execution_id}{flags}"]
+    if ui_url:
+        lines.append(f"  Temporal UI: {ui_url.rstrip('/')}/namespaces/{namespace}/workflows/{execution_id}")
+    return "\n".join(lines)
 
 
 def _locate_errors(loaded: Any, report: Any) -> None:

@@ -562,7 +562,7 @@ class PlaybookWorkflow:
         if state is None:
             return {"state": "PENDING", "current_step": None, "started_at": None, "ended_at": None,
                     "terminal_event": None, "paused": False}
-        return {"state": state.status.value, "current_step": state.current_step,
+        return {"state": state.status.value, "current_step": progress.current_step(state),
                 "started_at": state.started_at, "ended_at": state.ended_at,
                 "terminal_event": state.terminal_event, "paused": state.paused}
 
