@@ -263,16 +263,7 @@ async def test_headless_chromium_draws_a_run_page(ui, task_queue, tmp_path):
     url = f"{ui.ui_url}/namespaces/{ui.namespace}/workflows/{report.execution_id}/{desc.run_id}/history"
     shot = tmp_path / "run.png"
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--hide-scrollbars", "--window-size=1400,1000", "--virtual-time-budget=15000",
-        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        _, err = await asyncio.wait_for(proc.communicate(), timeout=120)
-    except TimeoutError:
-        proc.kill()
-        raise
+    _, err = await _chromium(tmp_path, url, f"--screenshot={shot}")
     assert shot.exists(), f"no screenshot after {time.monotonic() - started:.0f}s: {err.decode()[-2000:]}"
     if os.environ.get("NOETL_KEEP_SCREENSHOT"):
         shutil.copy(shot, os.environ["NOETL_KEEP_SCREENSHOT"])
@@ -283,19 +274,19 @@ async def test_headless_chromium_draws_a_run_page(ui, task_queue, tmp_path):
     assert len(set(raw)) > 50                                            # many different colours/bytes
 
 
-async def _chromium(tmp_path, url: str, *args: str) -> bytes:
-    """Headless Chromium on ``url`` with ``args`` (a screenshot, a DOM dump); its stdout."""
+async def _chromium(tmp_path, url: str, *args: str) -> tuple[bytes, bytes]:
+    """Headless Chromium on ``url`` with ``args`` (a screenshot, a DOM dump); its stdout and stderr."""
     proc = await asyncio.create_subprocess_exec(
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
         "--hide-scrollbars", "--window-size=1400,1000", "--virtual-time-budget=15000",
         f"--user-data-dir={tmp_path / 'profile'}", *args, url,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout=120)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
     except TimeoutError:
         proc.kill()
         raise
-    return out
+    return out, err
 
 
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
@@ -330,7 +321,7 @@ async def test_a_failed_playbook_is_failed_in_the_temporal_ui(ui, task_queue, tm
         shutil.copy(shot, os.environ["NOETL_KEEP_SCREENSHOT"].replace(".png", "-failed.png"))
     width, height, _ = png_pixels(shot.read_bytes())
     assert (width, height) == (1400, 1000)
-    dom = (await _chromium(tmp_path, url, "--dump-dom")).decode()   # the page as the UI drew it
+    dom = (await _chromium(tmp_path, url, "--dump-dom"))[0].decode()   # the page as the UI drew it
     badges = [re.sub(r"<!--.*?-->|<[^>]+>", " ", dom[m.end():m.end() + 400]).split()[:1]
               for m in re.finditer(r'data-testid="execution-status"[^>]*>', dom)]
     assert badges == [["Failed"]], badges   # the badge's first word
