@@ -5,7 +5,8 @@ It only feeds inputs to ``engine.step`` and carries out the commands it returns:
 * ``RunTask``     -> an activity (``noetl.run_task``), its result fed back as ``TaskFinished``
 * ``CancelTasks`` -> cancel those activities (they see it through heartbeats)
 * ``StartTimer``  -> a durable timer, fed back as ``StepTimedOut``
-* ``Finish``      -> the workflow returns
+* ``Finish``      -> the workflow returns its output; a FAILED playbook fails it instead with
+  ``PlaybookFailed`` carrying the same output (``playbook_result.py``), so Temporal shows Failed
 
 Signals and updates (cancel reason, pause, resume, ctx patch) become engine inputs too.
 A Temporal cancel request (Temporal UI, ``temporal workflow cancel``, the API) cancels
