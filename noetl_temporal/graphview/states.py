@@ -57,7 +57,9 @@ WATCHED_TYPES: tuple[str, ...] = tuple(dict.fromkeys(
     + ["loop.started", "loop.iteration.done", "loop.iteration.failed", "playbook.finished",
        *LAST_EVENT_TYPES]))
 
-_UNFINISHED = frozenset({"SCHEDULED", "RUNNING"})
+#: states only the events know (the API's ``steps`` records a step's end): when a step's
+#: newest event says one of these, it is newer than what ``steps`` recorded
+_NEWER_THAN_RECORDED = frozenset({"SCHEDULED", "RUNNING", "DENIED", "SKIPPED"})
 
 
 def step_state(event: Mapping[str, Any], *, discards: bool = False) -> str | None:
@@ -87,8 +89,10 @@ class Painted:
 def first_paint(steps: Iterable[str], detail: Mapping[str, Any], events: Iterable[Mapping[str, Any]],
                 discarding: frozenset[str] = frozenset()) -> Painted:
     """Each step's picture state from the API's detail (``GET /executions/{id}``) and the
-    events read so far: a finished step shows the API's status unless a newer run of it is
-    scheduled or running; a step the API lists as denied shows denied."""
+    events read so far: a finished step shows the API's status unless its newest event is
+    newer than that (a new run scheduled or running, a token denied or dropped since), as
+    the page's script, which applies each event as it comes, would show it; a step the API
+    lists as denied shows denied."""
     seen: dict[str, str] = {}
     loops: dict[str, list[int]] = {}
     painted = Painted()
@@ -107,7 +111,7 @@ def first_paint(steps: Iterable[str], detail: Mapping[str, Any], events: Iterabl
     denied = set((detail.get("summary") or detail.get("result") or {}).get("denied_steps") or ())
     for name in steps:
         live, api = seen.get(name), (recorded.get(name) or {}).get("status")
-        state = live if live in _UNFINISHED else api or ("DENIED" if name in denied else live)
+        state = live if live in _NEWER_THAN_RECORDED else api or ("DENIED" if name in denied else live)
         painted.states[name] = PICTURE[state or "PENDING"]
     painted.progress = {name: f"{done}/{total}" for name, (done, total) in loops.items()}
     return painted

@@ -98,6 +98,11 @@ def test_first_paint_takes_the_apis_steps_and_the_newer_runs():
                               "f": "idle"}
     assert painted.progress == {"a": "1/2"} and painted.last_seq == 9
 
+    # a cycle: `a` completed once, then its next token was refused; the newest event wins
+    again = first_paint(["a"], detail, [*events, {"seq": 12, "event_type": "policy.admit.evaluated",
+                                                 "entity_id": "a", "status": "skipped", "payload": {}}])
+    assert again.states == {"a": "denied"}
+
 
 def _boxes_overlap(a, b):
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
