@@ -110,6 +110,10 @@ async def test_each_playbook_state_is_its_temporal_close_status(temporal, task_q
             code, out, err = await cli("status", execution_id, "--address", temporal.address, "--json")
             assert json.loads(out)["state"] == state, err
 
+        # without the event store, the state comes from the failure's details: recorded, not inferred
+        status = await read_status(temporal.client, failing.id)
+        assert (status["state"], status["completion_inferred"], status["terminal_event"]) == (
+            "FAILED", False, "playbook.finished"), status
         _, detail = await read_detail(temporal.client, failing.id)          # the API's detail
         assert detail["state"] == "FAILED" and detail["steps"]["boom"]["status"] == "FAILED"
 
