@@ -16,13 +16,13 @@ import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from noetl_temporal.dsl.models import Playbook
 from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.playbook_result import workflow_output
 
 from .workloads import Workload
 
@@ -129,7 +129,7 @@ class PlaybookSide(Side):
         handle = await start_execution(self.client, playbook, payload=payload,
                                        task_queue=self.queue,
                                        execution_timeout_s=EXECUTION_TIMEOUT.total_seconds())
-        out: dict[str, Any] = await handle.result()
+        out = await workflow_output(handle)   # a FAILED playbook's output is in its failure
         if out.get("state") != "COMPLETED":
             reason = (out.get("result") or {}).get("reason") or out.get("state")
             raise BenchError(f"playbook {workload.key} ended {out.get('state')}: {reason}")

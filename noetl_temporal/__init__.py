@@ -33,6 +33,8 @@ __all__ = [
     "read_status", "read_events", "follow_events", "open_event_store",
     # errors
     "NoetlError", "PlaybookInvalid", "TemplateError", "ConfigError", "NotFound", "InvalidTransition",
+    # the installed version
+    "__version__", "package_version",
 ]
 
 _WHERE = {
@@ -52,7 +54,19 @@ _WHERE = {
 }
 
 
+def package_version() -> str:
+    """The installed distribution's version (``noetl-temporal --version``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("noetl-temporal")
+    except PackageNotFoundError:   # imported from a source tree that is not installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":   # read on demand: importing the package stays cheap
+        return package_version()
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'noetl_temporal' has no attribute {name!r}")

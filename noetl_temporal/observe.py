@@ -27,7 +27,8 @@ from .errors import NotFound
 from .status import ExecutionStatus
 from .store.events import EventStore
 from .store.legacy import expand_types
-from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, execution_state
+from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, WITH_OUTPUT, execution_state
+from .temporal.playbook_result import workflow_output
 
 __all__ = ["read_status", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close", "QUERY_PAGE"]
 
@@ -98,7 +99,7 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
             return _from_lifecycle(execution_id, lifecycle)
         return _status(execution_id, "PENDING", started_at=_iso(description.start_time))
     terminal = lifecycle["terminal"] if lifecycle else None
-    if terminal is None and description.status == WorkflowExecutionStatus.COMPLETED:
+    if terminal is None and description.status in WITH_OUTPUT:
         terminal = await _terminal_from_result(handle)
     state, inferred = state_from_close(description.status, terminal)
     return _status(execution_id, state,
@@ -112,7 +113,7 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
 async def _terminal_from_result(handle: Any) -> dict[str, Any] | None:
     """The workflow's result records its terminal lifecycle event (readable without a worker)."""
     try:
-        output = RunOutput.from_dict(await handle.result())
+        output = RunOutput.from_dict(await workflow_output(handle))
     except Exception:   # no result, or not a playbook's output
         return None
     if not output.terminal_event:

@@ -13,7 +13,7 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedError
@@ -23,11 +23,13 @@ from .dsl.models import Playbook
 from .engine.envelopes import RunOutput
 from .errors import NoetlError
 from .observe import QUERY_PAGE, read_events
+from .oneline import one_line
 from .status import ExecutionStatus
 from .store.events import EventStore, open_event_store
 from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
 from .temporal.hosting import hosted_worker
+from .temporal.playbook_result import workflow_output
 
 __all__ = ["RunReport", "run_playbook", "run_with_client", "ProgressPrinter"]
 
@@ -86,7 +88,7 @@ class ProgressPrinter:
         if kind == "step.failed" or kind == "task.attempt.failed":
             error = (event.get("payload") or {}).get("error") or \
                 ((event.get("payload") or {}).get("outcome") or {}).get("error") or {}
-            extra = f"  {error.get('kind', '')}: {error.get('message', '')}".rstrip()
+            extra = f"  {error.get('kind', '')}: {one_line(error.get('message'))}".rstrip()
             if (event.get("payload") or {}).get("handled"):
                 extra += "  (handled)"
             if kind == "task.attempt.failed":
@@ -129,12 +131,15 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
                    source: str | None, on_event: Callable[[dict[str, Any]], None] | None,
                    search_attributes: bool, execution_id: str | None,
                    heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None,
-                   continue_as_new_after_events: int = 0, events_limit: int | None = None) -> RunReport:
+                   continue_as_new_after_events: int = 0, events_limit: int | None = None,
+                   on_start: Callable[[str, str | None], None] | None = None) -> RunReport:
     handle = await start_execution(client, playbook, payload=payload, task_queue=target.task_queue,
                                    source=source, search_attributes=search_attributes,
                                    execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                                    execution_timeout_s=execution_timeout_s,
                                    continue_as_new_after_events=continue_as_new_after_events)
+    if on_start:   # now, not at the end: a run waiting at a gate is controlled from elsewhere
+        on_start(handle.id, target.address)
     # Queries go to the latest run: a long execution continues as new.
     handle = client.get_workflow_handle(handle.id)
     store = _local_store()
@@ -143,7 +148,7 @@ async def _execute(client: Client, playbook: Playbook, *, target: Target, payloa
     error: str | None = None
     output: RunOutput | None = None
     try:
-        output = RunOutput.from_dict(await handle.result())
+        output = RunOutput.from_dict(await workflow_output(handle))
     except WorkflowFailureError as exc:
         error = str(exc.cause or exc)
     except asyncio.CancelledError:
@@ -227,9 +232,11 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
                        source: str | None = None, worker: bool = True,
                        on_event: Callable[[dict[str, Any]], None] | None = None,
                        on_ready: Callable[[str | None], None] | None = None,
+                       on_start: Callable[[str, str | None], None] | None = None,
                        execution_id: str | None = None, events_limit: int | None = None) -> RunReport:
-    """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up; the
-    report holds the first ``events_limit`` events (all if None) and ``event_count``."""
+    """Run to the end and report. ``on_ready(ui_url)`` is called once Temporal is up,
+    ``on_start(execution_id, temporal_address)`` once the execution has started; the report
+    holds the first ``events_limit`` events (all if None) and ``event_count``."""
     payload = payload or {}
     if target.address is None:
         from .temporal.converter import configured_data_converter
@@ -238,10 +245,10 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
                                     data_converter=configured_data_converter(target.codec)) as embedded:
             if on_ready:
                 on_ready(embedded.ui_url)
-            report = await _with_worker(embedded.client, playbook, target=target, payload=payload,
-                                        source=source, worker=True, on_event=on_event,
+            report = await _with_worker(embedded.client, playbook, target=replace(target, address=embedded.address),
+                                        source=source, payload=payload, worker=True, on_event=on_event,
                                         search_attributes=True, execution_id=execution_id,
-                                        events_limit=events_limit)
+                                        events_limit=events_limit, on_start=on_start)
             report.ui_url = embedded.ui_url
         gc.collect()  # release the worker's runtime before the interpreter exits
         return report
@@ -250,7 +257,7 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
         on_ready(None)
     return await _with_worker(client, playbook, target=target, payload=payload, source=source,
                               worker=worker, on_event=on_event, search_attributes=False,
-                              execution_id=execution_id, events_limit=events_limit)
+                              execution_id=execution_id, events_limit=events_limit, on_start=on_start)
 
 
 async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kwargs: Any) -> RunReport:

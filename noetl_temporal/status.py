@@ -151,8 +151,11 @@ def render_docs() -> str:
               "|---|---|---|---|",
               "| RUNNING (worker answers) | - | the workflow's own state (PENDING/RUNNING) | false |",
               "| RUNNING (no worker) | - | RUNNING if `playbook.started` is stored, else PENDING | false |",
-              "| COMPLETED | `playbook.finished` | its `payload.meta.status` (COMPLETED or FAILED) | false |",
+              "| COMPLETED | `playbook.finished` | its `payload.meta.status` (COMPLETED; FAILED for executions "
+              "started before `failed-playbook-fails-workflow`) | false |",
               "| COMPLETED | none | FAILED (no recorded state: not trusted) | true |",
+              "| FAILED (`PlaybookFailed`) | `playbook.finished` | FAILED (the failure's details carry the "
+              "workflow's output) | false |",
               "| CANCELED | `execution.cancelled` | CANCELLED | false |",
               "| CANCELED | none | CANCELLED | true |",
               "| TERMINATED | none | CANCELLED (stopped by an operator) | true |",

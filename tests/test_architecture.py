@@ -41,7 +41,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "helpers": ("noetl_temporal.errors", "noetl_temporal.status", "noetl_temporal.templates",
                 "noetl_temporal.template_limits", "noetl_temporal.template_undefined", "noetl_temporal.locations",
                 "noetl_temporal.redact",
-                "noetl_temporal.tool_kinds"),
+                "noetl_temporal.tool_kinds", "noetl_temporal.oneline"),
     "files": ("noetl_temporal.paths", "noetl_temporal.pgschema", "noetl_temporal.sealing"),
     "dsl": ("noetl_temporal.dsl",),
     "engine": ("noetl_temporal.engine",),

@@ -14,22 +14,39 @@ import sys
 from ..errors import ConfigError, NoetlError, NotFound
 from .connection import add_connection_arguments, target_of
 
-__all__ = ["add_control_arguments", "add_ctx_arguments", "control_command"]
+__all__ = ["add_cancel_arguments", "add_pause_arguments", "add_resume_arguments", "add_ctx_arguments",
+           "control_command"]
 
 
-def add_control_arguments(parser: argparse.ArgumentParser) -> None:
+def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("execution_id", metavar="ID", help="execution id")
     add_connection_arguments(parser, task_queue=False)
+
+
+def _reason(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reason", metavar="TEXT", help="why (recorded in the events)")
+
+
+def add_cancel_arguments(parser: argparse.ArgumentParser) -> None:
+    _target_arguments(parser)
+    _reason(parser)
     cascade = parser.add_mutually_exclusive_group()
     cascade.add_argument("--cascade", action="store_true",
-                         help="cancel only: cancel running sub-playbooks too (the default; NoETL's flag)")
-    cascade.add_argument("--no-cascade", action="store_true",
-                         help="cancel only: leave running sub-playbooks running")
+                         help="cancel running sub-playbooks too (the default; NoETL's flag)")
+    cascade.add_argument("--no-cascade", action="store_true", help="leave running sub-playbooks running")
+
+
+def add_pause_arguments(parser: argparse.ArgumentParser) -> None:
+    _target_arguments(parser)
+    _reason(parser)
+
+
+def add_resume_arguments(parser: argparse.ArgumentParser) -> None:
+    _target_arguments(parser)
 
 
 def add_ctx_arguments(parser: argparse.ArgumentParser) -> None:
-    add_control_arguments(parser)
+    _target_arguments(parser)
     parser.add_argument("sets", nargs="+", metavar="KEY=VALUE",
                         help="ctx values to set (VALUE read as YAML); re-evaluates pending admission")
 

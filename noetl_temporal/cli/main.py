@@ -139,11 +139,11 @@ COMMANDS: list[Command] = [
                       "--follow to stream)",
             _lazy("observe", "add_events_arguments"), _lazy("observe", "events_command")),
     Command("cancel", "cancel a running execution (its tasks and, unless --no-cascade, its sub-playbooks)",
-            _lazy("control", "add_control_arguments"), _lazy("control", "control_command")),
+            _lazy("control", "add_cancel_arguments"), _lazy("control", "control_command")),
     Command("pause", "pause an execution: no new steps start, running tasks finish",
-            _lazy("control", "add_control_arguments"), _lazy("control", "control_command")),
+            _lazy("control", "add_pause_arguments"), _lazy("control", "control_command")),
     Command("resume", "resume a paused execution",
-            _lazy("control", "add_control_arguments"), _lazy("control", "control_command")),
+            _lazy("control", "add_resume_arguments"), _lazy("control", "control_command")),
     Command("ctx", "patch a running execution's ctx (KEY=VALUE...); re-evaluates steps waiting for admission",
             _lazy("control", "add_ctx_arguments"), _lazy("control", "control_command")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
@@ -160,8 +160,11 @@ COMMANDS: list[Command] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import package_version
+
     parser = argparse.ArgumentParser(prog="noetl-temporal",
                                      description="Run NoETL v10 playbooks as Temporal workflows.")
+    parser.add_argument("--version", action="version", version=f"noetl-temporal {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         child = sub.add_parser(command.name, help=command.help, description=command.help)

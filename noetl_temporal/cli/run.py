@@ -18,7 +18,7 @@ import yaml
 from ..errors import ConfigError, NoetlError, PlaybookInvalid
 from .connection import add_connection_arguments, target_of
 
-__all__ = ["add_run_arguments", "run_command", "parse_payload"]
+__all__ = ["add_run_arguments", "run_command", "parse_payload", "started_lines"]
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -115,7 +115,10 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
 
+    ui: list[str] = []
+
     def on_ready(ui_url: str | None) -> None:
+        ui.extend([ui_url] if ui_url else [])
         if args.quiet:
             return
         where = "embedded Temporal dev server" if target.address is None else f"Temporal at {target.address}"
@@ -125,11 +128,17 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.strict:
         loaded.playbook.executor.spec.strict_templates = True
+
+    def on_start(execution_id: str, address: str | None) -> None:
+        # Printed even with --quiet: it is what another terminal needs to control the run.
+        print(started_lines(execution_id, address, target.namespace, ui[0] if ui else None),
+              file=sys.stderr, flush=True)
+
     printer = None if args.quiet else ProgressPrinter(sys.stderr, locate=_locator(loaded))
     try:
         report = asyncio.run(run_playbook(loaded.playbook, target=target, payload=payload,
                                           source=args.playbook, worker=not args.no_worker,
-                                          on_event=printer, on_ready=on_ready,
+                                          on_event=printer, on_ready=on_ready, on_start=on_start,
                                           events_limit=JSON_EVENTS_MAX if args.json else 0))
     except KeyboardInterrupt:
         print("interrupted: the execution was asked to cancel", file=sys.stderr)
@@ -161,6 +170,18 @@ def _dry_run(loaded: Any, as_json: bool) -> int:
     view = graph_view(loaded.playbook)
     print(json.dumps(plan(view), indent=2) if as_json else plan_text(view), end="\n" if as_json else "")
     return EXIT_COMPLETED
+
+
+def started_lines(execution_id: str, address: str | None, namespace: str, ui_url: str | None) -> str:
+    """What ``run`` prints when the execution starts: its id, how to control it, its UI page."""
+    flags = f" --address {address}" if address else ""
+    if namespace != "default":
+        flags += f" --namespace {namespace}"
+    lines = [f"execution {execution_id} started",
+             f"  control it: noetl-temporal status|events|ctx|pause|resume|cancel {execution_id}{flags}"]
+    if ui_url:
+        lines.append(f"  Temporal UI: {ui_url.rstrip('/')}/namespaces/{namespace}/workflows/{execution_id}")
+    return "\n".join(lines)
 
 
 def _locate_errors(loaded: Any, report: Any) -> None:

@@ -15,8 +15,7 @@ snapshot), so continue-as-new keeps it too.
 from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
-           "CURRENT", "KNOWN",
-           "of_input", "unknown"]
+           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -44,9 +43,15 @@ DEFERRED_FIRST_FLUSH = "deferred-first-flush"
 #: (hundreds of MiB) until the loop ended.
 BOUNDED_EVENT_BACKLOG = "bounded-event-backlog"
 
+#: The workflow shell's: a playbook that ends FAILED closes its workflow as Temporal *Failed*
+#: (an ``ApplicationError`` of type ``PlaybookFailed`` carrying the output,
+#: ``temporal/playbook_result.py``), so Temporal's own status, UI, metrics and alerts see it.
+#: Before: the workflow completed normally and only its output said FAILED.
+FAILED_PLAYBOOK_FAILS_WORKFLOW = "failed-playbook-fails-workflow"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
-                            BOUNDED_EVENT_BACKLOG)
+                            BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW)
 
 
 #: every name this code understands (never remove one while executions may list it)

@@ -13,7 +13,7 @@ import itertools
 
 from .state import ExecutionState, StepRun
 
-__all__ = ["describe", "MAX_LISTED"]
+__all__ = ["describe", "current_step", "MAX_LISTED"]
 
 MAX_LISTED = 10   # a UI panel, not a report: name the first few, count the rest
 
@@ -47,6 +47,19 @@ def describe(state: ExecutionState) -> str:
     if state.finished and state.terminal_event:
         lines.append(f"ended: {state.terminal_event}")
     return "\n\n".join(lines)
+
+
+def current_step(state: ExecutionState) -> str | None:
+    """The step a person asking for the status wants named: the last one started while it
+    (or another) runs; when nothing runs, the first step waiting at an admission gate (the
+    run is waiting there, not at the step that finished last); else the last one started."""
+    if state.step_runs:
+        running = {run.step for run in state.step_runs.values()}
+        return state.current_step if state.current_step in running else next(iter(sorted(running)))
+    gates = sorted({t.step for t in state.tokens if t.denied})
+    if gates and not state.finished:
+        return gates[0]
+    return state.current_step
 
 
 def _running(run: StepRun) -> str:

@@ -35,6 +35,7 @@ class Node:
     final: bool = False
     router: str | None = None       # "exclusive"/"inclusive" when the step has two or more arcs
     admit: str | None = None        # "gate (on_deny: wait)" when admission rules exist
+    discards: bool = False          # admission drops a refused token (on_deny: discard): "skipped"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ def _node(step: Step, *, entry: str, final: str | None, joins: frozenset[str]) -
     return Node(name=step.step, kinds=tuple(task.kind for task in step.tool), desc=step.desc, loop=loop,
                 join=step.step in joins, entry=step.step == entry, final=step.step == final,
                 router=step.next.spec.mode if step.next and len(arcs) >= 2 else None,
-                admit=f"admit rules (on_deny: {admit.on_deny})" if admit and admit.rules else None)
+                admit=f"admit rules (on_deny: {admit.on_deny})" if admit and admit.rules else None,
+                discards=bool(admit and admit.rules and admit.on_deny == "discard"))
 
 
 def _edges(step: Step, back_edges: frozenset[tuple[str, str]], names: set[str]) -> list[Edge]:

@@ -4,26 +4,25 @@ Each step is ``<g class="step" data-step="NAME" data-state="idle">`` so the page
 (and a test reading the DOM) can find a step by name and mark its state; the ``state``
 text inside it says the state in words, so the picture reads the same without colour.
 Arcs are ``<g class="arc" data-source data-target>`` with their ``when`` as a label
-(cut to fit; the full guard is in the tooltip).
+(placed so that no two overlap, cut to fit: the full guard is in the tooltip; see
+:mod:`.labels`). The server draws each step in the state it knows (:mod:`.states`).
 """
 
 from __future__ import annotations
 
 from html import escape
 
+from .labels import clip, place_labels
 from .layout import GAP_Y, NODE_H, NODE_W, Box, layout
 from .mermaid import node_label
 from .model import Edge, GraphView, Node
+from .states import STATE_WORDS, Painted
 
 __all__ = ["render_svg", "clip"]
 
 _CHARS_PER_LINE = 30
 _ARC_LABEL = 34
-
-
-def clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+_DISCARDS = ' data-discards="true"'
 
 
 def _a(value: object) -> str:
@@ -35,24 +34,26 @@ def _classes(node: Node) -> str:
     return " ".join(["step", *(name for name, on in flags.items() if on)])
 
 
-def _step(index: int, node: Node, box: Box) -> str:
+def _step(index: int, node: Node, box: Box, state: str, progress: str) -> str:
     lines = node_label(node)
     detail = " · ".join(lines[2:])
     tooltip = "\n".join(lines + ([node.desc] if node.desc else []))
     x, y = box.x, box.y
     return (
-        f'<g class="{_classes(node)}" id="step-{index}" data-step="{_a(node.name)}" data-state="idle">'
+        f'<g class="{_classes(node)}" id="step-{index}" data-step="{_a(node.name)}" data-state="{_a(state)}"'
+        f"{_DISCARDS if node.discards else ''}>"
         f"<title>{escape(tooltip)}</title>"
         f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
         f'<text class="name" x="{x + 10:.0f}" y="{y + 20:.0f}">{escape(clip(node.name, _CHARS_PER_LINE - 4))}</text>'
         f'<text class="kinds" x="{x + 10:.0f}" y="{y + 38:.0f}">{escape(clip(lines[1], _CHARS_PER_LINE + 4))}</text>'
         f'<text class="detail" x="{x + 10:.0f}" y="{y + 55:.0f}">{escape(clip(detail, _CHARS_PER_LINE + 4))}</text>'
-        f'<text class="state" x="{x + 10:.0f}" y="{y + 74:.0f}">not started</text>'
-        f'<text class="progress" x="{x + NODE_W - 10:.0f}" y="{y + 74:.0f}" text-anchor="end"></text>'
+        f'<text class="state" x="{x + 10:.0f}" y="{y + 74:.0f}">{escape(STATE_WORDS[state])}</text>'
+        f'<text class="progress" x="{x + NODE_W - 10:.0f}" y="{y + 74:.0f}" text-anchor="end">{escape(progress)}</text>'
         "</g>")
 
 
-def _arc(edge: Edge, boxes: dict[str, Box], repeat: int) -> str:
+def _arc(edge: Edge, boxes: dict[str, Box], repeat: int) -> tuple[str, tuple[float, float, str]]:
+    """The arc's path and its label's anchor (centre, baseline, text)."""
     src, dst = boxes[edge.source], boxes[edge.target]
     shift = repeat * 14  # parallel arcs between the same steps fan out a little
     if edge.back or dst.layer <= src.layer:
@@ -68,26 +69,48 @@ def _arc(edge: Edge, boxes: dict[str, Box], repeat: int) -> str:
         mid = GAP_Y * 0.6
         path = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{y1 + mid:.0f} {x2:.0f},{y2 - mid:.0f} {x2:.0f},{y2 - 4:.0f}"
         lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
+    return f'<path d="{path}" marker-end="url(#arrow)"/>', (lx, ly + 4, _arc_text(edge))
+
+
+def _arc_text(edge: Edge) -> str:
+    """The arc's label: its ``when`` ("else" for a fallback), numbered in an exclusive router."""
     text = edge.label or ""
-    if edge.order is not None:
-        text = f"{edge.order}. {text}".strip()
-    label = (f'<text class="arc-label" x="{lx:.0f}" y="{ly + 4:.0f}" text-anchor="middle">'
-             f"{escape(clip(text, _ARC_LABEL))}</text>") if text else ""
+    return f"{edge.order}. {text}".strip() if edge.order is not None else text
+
+
+def _arc_group(edge: Edge, path: str, label: str) -> str:
+    text = _arc_text(edge)
     title = f"<title>{escape(edge.source)} → {escape(edge.target)}{': ' + escape(text) if text else ''}</title>"
     cls = "arc back" if edge.back else "arc"
-    return (f'<g class="{cls}" data-source="{_a(edge.source)}" data-target="{_a(edge.target)}">{title}'
-            f'<path d="{path}" marker-end="url(#arrow)"/>{label}</g>')
+    return f'<g class="{cls}" data-source="{_a(edge.source)}" data-target="{_a(edge.target)}">{title}{path}{label}</g>'
 
 
-def render_svg(view: GraphView) -> str:
-    placed = layout(view)
+def _arcs(view: GraphView, boxes: dict[str, Box]) -> list[str]:
     seen: dict[tuple[str, str], int] = {}
-    arcs = []
+    drawn = []
     for edge in view.edges:
         key = (edge.source, edge.target)
-        arcs.append(_arc(edge, placed.boxes, seen.get(key, 0)))
+        drawn.append(_arc(edge, boxes, seen.get(key, 0)))
         seen[key] = seen.get(key, 0) + 1
-    steps = [_step(i, node, placed.boxes[node.name]) for i, node in enumerate(view.nodes)]
+    labelled = [anchor for _, anchor in drawn if anchor[2]]
+    placed = iter(place_labels(labelled, _ARC_LABEL))
+    out = []
+    for edge, (path, anchor) in zip(view.edges, drawn, strict=True):
+        label = ""
+        if anchor[2]:
+            at = next(placed)
+            label = (f'<text class="arc-label" x="{at.x:.0f}" y="{at.y:.0f}" text-anchor="middle">'
+                     f"{escape(at.text)}</text>")
+        out.append(_arc_group(edge, path, label))
+    return out
+
+
+def render_svg(view: GraphView, painted: Painted | None = None) -> str:
+    placed = layout(view)
+    arcs = _arcs(view, placed.boxes)
+    painted = painted or Painted()
+    steps = [_step(i, node, placed.boxes[node.name], painted.states.get(node.name, "idle"),
+                   painted.progress.get(node.name, "")) for i, node in enumerate(view.nodes)]
     entry = next((n for n in view.nodes if n.entry), None)
     start = ""
     if entry is not None:

@@ -14,7 +14,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from ..status import TERMINAL, ExecutionStatus
 
-__all__ = ["OPEN_STATUSES", "TERMINAL_STATES", "execution_state"]
+__all__ = ["OPEN_STATUSES", "TERMINAL_STATES", "WITH_OUTPUT", "execution_state"]
 
 _T, _E = WorkflowExecutionStatus, ExecutionStatus
 
@@ -23,6 +23,10 @@ TERMINAL_STATES: frozenset[ExecutionStatus] = frozenset(ExecutionStatus(s) for s
 
 #: Temporal statuses of a workflow that is still running (a continued-as-new run goes on)
 OPEN_STATUSES = frozenset({_T.RUNNING, _T.CONTINUED_AS_NEW})
+
+#: Temporal statuses of a closed workflow that may carry the playbook's output: COMPLETED
+#: (its result) and FAILED (a ``PlaybookFailed`` failure's details, playbook_result.py)
+WITH_OUTPUT = frozenset({_T.COMPLETED, _T.FAILED})
 
 # Closed without a recorded state: why Temporal closed it is all we know.
 _INFERRED = {

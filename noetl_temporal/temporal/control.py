@@ -27,7 +27,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from ..engine.envelopes import RunOutput
 from ..errors import NoetlError, NotFound
 from .client import normalized_state
-from .close_status import TERMINAL_STATES
+from .close_status import TERMINAL_STATES, WITH_OUTPUT
+from .playbook_result import workflow_output
 from .search_attributes import PLAYBOOK_PATH, SEARCH_ATTRIBUTES
 from .types import WORKFLOW_NAME, RunInput
 
@@ -86,9 +87,11 @@ def _not_found(execution_id: str) -> NotFound:
 
 
 async def _result_state(handle: WorkflowHandle[Any, Any]) -> tuple[str | None, RunOutput | None]:
-    """A Temporal COMPLETED playbook may still be FAILED: the workflow's output says which."""
+    """The state the workflow's output records (a Temporal COMPLETED playbook started before
+    ``behaviours.FAILED_PLAYBOOK_FAILS_WORKFLOW`` may still be FAILED; a Failed one carries
+    its output in the failure)."""
     try:
-        raw = await handle.result(follow_runs=False, rpc_timeout=RPC_TIMEOUT)
+        raw = await workflow_output(handle, follow_runs=False, rpc_timeout=RPC_TIMEOUT)
         output = RunOutput.from_dict(raw)
     except Exception:   # no result (yet), or not a playbook's output
         return None, None
@@ -108,7 +111,7 @@ async def describe(client: Client, execution_id: str) -> ExecutionInfo:
         raise _not_found(execution_id)
     status = desc.status or WorkflowExecutionStatus.RUNNING
     result_state = None
-    if status == WorkflowExecutionStatus.COMPLETED:
+    if status in WITH_OUTPUT:
         result_state, _ = await _result_state(handle)
     path = desc.typed_search_attributes.get(PLAYBOOK_PATH)
     return ExecutionInfo(execution_id=execution_id, run_id=desc.run_id,
@@ -212,7 +215,8 @@ _STATE_QUERY = {
     "RUNNING": "ExecutionStatus = 'Running'",
     "PENDING": "ExecutionStatus = 'Running'",
     "COMPLETED": "ExecutionStatus = 'Completed'",
-    # a playbook that ends FAILED completes its workflow normally (its output says FAILED)
+    # a playbook that ends FAILED closes Failed; one started before that change completed
+    # normally with a FAILED output, so Completed ones are read too (and filtered by output)
     "FAILED": "(ExecutionStatus = 'Failed' OR ExecutionStatus = 'TimedOut' OR ExecutionStatus = 'Completed')",
     "CANCELLED": "(ExecutionStatus = 'Canceled' OR ExecutionStatus = 'Terminated')",
 }
@@ -280,7 +284,7 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
     async def item(wf: Any) -> dict[str, Any]:
         status = wf.status or WorkflowExecutionStatus.RUNNING
         result_state = None
-        if status == WorkflowExecutionStatus.COMPLETED:
+        if status in WITH_OUTPUT:
             async with gate:
                 result_state, _ = await _result_state(_handle(client, wf.id))
         return {"execution_id": wf.id, "state": normalized_state(status, result_state),
@@ -311,6 +315,11 @@ async def read_input(client: Client, execution_id: str) -> RunInput:
     raise _not_found(execution_id)
 
 
+def shown_state(info: ExecutionInfo, detail: dict[str, Any]) -> str:
+    """The state the API shows: Temporal's reading once closed, the workflow's own while open."""
+    return info.state if info.closed else str(detail.get("state") or "RUNNING")
+
+
 async def read_detail(client: Client, execution_id: str) -> tuple[ExecutionInfo, dict[str, Any]]:
     """Temporal's description plus the workflow's own ``detail`` (ctx, steps, result, timing).
 
@@ -320,7 +329,7 @@ async def read_detail(client: Client, execution_id: str) -> tuple[ExecutionInfo,
     """
     info = await describe(client, execution_id)
     handle = _handle(client, execution_id)
-    if info.temporal_status == "COMPLETED":
+    if WorkflowExecutionStatus[info.temporal_status] in WITH_OUTPUT:
         _, output = await _result_state(handle)
         if output is not None:
             return info, replace(output, paused=False).to_dict()

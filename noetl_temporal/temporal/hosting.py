@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from ..tools import aclose_clients
+from .activity_logs import quiet_cancelled_activities
 from .types import DEFAULT_TASK_QUEUE
 from .worker import build_worker
 
@@ -33,6 +34,7 @@ async def hosted_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     resources of this event loop. ``owns_tools=False`` leaves them open, for callers whose
     loop runs other workers that share them (tests, embedding in a service).
     """
+    quiet_cancelled_activities()   # a cancelled task is one log line, not a traceback
     try:
         worker = build_worker(client, task_queue=task_queue, **options)
         async with worker:

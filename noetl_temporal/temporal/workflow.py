@@ -5,7 +5,8 @@ It only feeds inputs to ``engine.step`` and carries out the commands it returns:
 * ``RunTask``     -> an activity (``noetl.run_task``), its result fed back as ``TaskFinished``
 * ``CancelTasks`` -> cancel those activities (they see it through heartbeats)
 * ``StartTimer``  -> a durable timer, fed back as ``StepTimedOut``
-* ``Finish``      -> the workflow returns
+* ``Finish``      -> the workflow returns its output; a FAILED playbook fails it instead with
+  ``PlaybookFailed`` carrying the same output (``playbook_result.py``), so Temporal shows Failed
 
 Signals and updates (cancel reason, pause, resume, ctx patch) become engine inputs too.
 A Temporal cancel request (Temporal UI, ``temporal workflow cancel``, the API) cancels
@@ -65,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from .naming import child_execution_id
     from .pacing import YIELD_ACTIVITY
     from .persistence import PERSIST_EVENTS_ACTIVITY, persist_summary
+    from .playbook_result import output_in, playbook_failed
     from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
     from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, WORKFLOW_NAME, RunInput
@@ -177,7 +179,10 @@ class PlaybookWorkflow:
             self._mark_state("FAILED")
             raise ApplicationError(self._fatal, type="NoetlEngineError", non_retryable=True)
         self._mark_state()
-        return self._output().to_dict()
+        output = self._output()
+        if output.state == ExecutionStatus.FAILED and self._started_with(behaviours.FAILED_PLAYBOOK_FAILS_WORKFLOW):
+            raise playbook_failed(output)   # Temporal Failed, the output in its details
+        return output.to_dict()
 
     def _mark_state(self, state: str | None = None) -> None:
         """At the start and the close: count the execution (metrics) and keep the ``NoetlState``
@@ -479,7 +484,7 @@ class PlaybookWorkflow:
                                persist_events=inp.persist_events, depth=inp.depth + 1,
                                behaviours=list(self.engine.behaviours))
         try:
-            output = await workflow.execute_child_workflow(
+            output: dict[str, Any] = await workflow.execute_child_workflow(
                 WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,
                 cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
                 # We cancel children ourselves (cancel, fail_fast, timeouts), so that a
@@ -487,10 +492,10 @@ class PlaybookWorkflow:
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 **self._child_labels(cmd, resolved, path))
         except ChildWorkflowError as err:
-            if isinstance(err.cause, CancelledError):
-                return _error("cancelled", f"sub-playbook {path!r} was cancelled")
-            cause = getattr(err.cause, "message", None) or str(err.cause or err)
-            return _error("playbook", f"sub-playbook {path!r} failed: {cause}")
+            failed = output_in(err.cause)   # a FAILED child closes Failed with its output
+            if failed is None:
+                return _child_error(path, err)
+            output = failed
         child = RunOutput.from_dict(output)
         result = child_result(output, cmd.config.get("return_step"))
         meta = {"child_execution_id": child_id, "child_state": child.state.value,
@@ -600,7 +605,7 @@ class PlaybookWorkflow:
         if state is None:
             return {"state": "PENDING", "current_step": None, "started_at": None, "ended_at": None,
                     "terminal_event": None, "paused": False}
-        return {"state": state.status.value, "current_step": state.current_step,
+        return {"state": state.status.value, "current_step": progress.current_step(state),
                 "started_at": state.started_at, "ended_at": state.ended_at,
                 "terminal_event": state.terminal_event, "paused": state.paused}
 
@@ -663,6 +668,14 @@ def _policy_retry(err: BaseException) -> ApplicationError | None:
     """The ``PolicyRetry`` in a local activity's failure (wrapped or not), with its records."""
     return next((e for e in _chain(err) if isinstance(e, ApplicationError) and e.type == POLICY_RETRY
                  and e.details and isinstance(e.details[0], list)), None)
+
+
+def _child_error(path: Any, err: ChildWorkflowError) -> Outcome:
+    """A child workflow that closed without a playbook output: cancelled, or an engine error."""
+    if isinstance(err.cause, CancelledError):
+        return _error("cancelled", f"sub-playbook {path!r} was cancelled")
+    cause = getattr(err.cause, "message", None) or str(err.cause or err)
+    return _error("playbook", f"sub-playbook {path!r} failed: {cause}")
 
 
 def _error(kind: str, message: str) -> Outcome:

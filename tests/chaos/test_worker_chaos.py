@@ -22,6 +22,7 @@ import pytest
 from noetl_temporal.dsl import load_playbook, load_playbook_text
 from noetl_temporal.store.events import open_event_store
 from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.playbook_result import workflow_output
 
 from .workers import WorkerProcess
 
@@ -152,7 +153,7 @@ async def test_worker_sigkilled_at_random_points_loses_no_work(temporal, task_qu
         handles = {name: await start_execution(temporal.client, pb, task_queue=task_queue, source=source,
                                                heartbeat_timeout_s=5, execution_timeout_s=150)
                    for name, (pb, source) in playbooks.items()}
-        results = {name: asyncio.ensure_future(h.result()) for name, h in handles.items()}
+        results = {name: asyncio.ensure_future(workflow_output(h)) for name, h in handles.items()}
         for kill in range(KILLS):
             # Kill while work runs: once this worker has made progress, after a random delay.
             before = _logged(log)

@@ -10,9 +10,17 @@ import pytest
 
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.graphview import graph_view
+from noetl_temporal.graphview.labels import place_labels
 from noetl_temporal.graphview.layout import NODE_H, NODE_W, layers, layout
 from noetl_temporal.graphview.page import execution_page, stream_url
-from noetl_temporal.graphview.states import STEP_STATES, WATCHED_TYPES, state_of
+from noetl_temporal.graphview.states import (
+    PICTURE,
+    STATE_WORDS,
+    STEP_EVENTS,
+    WATCHED_TYPES,
+    first_paint,
+    step_state,
+)
 from noetl_temporal.graphview.svg import render_svg
 
 from .helpers import playbook
@@ -41,24 +49,72 @@ def test_layout_places_every_step_without_overlap():
             assert abs(one.x - other.x) >= NODE_W or abs(one.y - other.y) >= NODE_H
 
 
-@pytest.mark.parametrize(("event_type", "status", "want"), [
-    ("step.started", "in_progress", "running"),
-    ("step.done", "success", "done"),
-    ("step.failed", "error", "failed"),
-    ("step.failed", "handled", "handled"),
-    ("next.evaluated", "handled", "handled"),
-    ("next.evaluated", "success", None),
-    ("policy.admit.evaluated", "skipped", "denied"),
-    ("policy.admit.evaluated", "success", None),
-    ("task.done", "success", None),
+def _failed(step_status):
+    return {"event_type": "step.failed", "status": "error", "payload": {"meta": {"step_status": step_status}}}
+
+
+@pytest.mark.parametrize(("event", "want"), [
+    ({"event_type": "step.scheduled", "status": "in_progress"}, "SCHEDULED"),
+    ({"event_type": "step.started", "status": "in_progress"}, "RUNNING"),
+    ({"event_type": "step.done", "status": "success"}, "COMPLETED"),
+    (_failed("FAILED"), "FAILED"),
+    (_failed("HANDLED"), "HANDLED"),      # the API says HANDLED: the page must not say failed
+    (_failed("CANCELLED"), "CANCELLED"),
+    ({"event_type": "step.failed", "status": "error"}, "FAILED"),
+    ({"event_type": "policy.admit.evaluated", "status": "skipped", "payload": {"allowed": False}}, "DENIED"),
+    ({"event_type": "policy.admit.evaluated", "status": "skipped",
+      "payload": {"allowed": False, "reason": "execution stopping (fail_fast)"}}, "SKIPPED"),
+    ({"event_type": "policy.admit.evaluated", "status": "success"}, None),
+    ({"event_type": "next.evaluated", "status": "success"}, None),
+    ({"event_type": "task.done", "status": "success"}, None),
 ])
-def test_state_table(event_type, status, want):
-    assert state_of(event_type, status) == want
+def test_step_state_speaks_the_apis_words(event, want):
+    assert step_state(event) == want
+    assert want is None or want in PICTURE
 
 
-def test_watched_types_cover_the_table():
-    assert {row[0] for row in STEP_STATES} <= set(WATCHED_TYPES)
+def test_a_refusal_by_a_discarding_step_is_skipped():
+    denied = {"event_type": "policy.admit.evaluated", "status": "skipped", "payload": {"allowed": False}}
+    assert step_state(denied, discards=True) == "SKIPPED"
+
+
+def test_every_picture_state_has_words_and_the_table_is_watched():
+    assert set(PICTURE.values()) == set(STATE_WORDS)
+    assert {row[0] for row in STEP_EVENTS} <= set(WATCHED_TYPES)
     assert "playbook.finished" in WATCHED_TYPES and "loop.iteration.done" in WATCHED_TYPES
+    assert "playbook.processed" in WATCHED_TYPES   # the last event: its seq is the event count
+
+
+def test_first_paint_takes_the_apis_steps_and_the_newer_runs():
+    detail = {"steps": {"a": {"status": "COMPLETED"}, "b": {"status": "HANDLED"}, "c": {"status": "COMPLETED"}},
+              "result": {"denied_steps": ["d"]}}
+    events = [{"seq": 3, "event_type": "step.started", "entity_id": "c", "status": "in_progress"},
+              {"seq": 5, "event_type": "loop.started", "entity_id": "a", "payload": {"meta": {"count": 2}}},
+              {"seq": 6, "event_type": "loop.iteration.done", "entity_id": "a"},
+              {"seq": 9, "event_type": "policy.admit.evaluated", "entity_id": "e", "status": "skipped",
+               "payload": {"reason": "execution stopping (fail_fast)"}}]
+    painted = first_paint(["a", "b", "c", "d", "e", "f"], detail, events)
+    assert painted.states == {"a": "done", "b": "handled", "c": "running", "d": "denied", "e": "skipped",
+                              "f": "idle"}
+    assert painted.progress == {"a": "1/2"} and painted.last_seq == 9
+
+    # a cycle: `a` completed once, then its next token was refused; the newest event wins
+    again = first_paint(["a"], detail, [*events, {"seq": 12, "event_type": "policy.admit.evaluated",
+                                                 "entity_id": "a", "status": "skipped", "payload": {}}])
+    assert again.states == {"a": "denied"}
+
+
+def _boxes_overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_labels_leaving_one_step_never_overlap():
+    long = "{{ event.name == 'step.failed' and ctx.retries > 3 }}"
+    placed = place_labels([(100, 50, long), (160, 50, long), (220, 50, "else"), (100, 50, long)], limit=34)
+    for i, one in enumerate(placed):
+        assert one.text and (one.text == "else" or one.text.endswith("…"))
+        for other in placed[i + 1:]:
+            assert not _boxes_overlap(one.box, other.box), (one, other)
 
 
 HOSTILE = playbook("""
@@ -87,7 +143,8 @@ def test_page_script_config_cannot_close_the_script_block():
     config = re.search(r'<script type="application/json" id="noetl-config">(.*?)</script>', html, re.S).group(1)
     data = json.loads(config)
     assert data["execution_id"] == "exec-</script>"
-    assert data["states"] == [list(r) for r in STEP_STATES] and data["types"] == list(WATCHED_TYPES)
+    assert data["events"] == [list(r) for r in STEP_EVENTS] and data["types"] == list(WATCHED_TYPES)
+    assert data["picture"] == PICTURE
     assert html.count("<script") == 2  # the config block and the live script, nothing injected
 
 
@@ -117,3 +174,16 @@ def test_corpus_layouts_never_overlap():
             assert 0 <= one.x and one.x + NODE_W <= placed.width, path
             for other in boxes[i + 1:]:
                 assert abs(one.x - other.x) >= NODE_W or abs(one.y - other.y) >= NODE_H, path
+        labels = _drawn_labels(render_svg(view))
+        for i, one in enumerate(labels):
+            for other in labels[i + 1:]:
+                assert not _boxes_overlap(one, other), (path, one, other)
+
+
+def _drawn_labels(svg: str) -> list[tuple[float, float, float, float]]:
+    """The arc labels' boxes as drawn (monospace: width = length x CHAR_W)."""
+    from noetl_temporal.graphview.labels import Placed
+
+    root = ElementTree.fromstring(svg)
+    return [Placed(float(t.get("x")), float(t.get("y")), t.text or "").box
+            for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "arc-label"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from noetl_temporal.engine.messages import Pause, Resume
-from noetl_temporal.engine.progress import MAX_LISTED, describe
+from noetl_temporal.engine.progress import MAX_LISTED, current_step, describe
 
 from .harness import NOW, feed, finished, ok, run
 
@@ -96,3 +96,11 @@ def test_nothing_before_the_start():
     from .harness import playbook
 
     assert describe(new_state(playbook(LOOP), "ex")) == ""
+
+
+def test_current_step_is_the_running_one_then_the_gate_not_the_last_finished():
+    r = run(GATE.replace("then: {allow: true}}]", "then: {allow: true}}], on_deny: wait"), hold=lambda c: True)
+    assert current_step(r.state) == "slow"          # running while `gated` waits
+    feed(r, finished(r.held.pop(0), ok(1)))         # slow done: only the gate is left
+    assert r.state.current_step == "slow"           # the last step started ...
+    assert current_step(r.state) == "gated"         # ... but the run waits at the gate

@@ -23,6 +23,7 @@ Endpoints (any method unless noted; query parameters in brackets):
 ``/big?bytes=N[&json=1]``             N bytes of text (or ``{"blob": "..."}``)
 ``/slow?s=S``                         sleeps S seconds, then ``{"slept": S}``
 ``/redirect?to=/json``                302 to ``to``
+``/html-error``                       502 with a multi-line HTML page (a proxy's error page)
 ====================================  ==================================================
 
 Every request with a ``key`` query parameter (except ``/count``) is counted under that key.
@@ -39,6 +40,17 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.loopback import LoopbackServer
+
+HTML_ERROR_PAGE = """<!DOCTYPE html>
+<html>
+<head><title>502 Bad Gateway</title>
+<style>body { font-family: sans-serif; }</style></head>
+<body>
+<center><h1>502 Bad Gateway</h1></center>
+<hr><center>nginx/1.25.3</center>
+</body>
+</html>
+"""
 
 
 class _Server(ThreadingHTTPServer):
@@ -98,6 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         if path == "/json":
             return self._send(200, {"hello": "world", "query": q})
+        if path == "/html-error":
+            return self._send(502, HTML_ERROR_PAGE, content_type="text/html; charset=utf-8")
         if path == "/text":
             return self._send(200, "hello text")
         if path == "/echo":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,13 @@ def test_readme_example_runs_and_prints_the_json_report():
     assert {"step.started", "step.done", "loop.done"} <= set(types)
     assert all({"event_type", "entity_id", "seq", "timestamp"} <= set(e) for e in report["events"])
     assert "Temporal UI: http://127.0.0.1:" in proc.stderr and "step.done" in proc.stderr
+    # said when the execution started, before its progress: its id, how to reach it, its UI page
+    eid = report["execution_id"]
+    start = proc.stderr.index(f"execution {eid} started")
+    assert start < proc.stderr.index("step.started")
+    assert re.search(rf"noetl-temporal status\|.* {re.escape(eid)} --address 127\.0\.0\.1:\d+", proc.stderr)
+    assert re.search(rf"Temporal UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/{re.escape(eid)}\n",
+                     proc.stderr)
 
 
 def test_exit_codes(tmp_path):

@@ -28,7 +28,8 @@ def _workflow(sandboxed: bool) -> type:
 
 
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
-                                  "loop_fail_fast", "loop_fail_fast_patched", "noop_loop", "noop_loop_patched"])
+                                  "loop_fail_fast", "loop_fail_fast_patched", "noop_loop", "noop_loop_patched",
+                                  "failed_close", "failed_close_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -144,3 +145,34 @@ async def test_the_backlog_behaviour_is_what_keeps_each_history_replaying(name, 
     replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+@pytest.mark.parametrize("name,recorded_failed", [("failed_close", False), ("failed_close_patched", True)])
+async def test_a_failed_playbook_closes_the_way_its_input_says(name, recorded_failed, monkeypatch):
+    """``failed-playbook-fails-workflow``: ``failed_close`` was recorded before it (the parent
+    and its failing child complete, their output says FAILED), ``failed_close_patched`` after
+    (both close Temporal Failed with ``PlaybookFailed``). Temporal's replay does not compare
+    the closing command, so a wrong close would not show as a nondeterminism error: the shell
+    must take the choice from the recorded input, which is what this checks (replaying each
+    history raises ``PlaybookFailed`` only where it was recorded; the same history with the
+    behaviour switched the other way would close the other way)."""
+    from noetl_temporal.engine import behaviours
+    from noetl_temporal.temporal import workflow as shell
+
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    closes = {e.WhichOneof("attributes") for e in history.events}
+    assert ("workflow_execution_failed_event_attributes" if recorded_failed
+            else "workflow_execution_completed_event_attributes") in closes
+    raised: list[str] = []
+    real_failed = shell.playbook_failed
+    monkeypatch.setattr(shell, "playbook_failed", lambda output: raised.append(output.state.value) or real_failed(output))
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    assert (await replayer.replay_workflow(history)).replay_failure is None
+    assert raised == (["FAILED"] if recorded_failed else [])
+
+    raised.clear()   # the other behaviour on the same history: the other close
+    real = PlaybookWorkflow._started_with
+    monkeypatch.setattr(PlaybookWorkflow, "_started_with", lambda self, b: (not recorded_failed) if
+                        b == behaviours.FAILED_PLAYBOOK_FAILS_WORKFLOW else real(self, b))
+    await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert raised == ([] if recorded_failed else ["FAILED"])

@@ -12,6 +12,7 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.observe import STATUS_FIELDS, read_events, read_status
 from noetl_temporal.store.events import open_event_store
 from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.playbook_result import workflow_output
 from noetl_temporal.temporal.worker import build_worker
 
 pytestmark = pytest.mark.temporal
@@ -105,7 +106,7 @@ async def test_failed_only_after_lifecycle_event_and_cancelled_only_after_execut
           - step: boom
             tool: {kind: python, code: "raise ValueError('x')"}
         """)
-        await failing.result()
+        await workflow_output(failing)   # closed Failed, its output in the failure
         status = await read_status(temporal.client, failing.id, store)
         assert (status["state"], status["terminal_event"]) == ("FAILED", "playbook.finished")
 
@@ -178,6 +179,6 @@ async def test_noetl_state_search_attribute_follows_the_execution(temporal, task
           - step: boom
             tool: {kind: python, code: "raise ValueError('x')"}
         """, search_attributes=True)
-        await handle.result()
+        await workflow_output(handle)
     desc = await handle.describe()
     assert desc.typed_search_attributes.get(NOETL_STATE) == "FAILED"

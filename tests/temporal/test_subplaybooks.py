@@ -92,6 +92,11 @@ async def test_failed_child_fails_the_parent_task_and_routes_step_failed(tempora
     assert report.steps["recovered"]["result"] == "1 of 3 iterations failed"
     failed = [e for e in report.events if e["event_type"] == "task.failed" and e["entity_id"] == "score"]
     assert len(failed) == 1 and "ended FAILED" in failed[0]["payload"]["outcome"]["error"]["message"]
+    # the child closed Temporal Failed; its summary still reached the parent's task
+    outcome = failed[0]["payload"]["outcome"]
+    child = temporal.client.get_workflow_handle(outcome["meta"]["child_execution_id"])
+    assert (await child.describe()).status == WorkflowExecutionStatus.FAILED
+    assert outcome["meta"]["child_state"] == "FAILED"
 
 
 async def test_unhandled_child_failure_fails_the_parent(temporal, task_queue, tmp_path):

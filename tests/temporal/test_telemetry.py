@@ -19,6 +19,7 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.client import Target, connect, start_execution
 from noetl_temporal.temporal.devserver import free_port
+from noetl_temporal.temporal.playbook_result import workflow_output
 
 pytestmark = pytest.mark.temporal
 
@@ -88,7 +89,7 @@ async def test_worker_serves_sdk_and_noetl_metrics_on_its_metrics_port(temporal,
         assert total(samples(before, "noetl_executions_total")) == 0
         playbook = load_playbook_text(textwrap.dedent(LOOP)).playbook
         handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=60)
-        output = await handle.result()
+        output = await workflow_output(handle)
         assert output["state"] == "FAILED"     # flaky fails twice: the run fails
 
         deadline = time.monotonic() + 20   # the SDK exports on its own schedule
@@ -107,7 +108,10 @@ async def test_worker_serves_sdk_and_noetl_metrics_on_its_metrics_port(temporal,
     assert total(loops, outcome="done") == 3
     assert sum(samples(text, "noetl_event_store_write_seconds_count").values()) >= 1
     # and the SDK's own metrics, from the same endpoint
-    assert sum(samples(text, "temporal_workflow_completed_total").values()) >= 1
+    # a playbook that ends FAILED is a failed workflow to Temporal's metrics too (the alert an
+    # operator already has on workflow_failed sees it)
+    assert sum(samples(text, "temporal_workflow_failed_total").values()) >= 1
+    assert sum(samples(text, "temporal_workflow_completed_total").values()) == 0
     assert "temporal_activity_execution_latency" in text
 
 

@@ -263,16 +263,7 @@ async def test_headless_chromium_draws_a_run_page(ui, task_queue, tmp_path):
     url = f"{ui.ui_url}/namespaces/{ui.namespace}/workflows/{report.execution_id}/{desc.run_id}/history"
     shot = tmp_path / "run.png"
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-        "--hide-scrollbars", "--window-size=1400,1000", "--virtual-time-budget=15000",
-        f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", url,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        _, err = await asyncio.wait_for(proc.communicate(), timeout=120)
-    except TimeoutError:
-        proc.kill()
-        raise
+    _, err = await _chromium(tmp_path, url, f"--screenshot={shot}")
     assert shot.exists(), f"no screenshot after {time.monotonic() - started:.0f}s: {err.decode()[-2000:]}"
     if os.environ.get("NOETL_KEEP_SCREENSHOT"):
         shutil.copy(shot, os.environ["NOETL_KEEP_SCREENSHOT"])
@@ -281,3 +272,56 @@ async def test_headless_chromium_draws_a_run_page(ui, task_queue, tmp_path):
     rows = [raw[i * (len(raw) // height) + 1:(i + 1) * (len(raw) // height)] for i in range(height)]
     assert len(set(rows)) > height // 10, "the page is (nearly) blank"   # many different rows: drawn
     assert len(set(raw)) > 50                                            # many different colours/bytes
+
+
+async def _chromium(tmp_path, url: str, *args: str) -> tuple[bytes, bytes]:
+    """Headless Chromium on ``url`` with ``args`` (a screenshot, a DOM dump); its stdout and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--hide-scrollbars", "--window-size=1400,1000", "--virtual-time-budget=15000",
+        f"--user-data-dir={tmp_path / 'profile'}", *args, url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    except TimeoutError:
+        proc.kill()
+        raise
+    return out, err
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="chromium is not installed (apt-get install chromium); CI installs it")
+async def test_a_failed_playbook_is_failed_in_the_temporal_ui(ui, task_queue, tmp_path):
+    """What an operator sees: the UI's API says Failed with our PlaybookFailed error, and its
+    detail page draws a "Failed" badge (no green "Completed")."""
+    assert CHROMIUM, "chromium is required in CI (.ci/run installs it)"
+    playbook = load_playbook_text(textwrap.dedent("""
+        metadata: {name: ui-fails}
+        workflow:
+          - step: boom
+            tool: {kind: python, code: "raise ValueError('ui sees this')"}
+    """)).playbook
+    report = await run_with_client(ui.client, playbook, task_queue=task_queue, search_attributes=True,
+                                   execution_timeout_s=60)
+    assert report.state == "FAILED"
+    body = await ui_get(ui, f"/workflows/{report.execution_id}")
+    info = body["workflowExecutionInfo"]
+    assert info["status"] == "WORKFLOW_EXECUTION_STATUS_FAILED"
+    assert decoded_attributes(info)["NoetlState"] == "FAILED"
+    history = await ui_get(ui, f"/workflows/{report.execution_id}/history")
+    failed = [e for e in history["history"]["events"] if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_FAILED"]
+    failure = failed[0]["workflowExecutionFailedEventAttributes"]["failure"]
+    assert failure["applicationFailureInfo"]["type"] == "PlaybookFailed" and "ui sees this" in failure["message"]
+
+    url = f"{ui.ui_url}/namespaces/{ui.namespace}/workflows/{report.execution_id}/{info['execution']['runId']}/history"
+    shot = tmp_path / "failed.png"
+    await _chromium(tmp_path, url, f"--screenshot={shot}")
+    assert shot.exists()
+    if os.environ.get("NOETL_KEEP_SCREENSHOT"):
+        shutil.copy(shot, os.environ["NOETL_KEEP_SCREENSHOT"].replace(".png", "-failed.png"))
+    width, height, _ = png_pixels(shot.read_bytes())
+    assert (width, height) == (1400, 1000)
+    dom = (await _chromium(tmp_path, url, "--dump-dom"))[0].decode()   # the page as the UI drew it
+    badges = [re.sub(r"<!--.*?-->|<[^>]+>", " ", dom[m.end():m.end() + 400]).split()[:1]
+              for m in re.finditer(r'data-testid="execution-status"[^>]*>', dom)]
+    assert badges == [["Failed"]], badges   # the badge's first word

@@ -137,7 +137,7 @@ async def detail(execution_id: ExecutionId,
                  client: ClientDep) -> ExecutionDetail:
     info, data = await control.read_detail(client, execution_id)
     inp = await control.read_input(client, execution_id)
-    state = as_state(info.state if info.closed else (data.get("state") or "RUNNING"))
+    state = as_state(control.shown_state(info, data))
     result = data.get("result")
     return ExecutionDetail(
         execution_id=execution_id, state=state, paused=bool(data.get("paused")),

@@ -1,8 +1,10 @@
 """``GET /executions/{id}/view``: a web page that draws the playbook and marks its steps live.
 
 The graph is laid out and drawn server-side (SVG) from the definition pinned in the
-execution's input, so the page shows exactly what this execution runs; a small inline
-script follows ``/events/stream`` and colours the steps. No CDN, nothing to install.
+execution's input, so the page shows exactly what this execution runs. The server draws
+each step in the state it knows (the same detail as ``GET /executions/{id}``, and the
+events so far); a small inline script follows ``/events/stream`` from there. No CDN,
+nothing to install.
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ from fastapi.responses import HTMLResponse
 from noetl_temporal.dsl.models import Playbook
 from noetl_temporal.graphview import graph_view
 from noetl_temporal.graphview.page import execution_page
-from noetl_temporal.observe import read_status
+from noetl_temporal.graphview.states import WATCHED_TYPES, first_paint
+from noetl_temporal.observe import read_events
 from noetl_temporal.temporal import control
+from noetl_temporal.temporal.close_status import TERMINAL_STATES
 
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
 
 router = APIRouter(tags=["executions"])
+
+#: events the first paint reads at most (a longer run's page goes on from the stream)
+FIRST_PAINT_EVENTS = 20_000
 
 
 def _json_errors(*codes: int) -> dict[int | str, dict]:
@@ -39,9 +46,15 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
                access_token: Annotated[str | None, Query(
                    max_length=4096, description="the API token, for browsers (passed on to the event stream)")] = None,
                ) -> HTMLResponse:
-    status = await read_status(client, execution_id, settings.event_store)  # 404 for unknown ids
+    info, detail = await control.read_detail(client, execution_id)  # 404 for unknown ids
+    state = control.shown_state(info, detail)
     inp = await control.read_input(client, execution_id)
-    playbook = Playbook.model_validate(inp.playbook)
-    page = execution_page(graph_view(playbook), execution_id, state=status["state"], source=inp.source,
-                          access_token=access_token)
+    view = graph_view(Playbook.model_validate(inp.playbook))
+    events = await read_events(client, execution_id, store=settings.event_store, types=list(WATCHED_TYPES),
+                               limit=FIRST_PAINT_EVENTS)
+    painted = first_paint([n.name for n in view.nodes], detail, events,
+                          frozenset(n.name for n in view.nodes if n.discards))
+    page = execution_page(view, execution_id, state=state, source=inp.source, access_token=access_token,
+                          painted=painted, event_count=int(detail.get("event_count") or painted.last_seq),
+                          finished=state in TERMINAL_STATES)
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})

@@ -1,6 +1,7 @@
-// The execution page's live layer: follow the SSE event stream and mark the steps of
-// the server-drawn SVG. Config comes from the JSON block #noetl-config (state table,
-// words, stream URL), so the rules live in Python (graphview/states.py), not here.
+// The execution page's live layer: follow the SSE event stream from the event after the
+// last one the server drew, and mark the steps of the server-drawn SVG. Config comes from
+// the JSON block #noetl-config (event rules, the API-state -> picture map, words, stream
+// URL), so the rules live in Python (graphview/states.py, step_state), not here.
 (function () {
   "use strict";
   var config = JSON.parse(document.getElementById("noetl-config").textContent);
@@ -9,30 +10,37 @@
   var loops = {};  // step -> {total, done}
   var banner = document.getElementById("execution-state");
   var counter = document.getElementById("event-count");
-  var seen = 0;
+  var count = config.event_count || 0;  // the execution's event count: the last seq seen
 
-  function stateOf(type, status) {
-    for (var i = 0; i < config.states.length; i++) {
-      var row = config.states[i];
-      if (row[0] === type && (row[1] === "*" || row[1] === status)) return row[2];
+  // The state (the API's words) an event puts its step in: graphview/states.py step_state.
+  function stepState(ev, name) {
+    var payload = ev.payload || {};
+    for (var i = 0; i < config.events.length; i++) {
+      var row = config.events[i];
+      if (row[0] !== ev.event_type || (row[1] !== "*" && row[1] !== ev.status)) continue;
+      if (row[0] === "step.failed") return (payload.meta || {}).step_status || row[2];
+      var g = steps[name];
+      var discards = g && g.getAttribute("data-discards") === "true";
+      if (row[2] === "DENIED" && (discards || String(payload.reason || "").indexOf(config.stopping) === 0)) {
+        return "SKIPPED";
+      }
+      return row[2];
     }
     return null;
-  }
-
-  function stepOf(ev) {
-    var id = ev.entity_id || "";
-    return ev.event_type === "next.evaluated" && id.indexOf("step:") === 0 ? id.slice(5) : id;
   }
 
   // The overview of a big playbook (no boxes): counts by state and who runs or failed.
   var overview = document.getElementById("overview");
   var known = {}, counts = {}, pending = false;
   if (overview) {
-    config.steps.forEach(function (name) { known[name] = "idle"; });
-    counts.idle = config.steps.length;
+    config.steps.forEach(function (name) {   // as the server drew it (first paint)
+      var state = config.painted[name] || "idle";
+      known[name] = state;
+      counts[state] = (counts[state] || 0) + 1;
+    });
   }
 
-  function count(name, state) {
+  function tally(name, state) {
     var before = known[name];
     if (before === undefined || before === state) return;
     known[name] = state;
@@ -59,11 +67,12 @@
   }
 
   function mark(name, state) {
-    if (overview) count(name, state);
-    var g = steps[name];
+    var g = steps[name], picture = config.picture[state];
+    if (!picture) return;
+    if (overview) tally(name, picture);
     if (!g) return;
-    g.setAttribute("data-state", state);
-    g.querySelector("text.state").textContent = config.words[state] || state;
+    g.setAttribute("data-state", picture);
+    g.querySelector("text.state").textContent = config.words[picture] || picture;
   }
 
   function progress(name) {
@@ -72,9 +81,9 @@
   }
 
   function apply(ev) {
-    seen += 1;
-    counter.textContent = String(seen);
-    var type = ev.event_type, name = stepOf(ev);
+    count = Math.max(count, ev.seq || 0);
+    counter.textContent = String(count);
+    var type = ev.event_type, name = ev.entity_id || "";
     if (type === "loop.started") {
       var meta = (ev.payload && ev.payload.meta) || {};
       loops[name] = {total: meta.count || 0, done: 0};
@@ -87,7 +96,7 @@
     } else if (type === "execution.cancelled") {
       finish("CANCELLED");
     }
-    var state = stateOf(type, ev.status);
+    var state = stepState(ev, name);
     if (state) mark(name, state);
   }
 
@@ -96,6 +105,7 @@
     banner.setAttribute("data-state", state);
   }
 
+  if (!config.stream) return;  // a finished execution: the server's drawing is final
   var source = new EventSource(config.stream);
   function onEvent(msg) {
     try { apply(JSON.parse(msg.data)); } catch (err) { console.error(err); }
