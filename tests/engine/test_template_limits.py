@@ -96,3 +96,71 @@ def test_each_render_gets_a_fresh_budget():
     text = "{% for i in range(100000) %}{% endfor %}ok"
     for _ in range(limits.MAX_OPS // 100000 + 2):   # together far over one budget
         assert render(text, {}) == "ok"
+
+
+# The worst inputs of issue 24: each took the worker to gigabytes or past the 2 s detector.
+ISSUE_24 = [
+    "{{ [1, 2] | batch(999999999, 0) | list }}",
+    "{{ ((range(99999) | list) * 99) | sort | unique | list }}",
+    "{{ range(99999) | slice(5000000) | list }}",
+    "{{ ('a ' * 4000000) | wordwrap(1) }}",
+    "{{ ('a' * 9000000) | wordwrap(1) }}",
+    "{{ range(99999) | map('string') | map('center', 1000) | join }}",
+    "{{ ('x' * 9999999) | list }}",
+    "{{ ('x ' * 4999999).split() }}",
+    "{{ ('x ' * 4999999) | wordcount }}",
+    "{{ ('<' * 9999999) | escape }}",
+    "{{ ['x' * 9999999, 'y' * 9999999, 'z' * 9999999, 'w' * 9999999] }}",
+    "{{ 10 ** 5000 }}",
+]
+
+_CHILD = """
+import json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from noetl_temporal.errors import TemplateError
+from noetl_temporal.templates import render
+out = []
+for text in json.loads(sys.argv[1]):
+    started = time.thread_time()
+    try:
+        render(text, {}, where="s.tool.t.cmd")
+        message = None
+    except TemplateError as exc:
+        message = str(exc)
+    out.append([text, message, time.thread_time() - started])
+print(json.dumps(out))
+"""
+
+
+def test_the_worst_inputs_of_issue_24_fail_fast_and_small_under_a_memory_cap():
+    import json
+    import subprocess
+    import sys
+    child = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(ISSUE_24)], capture_output=True, text=True,
+                           timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    for text, message, cpu in json.loads(child.stdout):
+        assert message is not None, f"{text} rendered"
+        assert message.startswith("s.tool.t.cmd: not allowed in playbook templates: "), message
+        assert "(limit " in message and "MAX_" in message, message   # names the limit it hit
+        assert "MemoryError" not in message, message
+        assert cpu < 0.5, f"{text}: {cpu:.2f} CPU seconds"
+
+
+def test_a_huge_integer_is_a_located_limit_not_an_engine_error():
+    with pytest.raises(TemplateError, match=r"^s\.set\.n: .*integer of 16,610 bits \(limit 14,000 bits"):
+        render("{{ 10 ** 5000 }}", {}, where="s.set.n")
+    assert len(str(render("{{ 10 ** 4000 }}", {}))) == 4001   # still printable: under Python's 4,300 digits
+
+
+def test_the_templates_of_one_value_are_bounded_together():
+    from noetl_temporal.templates import render_value
+    fields = {f"f{i}": "{{ 'x' * 9999999 }}" for i in range(20)}   # each under MAX_SIZE, 200 MB together
+    with pytest.raises(TemplateError, match=r"^s\.args\.f2: .*more than 20,000,000 characters or items together "
+                                            r"\(limit MAX_VALUE_SIZE\)"):
+        render_value(fields, {}, where="s.args")
+    assert len(render_value({"a": "{{ 'x' * 9999999 }}", "b": "{{ 'y' * 9999999 }}"}, {})["b"]) == 9999999
+
+
+def test_a_generator_a_template_returns_is_a_list_paid_for_inside_the_render():
+    assert render("{{ [1, 2, 3] | map('string') }}", {}) == ["1", "2", "3"]
