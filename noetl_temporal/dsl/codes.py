@@ -43,8 +43,9 @@ _TABLE: list[Code] = [
          "save the playbook as UTF-8 text"),
     Code("NTL005", _E, "YAML syntax error", "`tool: {kind: python` (unclosed flow mapping)",
          "correct the YAML at the reported line and column"),
-    Code("NTL006", _E, "YAML aliases expand beyond the safety limit, or an alias refers to itself",
-         "a 'billion laughs' document of nested `*a` aliases",
+    Code("NTL006", _E, "YAML aliases expand beyond the safety limit (200,000 nodes, or 10,000,000 characters of "
+                       "text or the file's length when larger), or an alias refers to itself",
+         "a 'billion laughs' document of nested `*a` aliases; a 1 MB string aliased a thousand times",
          "write the data out instead of nesting anchors and aliases"),
     Code("NTL007", _E, "the document is empty", "an empty file, or one with only comments",
          "write a playbook: apiVersion, kind, metadata, workflow"),
