@@ -74,7 +74,7 @@ class ShellTool:
         env, cwd = _env(config), _cwd(config, call)
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         deadline = time.monotonic() + timeout
-        out, err = _proc.Capture(OUTPUT_LIMIT), _proc.Capture(OUTPUT_LIMIT)
+        out, err = _proc.capture(OUTPUT_LIMIT, call.secrets), _proc.capture(OUTPUT_LIMIT, call.secrets)
         returncode = 0
         for index, command in enumerate(commands):
             try:
