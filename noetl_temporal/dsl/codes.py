@@ -167,6 +167,11 @@ _TABLE: list[Code] = [
     # ------------------------------------------------------------------ templates
     Code("NTL701", _E, "template syntax error", "`\"{{ ctx.count + }}\"`",
          "correct the Jinja2 expression"),
+    Code("NTL702", _E, "a template reads `keychain` where secrets are not allowed (only a task's tool "
+                       "settings may: they render inside its activity)",
+         "`set: {ctx.token: \"{{ keychain.api.token }}\"}`, an arc's `args`, a `when`",
+         "read the secret in the tool settings that need it (`headers`, `env`, `dsn`...); a secret "
+         "kept in ctx or args would be written to workflow history"),
     # ------------------------------------------------------------------ model checks
     Code("NTL901", _E, "a value has the wrong type or is out of range",
          "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`", "use a value the message allows"),
