@@ -48,7 +48,8 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
                         help="event store the workers write (SQLite file or postgresql:// DSN; default: "
                              "$NOETL_EVENT_STORE or ~/.local/share/noetl-temporal/events.db)")
     parser.add_argument("--max-body-bytes", type=int, default=1024 * 1024, metavar="N",
-                        help="largest request body accepted (default 1048576); larger ones get 413")
+                        help="largest request body accepted (default 1048576); larger ones get 413, as does "
+                             "a start request whose playbook and payload expand past twice this once parsed")
     parser.add_argument("--heartbeat-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="activity heartbeat timeout (default 10); a cancel reaches a running task "
                              "within about 0.8 x this")
