@@ -47,7 +47,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.runtime import Macro
 from jinja2.utils import _PassArg
 
-__all__ = ["MAX_OPS", "MAX_SIZE", "MAX_RENDER_SIZE", "MAX_VALUE_SIZE", "MAX_INT_BITS", "CHARS_PER_UNIT",
+__all__ = ["MAX_OPS", "MAX_SIZE", "MAX_RENDER_SIZE", "MAX_VALUE_SIZE", "MAX_CTX_SIZE", "MAX_INT_BITS", "CHARS_PER_UNIT",
            "ValueBudget", "LimitExceeded", "start", "spend", "weight", "metered",
            "checked_join", "check_nested", "check_result", "check_binop", "check_call", "guard_filters", "meter_loops", "METER_FILTER"]
 
@@ -57,6 +57,7 @@ CHARS_PER_UNIT = 256     # C-speed text work (upper, escape, tojson...): ~1 unit
 MAX_SIZE = 10_000_000
 MAX_RENDER_SIZE = 30_000_000
 MAX_VALUE_SIZE = 20_000_000
+MAX_CTX_SIZE = 40_000_000     # one execution's ctx, all keys together (engine/ctx_size.py)
 MAX_INT_BITS = 14_000    # ~4,214 decimal digits: str() of it works (Python refuses over 4,300)
 METER_FILTER = "noetl_metered"
 

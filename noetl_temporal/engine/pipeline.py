@@ -16,7 +16,7 @@ from typing import Any
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
-from . import budget, invocation
+from . import budget, ctx_size, invocation
 from .common import (
     emit,
     ended_outcome,
@@ -286,6 +286,10 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
         var_patch = render_value(holder.set_vars, vars_context, where=where)
     except TemplateError as exc:
         record_failure(state, run.step, run.id, handled=False, kind="template", message=str(exc))
+        return
+    too_big = ctx_size.overflow(state, {**ctx_patch, **(var_patch if pipe is None else {})}, where)
+    if too_big is not None:
+        record_failure(state, run.step, run.id, handled=False, kind="limit", message=too_big)
         return
     patch_ctx(state, ctx_patch)
     if pipe is not None:

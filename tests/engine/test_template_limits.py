@@ -164,3 +164,56 @@ def test_the_templates_of_one_value_are_bounded_together():
 
 def test_a_generator_a_template_returns_is_a_list_paid_for_inside_the_render():
     assert render("{{ [1, 2, 3] | map('string') }}", {}) == ["1", "2", "3"]
+
+
+CTX_GROWS = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: grows}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next:
+      arcs:
+        - step: end
+          set:
+            ctx.a: "{{ 'a' * 9999999 }}"
+            ctx.b: "{{ 'b' * 9999999 }}"
+  - step: end
+    tool: {kind: noop}
+    next:
+      arcs:
+        - step: more
+          set:
+            ctx.c: "{{ 'c' * 9999999 }}"
+            ctx.d: "{{ 'd' * 9999999 }}"
+  - step: more
+    tool: {kind: noop}
+    next:
+      arcs:
+        - step: last
+          set:
+            ctx.e: "{{ 'e' * 9999999 }}"
+  - step: last
+    tool: {kind: noop}
+"""
+
+
+def test_an_executions_ctx_is_bounded_in_all_its_keys():
+    from .harness import run
+
+    r = run(CTX_GROWS)
+    assert r.status == "FAILED"
+    assert len(r.state.ctx["a"]) == len(r.state.ctx["d"]) == 9999999 and "e" not in r.state.ctx
+    failures = [f for f in r.state.failures if f["kind"] == "limit"]
+    assert failures and failures[0]["step"] == "more", r.state.failures
+    assert failures[0]["message"].startswith("more.next.arcs[0].set: not allowed: ctx would hold more than "
+                                             "40,000,000 characters or items (limit MAX_CTX_SIZE"), failures
+
+
+def test_replacing_a_ctx_key_frees_its_share():
+    from .harness import run
+
+    text = CTX_GROWS.replace("ctx.c:", "ctx.a:").replace("ctx.d:", "ctx.b:").replace("ctx.e:", "ctx.a:")
+    r = run(text)
+    assert r.status == "COMPLETED", r.state.failures

@@ -1,0 +1,54 @@
+"""How much one execution's ``ctx`` may hold: ``template_limits.MAX_CTX_SIZE``.
+
+Each ``set`` is bounded on its own (``MAX_VALUE_SIZE``), but fifty sets of 10 MB under
+fifty keys would still make a 500 MB ctx, held in workflow memory and carried by every
+continue-as-new. So a patch that would take the ctx past the limit is refused: the step
+fails with a located error naming the limit, and the ctx keeps what it had.
+
+The running total is a cache kept beside the state (an attribute, not a field: it is not
+snapshotted, and it is recomputed from ``ctx`` after a restore), updated per patch by the
+size of what the patch replaces and adds, so a ``set`` costs the size of its own values,
+not of the whole ctx.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..template_limits import MAX_CTX_SIZE, weight
+from .state import ExecutionState
+
+__all__ = ["MAX_CTX_SIZE", "overflow"]
+
+_CACHE = "_ctx_weight"
+
+
+def _at(ctx: dict[str, Any], dotted: str) -> Any:
+    node: Any = ctx
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _size(value: Any) -> int:
+    return 0 if value is None else weight(value, MAX_CTX_SIZE + 1, paid=False)
+
+
+def overflow(state: ExecutionState, patch: dict[str, Any], where: str) -> str | None:
+    """The error when ``patch`` would take ctx past ``MAX_CTX_SIZE`` (else None, and the
+    running total now counts the patch: call it right before ``patch_ctx``)."""
+    if not patch:
+        return None
+    total = getattr(state, _CACHE, None)
+    if total is None:
+        total = _size(state.ctx)
+    after = total + sum(_size(value) - _size(_at(state.ctx, key)) for key, value in patch.items())
+    if after > MAX_CTX_SIZE:
+        setattr(state, _CACHE, total)
+        return (f"{where}: not allowed: ctx would hold more than {MAX_CTX_SIZE:,} characters or items "
+                "(limit MAX_CTX_SIZE; each execution's ctx is kept in workflow memory and history) "
+                "(fix: keep large data in step results, or compute it in a python task)")
+    setattr(state, _CACHE, max(after, 0))
+    return None
