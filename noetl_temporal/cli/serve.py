@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import signal
 import socket
 import sys
 from typing import Any
 
 from ..errors import ConfigError
+from . import hardstop
 from .connection import add_connection_arguments, target_of
 from .telemetry import add_telemetry_arguments, apply_telemetry_arguments
 
@@ -129,10 +128,7 @@ async def _serve(app: Any, sock: socket.socket, on_started: Any = None) -> None:
     if server.started and on_started:
         on_started(sock.getsockname()[1])
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    hardstop.install(stop)   # the first signal stops, even with a wedged workflow task
     waiter = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from ..tools import aclose_clients
+from ..tools import aclose_clients, sweep_workdirs
 from .types import DEFAULT_TASK_QUEUE
 from .worker import build_worker
 
@@ -34,6 +34,7 @@ async def hosted_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     loop runs other workers that share them (tests, embedding in a service).
     """
     try:
+        sweep_workdirs()   # scratch directories of killed workers on this machine
         worker = build_worker(client, task_queue=task_queue, **options)
         async with worker:
             yield worker
