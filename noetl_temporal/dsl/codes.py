@@ -156,6 +156,9 @@ _TABLE: list[Code] = [
          "`a -> j` with `args: {x: 1}` and `b -> j` with `args: {x: 2}` after an inclusive fan-out",
          "rename one key, or read each branch's value as `args._upstreams.<step>.<key>` "
          "(at the join the later arrival wins at `args.<key>`)"),
+    Code("NTL508", _W, "steps route to each other with arcs that always fire: the cycle never ends",
+         "`a -> b` and `b -> a`, neither arc with a `when`",
+         "guard one arc of the cycle with a `when` that becomes false (a counter in ctx), or end it"),
     # ------------------------------------------------------------------ loops
     Code("NTL601", _E, "`loop.spec.max_in_flight` is above 1000", "`max_in_flight: 5000`",
          "use at most 1000 (Temporal allows 2,000 pending activities per execution)"),
