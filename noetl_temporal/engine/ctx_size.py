@@ -1,4 +1,5 @@
-"""How much one execution's ``ctx`` may hold: ``template_limits.MAX_CTX_SIZE``.
+"""How much one execution's ``ctx`` may hold: ``template_limits.MAX_CTX_SIZE``; and the
+results of its inline (``noop``) tasks, held in workflow memory too, as much again.
 
 Each ``set`` is bounded on its own (``MAX_VALUE_SIZE``), but fifty sets of 10 MB under
 fifty keys would still make a 500 MB ctx, held in workflow memory and carried by every
@@ -18,9 +19,10 @@ from typing import Any
 from ..template_limits import MAX_CTX_SIZE, weight
 from .state import ExecutionState
 
-__all__ = ["MAX_CTX_SIZE", "overflow"]
+__all__ = ["MAX_CTX_SIZE", "overflow", "inline_overflow"]
 
 _CACHE = "_ctx_weight"
+_INLINE = "_inline_weight"
 
 
 def _at(ctx: dict[str, Any], dotted: str) -> Any:
@@ -51,4 +53,18 @@ def overflow(state: ExecutionState, patch: dict[str, Any], where: str) -> str | 
                 "(limit MAX_CTX_SIZE; each execution's ctx is kept in workflow memory and history) "
                 "(fix: keep large data in step results, or compute it in a python task)")
     setattr(state, _CACHE, max(after, 0))
+    return None
+
+
+def inline_overflow(state: ExecutionState, result: Any, where: str) -> str | None:
+    """The error when an inline task's ``result`` would take what this run's inline results
+    hold past ``MAX_CTX_SIZE`` (each is bounded by ``MAX_VALUE_SIZE``; fifty 10 MB noop
+    results in a loop were 500 MB of workflow memory). Counted per workflow run: a
+    continue-as-new starts again from zero."""
+    total = getattr(state, _INLINE, 0) + _size(result)
+    if total > MAX_CTX_SIZE:
+        return (f"{where}: not allowed: the inline (noop) task results of this execution would hold more than "
+                f"{MAX_CTX_SIZE:,} characters or items (limit MAX_CTX_SIZE) "
+                "(fix: return large data from a python task: results over 256 KiB go to the result store)")
+    setattr(state, _INLINE, total)
     return None

@@ -90,6 +90,9 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
             continue
         if task.kind in INLINE_KINDS:
             outcome = _inline_outcome(task, config)
+            too_big = ctx_size.inline_overflow(state, outcome.get("result"), f"{run.step}.tool.{task.name}")
+            if too_big is not None:
+                outcome = error_outcome("limit", too_big)
             end = _apply_outcome(state, run, pipe, task, task_run_id, outcome, attempts=[], decision=None)
             if end is not None:
                 return end

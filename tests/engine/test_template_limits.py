@@ -217,3 +217,27 @@ def test_replacing_a_ctx_key_frees_its_share():
     text = CTX_GROWS.replace("ctx.c:", "ctx.a:").replace("ctx.d:", "ctx.b:").replace("ctx.e:", "ctx.a:")
     r = run(text)
     assert r.status == "COMPLETED", r.state.failures
+
+
+NOOP_LOOP = """
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {name: held}
+workflow:
+  - step: start
+    tool: {kind: noop, result: "{{ 'x' * 9999999 }}"}
+    loop: {in: "{{ range(50) | list }}", iterator: i, spec: {mode: sequential}}
+"""
+
+
+def test_the_inline_results_an_execution_holds_are_bounded():
+    """Issue 24: a 50-item loop of 10 MB results hung at 2 GB."""
+    from .harness import run
+
+    r = run(NOOP_LOOP)
+    assert r.status == "FAILED"
+    failed = [e for e in r.events if e["event_type"] == "task.failed"]
+    assert [e["iteration"] for e in failed] == list(range(4, 50))   # 4 x 10 MB fit, the 5th does not
+    messages = [str(e["payload"]) for e in failed]
+    assert all("start.tool." in m and "inline (noop) task results of this execution would hold more than "
+               "40,000,000 characters or items (limit MAX_CTX_SIZE)" in m for m in messages), messages
