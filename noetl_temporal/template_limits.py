@@ -444,7 +444,9 @@ _FILTER_SIZES: dict[str, Callable[..., int | None]] = {
     "format": _format_size,
     **{name: _escaped_size for name in ("e", "escape", "forceescape")},
     "urlencode": lambda value, *a, **k: 3 * weight(value),    # %XX per character at most
-    **{name: _container_size(1) for name in ("join", "string", "list", "urlize")},
+    # (not `list`: it makes no item its input did not have, and pays _each per item)
+    **{name: _container_size(1) for name in ("join", "string", "urlize")},
+    "sum": lambda value, attribute=None, start=0: weight(value) if isinstance(start, list | tuple) else None,
     **{name: lambda value, *a, **k: 2 * weight(value) for name in ("tojson", "to_json", "pprint")},
 }
 
@@ -475,6 +477,14 @@ def _each(value: Any, *args: Any, **kwargs: Any) -> int:
 
 
 
+def _sum_work(value: Any, attribute: Any = None, start: Any = 0) -> int:
+    """``sum`` of lists or tuples copies the running total at each step: quadratic."""
+    n = _each(value)
+    if isinstance(start, list | tuple):
+        return n + n * weight(value, MAX_OPS + 1) // 2
+    return n
+
+
 # The filters whose work does not grow with their input (they read one item or a length).
 _CONSTANT_WORK = frozenset({"abs", "attr", "count", "length", "d", "default", "first", "last", "float", "int",
                             "round", "safe", "filesizeformat", "bool"})
@@ -494,7 +504,8 @@ _FILTER_WORK: dict[str, Callable[..., int]] = {
     "urlize": lambda value, *a, **k: _words(value),
     **{name: _nested for name in ("tojson", "to_json", "pprint", "string", "format", "xmlattr",
                                   "fromjson", "from_json", "b64encode", "b64decode", "items")},
-    **{name: _each for name in ("list", "join", "sum", "max", "min", "map", "select", "reject", "selectattr",
+    "sum": _sum_work,
+    **{name: _each for name in ("list", "join", "max", "min", "map", "select", "reject", "selectattr",
                                 "rejectattr")},
 }
 
@@ -506,6 +517,11 @@ def _work(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
     return _predicted(counter, *args, **kwargs) if counter is not None else _items(args[0])
 
 
+# Filters that need all of their input at once: a generator is made a list first, so its
+# size can be predicted (``join`` over a ``map`` built a 100,000,000-character string).
+_WHOLE_INPUT = frozenset({"join", "tojson", "to_json", "pprint", "string", "sum", "format", "xmlattr"})
+
+
 def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     skip = 1 if _PassArg.from_obj(func) is not None else 0   # a leading context/environment argument
     predict = _FILTER_SIZES.get(name)
@@ -514,10 +530,15 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         spend(_COST_FILTER)
         if len(args) > skip:
+            if name in _WHOLE_INPUT and isinstance(args[skip], Iterator):
+                # a generator's items are measured before they are joined or serialized
+                args = (*args[:skip], list(args[skip]), *args[skip + 1:])
             spend(_work(name, args[skip:], kwargs))      # paid before the filter runs
             if predict is not None:
                 _size(_predicted(predict, *args[skip:], **kwargs))
         result = func(*args, **kwargs)
+        if predict is None and type(result) is str:
+            _size(len(result))   # bounded by its input; counted in what the render built
         # a generator (map, select, batch, slice, unique, reverse...) pays per item it yields
         return metered(result) if isinstance(result, Iterator) else result
 

@@ -241,3 +241,21 @@ def test_the_inline_results_an_execution_holds_are_bounded():
     messages = [str(e["payload"]) for e in failed]
     assert all("start.tool." in m and "inline (noop) task results of this execution would hold more than "
                "40,000,000 characters or items (limit MAX_CTX_SIZE)" in m for m in messages), messages
+
+
+BIG_STRINGS = {"big": [f"{i:07d}" + "x" * 999_993 for i in range(100)]}   # 100 MB, none built by the template
+
+
+@pytest.mark.parametrize("text", [
+    "{{ big | map('string') | join }}",       # issue 24: join over a map built 100,486,885 characters
+    "{{ (big | select) | join(',') }}",
+    "{{ big | unique | join }}",
+    "{{ big | reverse | join }}",
+    "{{ big | map('upper') | join }}",        # each upper() is 1 MB more, counted in MAX_RENDER_SIZE
+    "{{ ([[1] * 100] * 3000) | sum(start=[]) | length }}",   # sum of lists is quadratic
+])
+def test_joining_or_summing_a_generator_is_measured_before_it_is_built(text):
+    started = time.thread_time()
+    with pytest.raises(TemplateError, match=r"\(limit (MAX_|[0-9,]+, MAX_SIZE)"):
+        render(text, BIG_STRINGS, where="s.args.x")
+    assert time.thread_time() - started < 0.5

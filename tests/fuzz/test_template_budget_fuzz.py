@@ -33,14 +33,14 @@ _BASES = st.one_of(
     _SIZES.map(lambda n: f"range({min(n, 99_999)})"),
     _SIZES.map(lambda n: f"('x ' * {n})"),
     _SIZES.map(lambda n: f"([1, 'a'] * {n})"),
-    st.sampled_from(["items", "rows", "text", "[1, 2]", "'<\"a\\\\'"]),
+    st.sampled_from(["items", "rows", "text", "big", "[[1] * 100] * 3000", "[1, 2]", "'<\"a\\\\'"]),
 )
 _FILTERS = st.one_of(
     st.sampled_from(["list", "sort", "unique", "reverse", "join", "join(',')", "string", "tojson", "length",
                      "first", "sum", "max", "min", "title", "upper", "escape", "urlencode", "wordcount",
                      "map('string')", "map('upper')", "select", "reject", "dictsort", "groupby(0)",
                      "map(attribute='a')", "items", "trim", "striptags", "urlize", "capitalize", "pprint",
-                     "b64encode", "indent", "center"]),
+                     "b64encode", "indent", "center", "sum(start=[])"]),
     _SIZES.map(lambda n: f"batch({n}, 0)"),
     _SIZES.map(lambda n: f"batch({n})"),
     _SIZES.map(lambda n: f"slice({n})"),
@@ -70,7 +70,8 @@ def templates(draw):
 
 
 CONTEXT = {"items": list(range(100_000)), "rows": [{"a": i, "b": str(i)} for i in range(100_000)],
-           "text": "lorem ipsum <b>dolor</b> " * 200_000}
+           "text": "lorem ipsum <b>dolor</b> " * 200_000,
+           "big": [f"{i:07d}" + "x" * 999_993 for i in range(100)]}   # 100 MB the template did not build
 
 
 def _fuzz(conn) -> None:
