@@ -42,11 +42,23 @@ def _quote_state(text: str, start: int, end: int, state: str) -> str:
     return state
 
 
+def _innermost(secrets: Sequence[str], command: str) -> list[str]:
+    """The secrets to move out of the command: those in it that hold no other secret.
+
+    The masking list also holds every value a keychain template rendered to, which for a
+    shell task is the whole ``cmd`` (``"printf '%s' {{ keychain.api.token }}"``): moving
+    that out would leave a command of one quoted word. The token inside it is what must go.
+    """
+    present = {s for s in secrets if s and s in command}
+    return [s for s in present if s != command and not any(o != s and o in s for o in present)]
+
+
 def hide_secrets(command: str, secrets: Sequence[str]) -> tuple[str, dict[str, str]]:
     """``command`` with each secret replaced by a variable reference, and those variables."""
+    secrets = _innermost(secrets, command)
     if not secrets:
         return command, {}
-    pattern = re.compile("|".join(re.escape(s) for s in sorted(set(secrets), key=len, reverse=True)))
+    pattern = re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
     names: dict[str, str] = {}
     parts: list[str] = []
     state, position = "", 0

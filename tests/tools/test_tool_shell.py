@@ -161,3 +161,15 @@ async def test_a_secret_reaches_the_command_through_the_environment_not_argv(cal
     assert (tmp_path / "seen").read_text() == expected   # the command saw the very same string
     argv = (tmp_path / "argv").read_text()
     assert "NOETL_SECRET_1" in argv and secret not in argv, argv
+
+
+async def test_a_rendered_command_that_is_itself_a_secret_keeps_its_shape(call: ToolCall) -> None:
+    """The keychain also masks each value a template rendered to: for a shell task, the whole
+    ``cmd``. Only the secret inside it moves to the environment."""
+    from noetl_temporal.tools.keychain import Scrubber, secret_values
+
+    cmd = "printf '%s' 'k3y-V4lue-0123' | wc -c"
+    call.secrets = Scrubber(secret_values({"api": {"token": "k3y-V4lue-0123"}}, rendered=[cmd])).secrets
+    assert cmd in call.secrets
+    out = await sh(call, cmd=cmd)
+    assert out["result"]["stdout"].strip() == "14"
