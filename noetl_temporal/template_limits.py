@@ -528,17 +528,26 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     @wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        spend(_COST_FILTER)
+        work = _COST_FILTER
         if len(args) > skip:
-            if name in _WHOLE_INPUT and isinstance(args[skip], Iterator):
-                # a generator's items are measured before they are joined or serialized
-                args = (*args[:skip], list(args[skip]), *args[skip + 1:])
-            spend(_work(name, args[skip:], kwargs))      # paid before the filter runs
+            if type(args[skip]) not in _FLAT:   # a number touches no items (the common case, fast)
+                if name in _WHOLE_INPUT and isinstance(args[skip], Iterator):
+                    # a generator's items are measured before they are joined or serialized
+                    args = (*args[:skip], list(args[skip]), *args[skip + 1:])
+                work += _work(name, args[skip:], kwargs)
+            spend(work)      # paid before the filter runs
             if predict is not None:
                 _size(_predicted(predict, *args[skip:], **kwargs))
+        else:
+            spend(work)
         result = func(*args, **kwargs)
-        if predict is None and type(result) is str:
-            _size(len(result))   # bounded by its input; counted in what the render built
+        kind = type(result)
+        if kind is str:
+            if predict is None:
+                _size(len(result))   # bounded by its input; counted in what the render built
+            return result
+        if kind in _FLAT or kind in _CONTAINERS:
+            return result
         # a generator (map, select, batch, slice, unique, reverse...) pays per item it yields
         return metered(result) if isinstance(result, Iterator) else result
 
