@@ -19,7 +19,7 @@ from typing import Any
 from ..template_limits import MAX_CTX_SIZE, weight
 from .state import ExecutionState
 
-__all__ = ["MAX_CTX_SIZE", "overflow", "inline_overflow"]
+__all__ = ["MAX_CTX_SIZE", "refusal", "overflow", "inline_overflow"]
 
 _CACHE = "_ctx_weight"
 _INLINE = "_inline_weight"
@@ -38,22 +38,32 @@ def _size(value: Any) -> int:
     return 0 if value is None else weight(value, MAX_CTX_SIZE + 1, paid=False)
 
 
-def overflow(state: ExecutionState, patch: dict[str, Any], where: str) -> str | None:
-    """The error when ``patch`` would take ctx past ``MAX_CTX_SIZE`` (else None, and the
-    running total now counts the patch: call it right before ``patch_ctx``)."""
-    if not patch:
-        return None
+def _after(state: ExecutionState, patch: dict[str, Any]) -> tuple[int, int]:
+    """(the running total now, what it would be after ``patch``)."""
     total = getattr(state, _CACHE, None)
     if total is None:
         total = _size(state.ctx)
-    after = total + sum(_size(value) - _size(_at(state.ctx, key)) for key, value in patch.items())
-    if after > MAX_CTX_SIZE:
         setattr(state, _CACHE, total)
-        return (f"{where}: not allowed: ctx would hold more than {MAX_CTX_SIZE:,} characters or items "
-                "(limit MAX_CTX_SIZE; each execution's ctx is kept in workflow memory and history) "
-                "(fix: keep large data in step results, or compute it in a python task)")
-    setattr(state, _CACHE, max(after, 0))
-    return None
+    return total, total + sum(_size(value) - _size(_at(state.ctx, key)) for key, value in patch.items())
+
+
+def refusal(state: ExecutionState, patch: dict[str, Any], where: str) -> str | None:
+    """The error when ``patch`` would take ctx past ``MAX_CTX_SIZE``, else None; changes
+    nothing (an update validator asks this)."""
+    if not patch or _after(state, patch)[1] <= MAX_CTX_SIZE:
+        return None
+    return (f"{where}: not allowed: ctx would hold more than {MAX_CTX_SIZE:,} characters or items "
+            "(limit MAX_CTX_SIZE; each execution's ctx is kept in workflow memory and history) "
+            "(fix: keep large data in step results, or compute it in a python task)")
+
+
+def overflow(state: ExecutionState, patch: dict[str, Any], where: str) -> str | None:
+    """:func:`refusal`; when there is none, the running total now counts the patch (call it
+    right before ``patch_ctx``)."""
+    message = refusal(state, patch, where)
+    if message is None and patch:
+        setattr(state, _CACHE, max(_after(state, patch)[1], 0))
+    return message
 
 
 def inline_overflow(state: ExecutionState, result: Any, where: str) -> str | None:

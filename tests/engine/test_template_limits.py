@@ -259,3 +259,26 @@ def test_joining_or_summing_a_generator_is_measured_before_it_is_built(text):
     with pytest.raises(TemplateError, match=r"\(limit (MAX_|[0-9,]+, MAX_SIZE)"):
         render(text, BIG_STRINGS, where="s.args.x")
     assert time.thread_time() - started < 0.5
+
+
+def test_an_external_ctx_patch_is_refused_past_the_limit_and_counted_when_applied():
+    """The API's ctx patches (an update: its validator asks ``refusal``) share the bound."""
+    from noetl_temporal.engine import ctx_size
+    from noetl_temporal.engine.messages import PatchCtx
+
+    from .harness import NOW, feed, run
+
+    r = run("""
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata: {name: patched}
+    workflow:
+      - step: start
+        tool: {kind: python, code: "result = 1"}
+    """, hold=lambda cmd: True)   # running: the task is held in flight
+    megabytes = {f"k{i}": "x" * 1_000_000 for i in range(30)}
+    assert ctx_size.refusal(r.state, megabytes, "ctx patch") is None
+    feed(r, PatchCtx(now=NOW, patch=megabytes))   # 30 MB in ctx, counted
+    refused = ctx_size.refusal(r.state, {"more": "y" * 11_000_000}, "ctx patch")
+    assert refused is not None and refused.startswith("ctx patch: not allowed: ctx would hold more than 40,000,000")
+    assert ctx_size.refusal(r.state, {"k0": "y" * 11_000_000}, "ctx patch") is None   # replaces 1 MB of it
