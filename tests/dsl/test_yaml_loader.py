@@ -201,7 +201,7 @@ print(len(text), i, [d.code for d in found if d.severity == "error"], time.proce
 
 def test_a_5_mb_playbook_validates_in_bounded_time_and_memory():
     """The bound stated in docs/durability.md: under 1.5 GB of address space and 60 CPU
-    seconds (about 15 s and 450 MB resident for 5 MB of small steps on a 2-core machine)."""
+    seconds (16 s and 540 MB resident for 5 MB, 30,000 small steps, on the loaded 2-core machine)."""
     import subprocess
     import sys
     child = subprocess.run([sys.executable, "-c", _BIG_PLAYBOOK], capture_output=True, text=True, timeout=600)
