@@ -4,15 +4,28 @@ Templates render inside the workflow (task configs, guards, ``set``, ``loop.in``
 render that hangs or eats memory stalls the workflow task until Temporal's deadlock
 detector fails it, over and over. So a render gets:
 
-* ``MAX_OPS`` units of work: a loop iteration costs 1, a filter 2, a call (method,
-  recursive ``loop()``) 5 and a macro call 100, roughly their relative cost, so a render
+* ``MAX_OPS`` units of work: a loop iteration costs 1, a filter 5, a call (method,
+  recursive ``loop()``) 10 and a macro call 100, roughly their relative cost, so a render
   that spends the whole budget ends in well under a second on a busy 2-core machine (far
   inside Temporal's 2-second deadlock detector);
+* filters pay for the items they touch, *before* they run: a container's length, a
+  string's length in units of ``CHARS_PER_UNIT`` characters, ``n log n`` for ``sort``,
+  the words for ``wordwrap``/``title``/``urlize``, the slices of ``slice``; each item a
+  filter's generator yields (``map``, ``select``, ``batch``...) costs a unit, and so does each
+  item ``*``, ``+`` and ``str.split`` would build. So every item a render creates is paid
+  for, and the work budget bounds its memory as well as its time;
 * ``MAX_SIZE`` characters (or items) for any string or list it builds or prints, checked
   *before* the allocation for the operators that multiply size (``*``, ``+``, ``%``,
-  ``~``, output, ``join``/``replace``/``center``/``indent``/``format``... and the same
-  ``str`` methods);
-* ``MAX_INT_BITS`` bits for an integer built by ``*`` or ``**``.
+  ``~``, output, ``join``/``replace``/``center``/``indent``/``format``/``batch``/
+  ``wordwrap``... and the same ``str`` methods);
+* ``MAX_RENDER_SIZE`` characters (or items) in total for all of those: twenty strings
+  just under ``MAX_SIZE`` are one render's limit, not twenty times it;
+* ``MAX_INT_BITS`` bits for an integer built by ``*`` or ``**`` (an integer Python can
+  still print: its decimal form stays under Python's 4,300-digit conversion limit).
+
+``MAX_VALUE_SIZE`` bounds what all the templates of one value hold together (a task's
+config, a step's ``args``, a ``set``, a ``loop.in``): ``templates.render_value`` adds up each
+rendered string's size as it goes (:class:`ValueBudget`).
 
 Budgets are counts, not clocks, so a replay renders exactly as the first run did. The
 counter lives in a thread-local: one render runs start to finish in one thread, and it is
@@ -22,9 +35,10 @@ Jinja's own sandbox already refuses ``range()`` over 100,000 items and private a
 
 from __future__ import annotations
 
+import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import wraps
 from typing import Any
 
@@ -33,13 +47,18 @@ from jinja2.exceptions import SecurityError
 from jinja2.runtime import Macro
 from jinja2.utils import _PassArg
 
-__all__ = ["MAX_OPS", "MAX_SIZE", "MAX_INT_BITS", "LimitExceeded", "start", "spend", "weight", "metered",
-           "checked_join", "check_nested", "check_binop", "check_call", "guard_filters", "meter_loops", "METER_FILTER"]
+__all__ = ["MAX_OPS", "MAX_SIZE", "MAX_RENDER_SIZE", "MAX_VALUE_SIZE", "MAX_CTX_SIZE", "MAX_INT_BITS", "CHARS_PER_UNIT",
+           "ValueBudget", "LimitExceeded", "start", "spend", "weight", "metered",
+           "checked_join", "check_nested", "check_result", "check_binop", "check_call", "guard_filters", "meter_loops", "METER_FILTER"]
 
-MAX_OPS = 300_000
-_COST_FILTER, _COST_CALL, _COST_MACRO = 2, 5, 100
+MAX_OPS = 1_000_000
+_COST_FILTER, _COST_CALL, _COST_MACRO = 5, 10, 100
+CHARS_PER_UNIT = 256     # C-speed text work (upper, escape, tojson...): ~1 unit per 256 characters
 MAX_SIZE = 10_000_000
-MAX_INT_BITS = 100_000
+MAX_RENDER_SIZE = 30_000_000
+MAX_VALUE_SIZE = 20_000_000
+MAX_CTX_SIZE = 40_000_000     # one execution's ctx, all keys together (engine/ctx_size.py)
+MAX_INT_BITS = 14_000    # ~4,214 decimal digits: str() of it works (Python refuses over 4,300)
 METER_FILTER = "noetl_metered"
 
 _FIX = "work on less data in the template, or compute it in a python task"
@@ -55,6 +74,7 @@ class LimitExceeded(SecurityError):
 
 class _Budget(threading.local):
     ops = 0
+    built = 0
 
 
 _BUDGET = _Budget()
@@ -62,18 +82,55 @@ _BUDGET = _Budget()
 
 def start() -> None:
     _BUDGET.ops = 0
+    _BUDGET.built = 0
 
 
 def spend(units: int = 1) -> None:
     _BUDGET.ops += units
     if _BUDGET.ops > MAX_OPS:
-        raise LimitExceeded(f"the template does too much work: more than {MAX_OPS:,} units "
-                            "(a loop iteration is 1, a filter 2, a call 5, a macro call 100)")
+        raise LimitExceeded(f"the template does too much work: more than {MAX_OPS:,} units (limit MAX_OPS; "
+                            "a loop iteration or an item is 1, a filter 5, a call 10, a macro call 100)")
 
 
 def _size(n: int) -> None:
+    """One value of ``n`` characters/items is about to be built: within ``MAX_SIZE``, and
+    within what is left of the render's ``MAX_RENDER_SIZE``."""
     if n > MAX_SIZE:
-        raise LimitExceeded(f"the template would build {n:,} characters or items (limit {MAX_SIZE:,})")
+        raise LimitExceeded(f"the template would build {n:,} characters or items (limit {MAX_SIZE:,}, MAX_SIZE)")
+    _BUDGET.built += n
+    if _BUDGET.built > MAX_RENDER_SIZE:
+        raise LimitExceeded(f"the template builds more than {MAX_RENDER_SIZE:,} characters or items in all "
+                            "(limit MAX_RENDER_SIZE)")
+
+
+def _items(value: Any) -> int:
+    """The items a filter or method touches: a sized container's length, a string's length
+    in units (``CHARS_PER_UNIT`` characters), nothing for a scalar or a generator (a
+    generator's items are paid for as they are produced)."""
+    if isinstance(value, str | bytes):
+        return len(value) // CHARS_PER_UNIT
+    try:
+        return len(value)
+    except TypeError:
+        return 0
+
+
+class ValueBudget:
+    """What all the templates of one value (a task's config, ``args``, ``set``) hold together:
+    each rendered result's size is added as soon as it exists, so the sum stops at
+    ``MAX_VALUE_SIZE`` plus one render's worth, never twenty renders' worth."""
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def add(self, value: Any) -> Any:
+        if type(value) in _FLAT:
+            return value
+        self.total += weight(value, MAX_VALUE_SIZE + 1, paid=False)
+        if self.total > MAX_VALUE_SIZE:
+            raise LimitExceeded(f"the templates of this value build more than {MAX_VALUE_SIZE:,} characters "
+                                "or items together (limit MAX_VALUE_SIZE)")
+        return value
 
 
 # Concrete types first: an isinstance check against the Mapping ABC costs ~10x more, and
@@ -82,38 +139,58 @@ _CONTAINERS = (list, tuple, set, frozenset, dict)
 _FLAT = frozenset({int, float, bool, type(None)})   # print as one "item"
 
 
-def _parts(item: Any) -> list[Any]:
-    """The children of a container that can be bigger than one item."""
-    values = (*item.keys(), *item.values()) if isinstance(item, dict | Mapping) else item
-    return [v for v in values if type(v) not in _FLAT]
+def weight(value: Any, limit: int = MAX_SIZE, chars_per_item: int = 1, paid: bool = True) -> int:
+    """How many characters/items ``value`` prints as, stopping once past ``limit``
+    (with ``chars_per_item``: its strings count one item per that many characters).
 
-
-def weight(value: Any, limit: int = MAX_SIZE) -> int:
-    """How many characters/items ``value`` prints as, stopping once past ``limit``.
-
-    Each distinct object is measured once (a list that holds the same list twice, 80
-    levels deep, prints 2**80 items but takes 80 steps to measure)."""
+    Each distinct container is measured once (a list that holds the same list twice, 80
+    levels deep, prints 2**80 items but takes 80 steps to measure). Inside a render
+    (``paid``) the walk itself spends a unit per item it looks at."""
+    if type(value) is str or type(value) is bytes:
+        return len(value) // chars_per_item
+    if not (isinstance(value, _CONTAINERS) or isinstance(value, Mapping)):
+        return 1
     sizes: dict[int, int] = {}
-    seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(value, False)]
+    own: dict[int, int] = {}
+    stack: list[tuple[Any, list[Any] | None]] = [(value, None)]
+    looked = 0
     while stack:
-        item, children_done = stack.pop()
+        item, nested = stack.pop()
         key = id(item)
-        if children_done:
-            parts = _parts(item)
-            sizes[key] = len(item) + sum(sizes.get(id(p), 0) for p in parts)
+        if nested is not None:   # its nested containers are measured
+            sizes[key] = own[key] + sum(sizes.get(id(c), 0) for c in nested)
             if sizes[key] > limit:
                 return sizes[key]
-        elif key not in seen:
-            seen.add(key)
-            if isinstance(item, str | bytes):
-                sizes[key] = len(item)
-            elif isinstance(item, _CONTAINERS) or isinstance(item, Mapping):
-                stack.append((item, True))
-                stack.extend((p, False) for p in _parts(item))
-            else:
-                sizes[key] = 1
-    return sizes.get(id(value), 1)
+            continue
+        if key in own:
+            continue
+        # One pass over the children: strings and scalars are summed here (the common
+        # rows-of-scalars case needs no stack), only nested containers are pushed.
+        total, inner = len(item), []
+        for child in (*item.keys(), *item.values()) if isinstance(item, Mapping) else item:
+            kind = type(child)
+            if kind is str or kind is bytes:
+                total += len(child) // chars_per_item
+            elif kind not in _FLAT:
+                if isinstance(child, _CONTAINERS) or isinstance(child, Mapping):
+                    inner.append(child)
+                else:
+                    total += 1
+        own[key] = total
+        looked += len(item)
+        if paid and looked >= 1024:
+            spend(looked)
+            looked = 0
+        if inner:
+            stack.append((item, inner))
+            stack.extend((c, None) for c in inner)
+        else:
+            sizes[key] = total
+            if total > limit:
+                return total
+    if paid:
+        spend(looked)
+    return sizes.get(id(value), 0)
 
 
 def check_weight(value: Any) -> Any:
@@ -123,10 +200,30 @@ def check_weight(value: Any) -> Any:
 
 def check_nested(value: Any) -> Any:
     """``check_weight`` for containers only: a string or number is already as big as it got.
-    (Runs once per ``{{ }}`` output: the common types leave after one set lookup.)"""
+    (Runs once per ``{{ }}`` output: the common types leave after one set lookup.) Measuring
+    and printing a container is work too: it is paid like a filter, plus its items."""
     if type(value) not in _FLAT and type(value) is not str and isinstance(value, _CONTAINERS):
+        spend(_COST_FILTER)
         _size(weight(value))
     return value
+
+
+def _text(value: Any) -> str:
+    """``str(value)`` for a filter that works on text, paid for first when ``value`` is a
+    container (printing 100,000 rows is real work, and its size is checked)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _CONTAINERS) or isinstance(value, Mapping):
+        spend(4 * weight(value, MAX_OPS + 1, CHARS_PER_UNIT))
+    return str(check_weight(value))
+
+
+def check_result(value: Any) -> Any:
+    """What a ``{{ expr }}`` returns: a generator (``map``, ``select``...) becomes the list it
+    yields, paid for inside the render (it must not run later, outside the budget)."""
+    if isinstance(value, Iterator):
+        value = list(value)
+    return check_nested(value)
 
 
 def metered(iterable: Iterable[Any]) -> Iterable[Any]:
@@ -165,7 +262,8 @@ def checked_join(parts: Iterable[Any]) -> str:
 
 def _int_bits(bits: int) -> None:
     if bits > MAX_INT_BITS:
-        raise LimitExceeded(f"the template would build an integer of {bits:,} bits (limit {MAX_INT_BITS:,})")
+        raise LimitExceeded(f"the template would build an integer of {bits:,} bits (limit {MAX_INT_BITS:,} "
+                            "bits, MAX_INT_BITS: about 4,200 decimal digits)")
 
 
 def _is_int(value: Any) -> bool:
@@ -179,11 +277,14 @@ def _repeat(left: Any, right: Any) -> None:
     seq, times = (left, right) if _is_int(right) else (right, left)
     if _is_int(times) and isinstance(seq, str | bytes | list | tuple) and times > 0:
         _size(weight(seq, MAX_SIZE // times + 1) * times)
+        spend(_items(seq) * times)
 
 
 def _power(base: Any, exponent: Any) -> None:
     if _is_int(base) and _is_int(exponent) and exponent > 0 and abs(base) > 1:
-        _int_bits(base.bit_length() * exponent)
+        # exactly how many bits the power has (bit_length() * exponent overshoots: 10**4000
+        # has 13,288 bits, not 16,000); capped first so a huge exponent cannot overflow a float
+        _int_bits(base.bit_length() * exponent if exponent > MAX_INT_BITS else math.ceil(exponent * math.log2(abs(base))))
 
 
 _PERCENT_WIDTH = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\d+|\*)?(?:\.(\d+|\*))?")
@@ -212,6 +313,7 @@ def check_binop(operator: str, left: Any, right: Any) -> None:
         _power(left, right)
     elif operator == "+" and isinstance(left, str | bytes | list | tuple):
         _size(weight(left) + weight(right))
+        spend(_items(left) + _items(right))
     elif operator == "%" and isinstance(left, str):
         values = right.values() if isinstance(right, Mapping) else right if isinstance(right, tuple) else [right]
         check_format(left, values)
@@ -250,19 +352,41 @@ def _predicted(predict: Callable[..., int | None], *args: Any, **kwargs: Any) ->
         return 0
 
 
+def _pieces(text: str, sep: Any = None, maxsplit: Any = -1) -> int:
+    """How many strings ``split``/``rsplit`` would build."""
+    if isinstance(sep, str) and sep:
+        hits = text.count(sep)
+    else:   # whitespace: at most one piece per run of blanks
+        hits = sum(text.count(c) for c in " \t\n\r\x0b\x0c")
+    return min(hits, maxsplit) + 1 if _is_int(maxsplit) and maxsplit >= 0 else hits + 1
+
+
+# Predicted number of items the str methods that split build.
+_STR_PIECES: dict[str, Callable[..., int]] = {
+    "split": _pieces,
+    "rsplit": _pieces,
+    "splitlines": lambda s, *a: s.count("\n") + s.count("\r") + 1,
+}
+
+
 def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """Before a sandboxed call: spend a unit, predict the size of growing ``str`` methods.
+    """Before a sandboxed call: spend a unit, predict the size of growing ``str`` methods
+    and pay for the text they read and the pieces they build.
     Returns the arguments to call with (a ``join`` argument is materialized to be measured)."""
     spend(_COST_MACRO if isinstance(obj, Macro) else _COST_CALL)
     inner = getattr(obj, "__wrapped__", obj)   # the sandbox wraps str.format
     owner = getattr(inner, "__self__", None)
     if not isinstance(owner, str):
         return args
+    spend(_items(owner))
     name = getattr(inner, "__name__", "")
     if name in _STR_METHODS:
         _size(_predicted(_STR_METHODS[name], owner, *args, **kwargs))
+    elif name in _STR_PIECES:
+        spend(_predicted(_STR_PIECES[name], owner, *args, **kwargs))
     elif name == "join" and args:
         items = list(args[0])
+        spend(len(items))
         _size(weight(items) + len(owner) * len(items))
         return (items, *args[1:])
     elif name in ("format", "format_map"):
@@ -282,7 +406,7 @@ def _container_size(factor: int) -> Callable[..., int | None]:
 
 
 def _indent_size(value: Any, width: Any = 4, *args: Any, **kwargs: Any) -> int:
-    text = str(check_weight(value))
+    text = _text(value)
     return len(text) + (text.count("\n") + 1) * _width(width)
 
 
@@ -291,43 +415,148 @@ def _format_size(value: Any, *args: Any, **kwargs: Any) -> None:
     return None
 
 
+def _batch_size(value: Any, linecount: Any, fill_with: Any = None) -> int:
+    # the last batch is padded to ``linecount`` items when there is a fill value
+    return weight(value) + (_width(linecount) if fill_with is not None else 0)
+
+
+def _wrapped_size(value: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None,
+                  *args: Any, **kwargs: Any) -> int:
+    text = _text(value)
+    lines = len(text) // max(_width(width), 1) + text.count("\n") + 1
+    return len(text) + lines * len(wrapstring if isinstance(wrapstring, str) else "\n")
+
+
+def _escaped_size(value: Any, *args: Any, **kwargs: Any) -> int:
+    text = _text(value)
+    return len(text) + 5 * sum(text.count(c) for c in "<>&'\"")   # &#34; is the longest escape
+
+
 # Predicted output size of the filters that can grow their input (None: nothing to check).
 _FILTER_SIZES: dict[str, Callable[..., int | None]] = {
     "center": lambda value, width=80, *a, **k: max(weight(value), _width(width)),
     "indent": _indent_size,
-    "replace": lambda value, old, new, count=None, *a, **k: _replaced(str(check_weight(value)), str(old),
+    "replace": lambda value, old, new, count=None, *a, **k: _replaced(_text(value), str(old),
                                                                        str(new), count),
     "slice": lambda value, slices, *a, **k: weight(value) + _width(slices),
+    "batch": _batch_size,
+    "wordwrap": _wrapped_size,
     "format": _format_size,
-    **{name: _container_size(1) for name in ("join", "string", "list", "wordwrap", "urlize")},
-    **{name: _container_size(2) for name in ("tojson", "to_json", "pprint")},
+    **{name: _escaped_size for name in ("e", "escape", "forceescape")},
+    "urlencode": lambda value, *a, **k: 3 * weight(value),    # %XX per character at most
+    # (not `list`: it makes no item its input did not have, and pays _each per item)
+    **{name: _container_size(1) for name in ("join", "string", "urlize")},
+    "sum": lambda value, attribute=None, start=0: weight(value) if isinstance(start, list | tuple) else None,
+    **{name: lambda value, *a, **k: 2 * weight(value) for name in ("tojson", "to_json", "pprint")},
 }
+
+
+def _sorting(value: Any, *args: Any, **kwargs: Any) -> int:
+    n = _items(value)
+    return n * max(n.bit_length(), 1) // 4    # n log n comparisons, a few per unit
+
+
+def _words(value: Any, *args: Any, **kwargs: Any) -> int:
+    """Filters that do Python work per word (textwrap, title's regex callback, urlize)."""
+    text = _text(value)
+    return 2 * sum(text.count(c) for c in " \t\n") + len(text) // max(_width(args[0]) if args else 1, 1) \
+        + len(text) // CHARS_PER_UNIT
+
+
+def _nested(value: Any, *args: Any, **kwargs: Any) -> int:
+    """Filters that walk all of a nested value (serializers): a few units per item."""
+    if type(value) in _FLAT or isinstance(value, str | bytes):
+        return _items(value)
+    return 4 * weight(value, MAX_OPS + 1, CHARS_PER_UNIT)
+
+
+def _each(value: Any, *args: Any, **kwargs: Any) -> int:
+    """Filters that take their input item by item: a string is one item per character."""
+    return len(value) if isinstance(value, str | bytes) else _items(value)
+
+
+
+
+def _sum_work(value: Any, attribute: Any = None, start: Any = 0) -> int:
+    """``sum`` of lists or tuples copies the running total at each step: quadratic."""
+    n = _each(value)
+    if isinstance(start, list | tuple):
+        return n + n * weight(value, MAX_OPS + 1) // 2
+    return n
+
+
+# The filters whose work does not grow with their input (they read one item or a length).
+_CONSTANT_WORK = frozenset({"abs", "attr", "count", "length", "d", "default", "first", "last", "float", "int",
+                            "round", "safe", "filesizeformat", "bool"})
+
+# The work a filter does before it returns, by its input; any other filter pays ``_items``.
+_FILTER_WORK: dict[str, Callable[..., int]] = {
+    "sort": _sorting,
+    "dictsort": lambda value, *a, **k: _sorting(value) + 4 * _items(value),
+    "groupby": lambda value, *a, **k: _sorting(value) + 8 * _each(value),   # a tuple and a list per group
+    "unique": lambda value, *a, **k: 2 * _each(value),
+    "slice": lambda value, slices=1, *a, **k: _each(value) + max(_width(slices), 0),
+    "batch": lambda value, linecount=1, fill_with=None, *a, **k: _each(value) + (
+        max(_width(linecount), 0) if fill_with is not None else 0),
+    "wordwrap": _words,
+    "title": lambda value, *a, **k: _words(value),
+    "wordcount": lambda value, *a, **k: _words(value),
+    "urlize": lambda value, *a, **k: _words(value),
+    **{name: _nested for name in ("tojson", "to_json", "pprint", "string", "format", "xmlattr",
+                                  "fromjson", "from_json", "b64encode", "b64decode", "items")},
+    "sum": _sum_work,
+    **{name: _each for name in ("list", "join", "max", "min", "map", "select", "reject", "selectattr",
+                                "rejectattr")},
+}
+
+
+def _work(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    if name in _CONSTANT_WORK or not args:
+        return 0
+    counter = _FILTER_WORK.get(name)
+    return _predicted(counter, *args, **kwargs) if counter is not None else _items(args[0])
+
+
+# Filters that need all of their input at once: a generator is made a list first, so its
+# size can be predicted (``join`` over a ``map`` built a 100,000,000-character string).
+_WHOLE_INPUT = frozenset({"join", "tojson", "to_json", "pprint", "string", "sum", "format", "xmlattr"})
 
 
 def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     skip = 1 if _PassArg.from_obj(func) is not None else 0   # a leading context/environment argument
     predict = _FILTER_SIZES.get(name)
 
-    if predict is None:
-        @wraps(func)
-        def spending(*args: Any, **kwargs: Any) -> Any:
-            spend(_COST_FILTER)
-            return func(*args, **kwargs)
-
-        return spending
-
     @wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        spend(_COST_FILTER)
+        work = _COST_FILTER
         if len(args) > skip:
-            _size(_predicted(predict, *args[skip:], **kwargs))
-        return func(*args, **kwargs)
+            if type(args[skip]) not in _FLAT:   # a number touches no items (the common case, fast)
+                if name in _WHOLE_INPUT and isinstance(args[skip], Iterator):
+                    # a generator's items are measured before they are joined or serialized
+                    args = (*args[:skip], list(args[skip]), *args[skip + 1:])
+                work += _work(name, args[skip:], kwargs)
+            spend(work)      # paid before the filter runs
+            if predict is not None:
+                _size(_predicted(predict, *args[skip:], **kwargs))
+        else:
+            spend(work)
+        result = func(*args, **kwargs)
+        kind = type(result)
+        if kind is str:
+            if predict is None:
+                _size(len(result))   # bounded by its input; counted in what the render built
+            return result
+        if kind in _FLAT or kind in _CONTAINERS:
+            return result
+        # a generator (map, select, batch, slice, unique, reverse...) pays per item it yields
+        return metered(result) if isinstance(result, Iterator) else result
 
     return guarded
 
 
 def guard_filters(filters: dict[str, Callable[..., Any]]) -> None:
-    """Wrap every filter in place (each call spends a unit; growing ones are size-checked)."""
+    """Wrap every filter in place (each call spends units by the work it will do; growing
+    ones are size-checked; generators are metered)."""
     for name, func in list(filters.items()):
         filters[name] = _guard_filter(name, func)
     filters[METER_FILTER] = metered

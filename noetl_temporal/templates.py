@@ -113,7 +113,7 @@ class _Environment(ImmutableSandboxedEnvironment):
         expression = super().compile_expression(source, undefined_to_none)
 
         def evaluate(*args: Any, **kwargs: Any) -> Any:  # a value built by the template: size-checked
-            return limits.check_nested(expression(*args, **kwargs))
+            return limits.check_result(expression(*args, **kwargs))
 
         return evaluate
 
@@ -271,19 +271,28 @@ def render_value(value: Any, context: Mapping[str, Any], *, where: str | None = 
                  defer: Callable[[str], bool] | None = None) -> Any:
     """Render every string inside ``value`` (dicts and lists recursively); keys stay as they are.
 
-    ``defer(text)`` true leaves that string as it is (rendered later, elsewhere).
+    ``defer(text)`` true leaves that string as it is (rendered later, elsewhere). What all
+    the templates build together is bounded (``template_limits.MAX_VALUE_SIZE``).
     """
+    return _render_tree(value, context, where, seed, now, defer, limits.ValueBudget())
+
+
+def _render_tree(value: Any, context: Mapping[str, Any], where: str | None, seed: Any,
+                 now: Callable[[], Any] | None, defer: Callable[[str], bool] | None,
+                 budget: limits.ValueBudget) -> Any:
     if isinstance(value, str):
-        if defer is not None and defer(value):
+        if (defer is not None and defer(value)) or not is_template(value):
             return value
-        return render(value, context, where=where, seed=seed, now=now)
+        rendered = render(value, context, where=where, seed=seed, now=now)
+        try:
+            return budget.add(rendered)
+        except limits.LimitExceeded as exc:
+            raise TemplateError(f"not allowed in playbook templates: {exc}", template=value, where=where) from None
     if isinstance(value, Mapping):
-        return {k: render_value(v, context, where=f"{where}.{k}" if where else str(k), seed=seed, now=now,
-                                defer=defer)
+        return {k: _render_tree(v, context, f"{where}.{k}" if where else str(k), seed, now, defer, budget)
                 for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [render_value(v, context, where=f"{where}[{i}]" if where else f"[{i}]", seed=seed, now=now,
-                             defer=defer)
+        return [_render_tree(v, context, f"{where}[{i}]" if where else f"[{i}]", seed, now, defer, budget)
                 for i, v in enumerate(value)]
     return value
 

@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from noetl_temporal.errors import ConfigError, PlaybookInvalid
 from noetl_temporal.temporal.control import ExecutionFinished, NotFound, Rejected
 
+from .limits import TooLarge
 from .models import ErrorBody
 
 __all__ = ["install_error_handlers", "responses", "BadRequest", "invalid_playbook"]
@@ -55,6 +56,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(PlaybookInvalid)
     async def _invalid(_: Request, exc: PlaybookInvalid) -> JSONResponse:
         return invalid_playbook(exc)
+
+    @app.exception_handler(TooLarge)
+    async def _too_large(_: Request, exc: TooLarge) -> JSONResponse:
+        return _json(413, str(exc))
 
     @app.exception_handler(BadRequest)
     async def _bad(_: Request, exc: BadRequest) -> JSONResponse:
@@ -99,7 +104,7 @@ _DESCRIPTIONS = {
     401: "missing or wrong API token",
     404: "no such execution, playbook or version",
     409: "the execution already finished (its state is in the body)",
-    413: "request body too large",
+    413: "request body too large, or larger than allowed once parsed (YAML aliases)",
     422: "malformed request, invalid playbook (with located errors) or a rejected ctx patch",
     503: "Temporal or the catalog database is unreachable",
 }

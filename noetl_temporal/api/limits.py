@@ -1,8 +1,14 @@
-"""Request body size limit, as plain ASGI middleware.
+"""Request size limits: the body as plain ASGI middleware, and what it expands to.
 
-Why here and not per route: a body must be refused before anything parses it (JSON,
-YAML), and a client that lies in ``Content-Length`` or streams chunks must be stopped
-too. Bodies are read up to the limit and replayed to the app; larger ones get 413.
+Why the body here and not per route: a body must be refused before anything parses it
+(JSON, YAML), and a client that lies in ``Content-Length`` or streams chunks must be
+stopped too. Bodies are read up to the limit and replayed to the app; larger ones get 413.
+
+A small body can still grow: YAML aliases repeat a node wherever they point (the loader
+bounds that at 10,000,000 characters, far above a request's size), and the playbook and
+payload then go to Temporal's history and the payload store in expanded form. So a start
+request is measured again once parsed (:func:`check_expanded`): its playbook and payload,
+as JSON, may hold at most ``EXPANSION`` times the body limit (413, naming the limit).
 """
 
 from __future__ import annotations
@@ -11,7 +17,48 @@ import json
 from collections.abc import MutableMapping
 from typing import Any
 
-__all__ = ["BodyLimit"]
+__all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded"]
+
+#: how much bigger than ``--max-body-bytes`` a request may become once parsed (JSON is
+#: wordier than YAML: quotes and braces; aliases are what this is for)
+EXPANSION = 2
+
+
+class TooLarge(ValueError):
+    """A request that expands past its limit once parsed: 413."""
+
+
+def _json_size(value: Any, limit: int) -> int:
+    """The JSON length of ``value``, counted without building it, stopping past ``limit``
+    (aliases make one object appear many times: each appearance counts)."""
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 3
+        elif isinstance(item, dict):
+            total += 2 + len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            total += 2 + len(item)
+            stack.extend(item)
+        else:
+            total += 8
+    return total
+
+
+def check_expanded(max_body_bytes: int, **parts: Any) -> None:
+    """Refuse a parsed request whose parts (``playbook=``, ``payload=``) hold more than
+    ``EXPANSION`` times the body limit together."""
+    limit = EXPANSION * max_body_bytes
+    total = 0
+    for name, value in parts.items():
+        total += _json_size(value, limit - total)
+        if total > limit:
+            raise TooLarge(f"the request's {' and '.join(parts)} expand to more than {limit} bytes once parsed "
+                           f"(limit: {EXPANSION} x --max-body-bytes; the {name} crossed it): write the "
+                           "data out instead of repeating it with YAML aliases, or send less")
 
 
 class BodyLimit:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
-import signal
 import socket
 import sys
 from typing import Any
 
 from ..errors import ConfigError
+from . import hardstop
 from .connection import add_connection_arguments, target_of
 from .telemetry import add_telemetry_arguments, apply_telemetry_arguments
 
@@ -48,7 +47,8 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
                         help="event store the workers write (SQLite file or postgresql:// DSN; default: "
                              "$NOETL_EVENT_STORE or ~/.local/share/noetl-temporal/events.db)")
     parser.add_argument("--max-body-bytes", type=int, default=1024 * 1024, metavar="N",
-                        help="largest request body accepted (default 1048576); larger ones get 413")
+                        help="largest request body accepted (default 1048576); larger ones get 413, as does "
+                             "a start request whose playbook and payload expand past twice this once parsed")
     parser.add_argument("--heartbeat-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="activity heartbeat timeout (default 10); a cancel reaches a running task "
                              "within about 0.8 x this")
@@ -128,10 +128,7 @@ async def _serve(app: Any, sock: socket.socket, on_started: Any = None) -> None:
     if server.started and on_started:
         on_started(sock.getsockname()[1])
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    hardstop.install(stop)   # the first signal stops, even with a wedged workflow task
     waiter = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)

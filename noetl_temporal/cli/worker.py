@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 
+from noetl_temporal.cli import hardstop
 from noetl_temporal.cli.connection import add_connection_arguments, connect_to
 from noetl_temporal.cli.telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
@@ -38,9 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 async def serve(args: argparse.Namespace) -> None:
     target, client = await connect_to(args, needs="a worker needs a Temporal server to poll")
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    hardstop.install(stop)   # the first signal stops, even with a wedged workflow task
     metrics = f"; metrics at http://{args.metrics_host}:{args.metrics_port}/metrics" if args.metrics_port else ""
     async with hosted_worker(client, task_queue=target.task_queue,
                              max_concurrent_activities=args.max_concurrent_activities,

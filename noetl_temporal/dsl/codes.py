@@ -43,8 +43,9 @@ _TABLE: list[Code] = [
          "save the playbook as UTF-8 text"),
     Code("NTL005", _E, "YAML syntax error", "`tool: {kind: python` (unclosed flow mapping)",
          "correct the YAML at the reported line and column"),
-    Code("NTL006", _E, "YAML aliases expand beyond the safety limit, or an alias refers to itself",
-         "a 'billion laughs' document of nested `*a` aliases",
+    Code("NTL006", _E, "YAML aliases expand beyond the safety limit (200,000 nodes, or 10,000,000 characters of "
+                       "text or the file's length when larger), or an alias refers to itself",
+         "a 'billion laughs' document of nested `*a` aliases; a 1 MB string aliased a thousand times",
          "write the data out instead of nesting anchors and aliases"),
     Code("NTL007", _E, "the document is empty", "an empty file, or one with only comments",
          "write a playbook: apiVersion, kind, metadata, workflow"),
@@ -168,6 +169,9 @@ _TABLE: list[Code] = [
          "`a -> j` with `args: {x: 1}` and `b -> j` with `args: {x: 2}` after an inclusive fan-out",
          "rename one key, or read each branch's value as `args._upstreams.<step>.<key>` "
          "(at the join the later arrival wins at `args.<key>`)"),
+    Code("NTL508", _W, "steps route to each other with arcs that always fire: the cycle never ends",
+         "`a -> b` and `b -> a`, neither arc with a `when`",
+         "guard one arc of the cycle with a `when` that becomes false (a counter in ctx), or end it"),
     # ------------------------------------------------------------------ loops
     Code("NTL601", _E, "`loop.spec.max_in_flight` is above 1000", "`max_in_flight: 5000`",
          "use at most 1000 (Temporal allows 2,000 pending activities per execution)"),
@@ -181,7 +185,6 @@ _TABLE: list[Code] = [
          "name the item: `loop: {in: ..., iterator: row}`"),
     Code("NTL701", _E, "template syntax error", "`\"{{ ctx.count + }}\"`",
          "correct the Jinja2 expression"),
-    # ------------------------------------------------------------------ model checks
     Code("NTL702", _W, "a template reads a name nothing in the playbook defines",
          "`{{ nosuchvar }}`, `{{ compte.total }}` with a step `compute`",
          "correct the name (a step, task, workload key, arc arg, loop iterator or `set:` name), or "
@@ -189,6 +192,12 @@ _TABLE: list[Code] = [
     Code("NTL703", _W, "a template reads a field a step's result certainly lacks",
          "`{{ start.totl }}` where `start` is a noop with `result: {total: 1}`",
          "read a field the result has (the warning lists them), or give the noop the field"),
+    Code("NTL704", _E, "a template reads `keychain` where secrets are not allowed (only a task's tool "
+                       "settings may: they render inside its activity)",
+         "`set: {ctx.token: \"{{ keychain.api.token }}\"}`, an arc's `args`, a `when`",
+         "read the secret in the tool settings that need it (`headers`, `env`, `dsn`...); a secret "
+         "kept in ctx or args would be written to workflow history"),
+    # ------------------------------------------------------------------ model checks
     Code("NTL901", _E, "a value has the wrong type or is out of range",
          "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`", "use a value the message allows"),
     Code("NTL902", _E, "unknown key", "`then: {do: retry, atempts: 3}`",

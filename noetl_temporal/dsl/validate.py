@@ -109,6 +109,46 @@ def _reachable(playbook: Playbook, entry: str) -> set[str]:
     return seen
 
 
+def _forced_arcs(step: Step) -> list[tuple[int, str]]:
+    """The arcs of ``step`` that always fire: with no ``when``, in inclusive mode; the first
+    arc only, with no ``when``, in exclusive mode (an earlier guarded arc may win)."""
+    if step.next is None or not step.next.arcs:
+        return []
+    arcs = list(enumerate(step.next.arcs))
+    if step.next.spec.mode == "exclusive":
+        arcs = arcs[:1]
+    return [(k, arc.step) for k, arc in arcs if arc.when is None]
+
+
+def _unconditional_cycles(playbook: Playbook, reporter: Reporter) -> None:
+    """NTL508: steps that route to each other with arcs that always fire never end."""
+    index_of = {s.step: i for i, s in reversed(list(enumerate(playbook.workflow)))}
+    forced = {s.step: _forced_arcs(s) for s in playbook.workflow}
+    state: dict[str, int] = {}   # 1: on the current path, 2: done
+    for root in (s.step for s in playbook.workflow):
+        if root in state:
+            continue
+        path: list[str] = [root]
+        stack = [iter(forced.get(root, []))]
+        state[root] = 1
+        while stack:
+            edge = next(stack[-1], None)
+            if edge is None:
+                state[path.pop()] = 2
+                stack.pop()
+                continue
+            k, target = edge
+            if state.get(target) == 1:   # back to a step on the path: a cycle
+                cycle = path[path.index(target):] + [target]
+                reporter.add_normalized(
+                    "NTL508", f"the steps {' -> '.join(cycle)} route to each other with arcs that always "
+                              "fire (no `when`): this cycle never ends", f"workflow[{index_of[path[-1]]}].next.arcs[{k}]")
+            elif target not in state and target in index_of:
+                state[target] = 1
+                path.append(target)
+                stack.append(iter(forced.get(target, [])))
+
+
 def _join_arg_collisions(playbook: Playbook, entry: str, reporter: Reporter) -> None:
     """NTL507: arcs from concurrent upstreams of a join that set the same ``args`` key.
 
@@ -159,6 +199,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
     reachable = _reachable(playbook, entry) | ({final} if final else set())
     _join_arg_collisions(playbook, entry, reporter)
+    _unconditional_cycles(playbook, reporter)
     for index, step in enumerate(playbook.workflow):
         if step.step not in reachable and first_at.get(step.step) == index:
             reporter.add_normalized("NTL505", f"step {step.step!r} can never run: no arc leads to it from the "

@@ -25,12 +25,16 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from . import paths
 from .diagnostics import Reporter
 
-__all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "Parsed", "parse_yaml"]
+__all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "MAX_EXPANDED_CHARS", "Parsed", "parse_yaml"]
 
 MAX_DEPTH = 200
 # Only enforced when aliases make the document bigger than its text: a plain 5 MB
 # file is bounded by its size, an aliased one is not.
 MAX_EXPANDED_NODES = 200_000
+# The same in characters of scalar text: few nodes can still hold a lot (one 1 MB string
+# aliased a thousand times is 1,000 nodes and 1 GB once serialized). Aliases may grow a
+# document to this size, or to the text's own length when that is larger.
+MAX_EXPANDED_CHARS = 10_000_000
 
 _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -62,12 +66,13 @@ class _Stop(Exception):
     """Abort building after a diagnostic was reported."""
 
 
-def _expanded_size(root: Node, reporter: Reporter) -> tuple[int, int]:
-    """(physical nodes, nodes after alias expansion); reports alias cycles and depth."""
-    memo: dict[int, int] = {}
+def _expanded_size(root: Node, reporter: Reporter) -> tuple[int, int, int]:
+    """(physical nodes, nodes after alias expansion, characters of scalar text after alias
+    expansion); reports alias cycles and depth."""
+    memo: dict[int, tuple[int, int]] = {}
     active: set[int] = set()
 
-    def size(node: Node, depth: int) -> int:
+    def size(node: Node, depth: int) -> tuple[int, int]:
         key = id(node)
         if key in memo:
             return memo[key]
@@ -80,17 +85,18 @@ def _expanded_size(root: Node, reporter: Reporter) -> tuple[int, int]:
             reporter.add("NTL013", f"nesting is deeper than {MAX_DEPTH} levels", line=line, col=col)
             raise _Stop
         active.add(key)
-        total = 1
-        if isinstance(node, SequenceNode):
-            total += sum(size(child, depth + 1) for child in node.value)
-        elif isinstance(node, MappingNode):
-            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        nodes, chars = 1, len(node.value) if isinstance(node, ScalarNode) else 0
+        children = node.value if isinstance(node, SequenceNode) else \
+            [n for pair in node.value for n in pair] if isinstance(node, MappingNode) else []
+        for child in children:
+            child_nodes, child_chars = size(child, depth + 1)
+            nodes, chars = nodes + child_nodes, chars + child_chars
         active.discard(key)
-        memo[key] = total
-        return total
+        memo[key] = nodes, chars
+        return nodes, chars
 
-    expanded = size(root, 0)
-    return len(memo), expanded
+    expanded, chars = size(root, 0)
+    return len(memo), expanded, chars
 
 
 class _Builder:
@@ -280,13 +286,19 @@ def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
             reporter.add("NTL007", "the playbook is empty", line=1, col=1)
             return None
         try:
-            physical, expanded = _expanded_size(root, reporter)
+            physical, expanded, chars = _expanded_size(root, reporter)
         except _Stop:
             return None
         if expanded > physical and expanded > MAX_EXPANDED_NODES:
             line, col = _pos(root)
             reporter.add("NTL006", f"aliases expand the document to {expanded} nodes "
                                    f"(limit {MAX_EXPANDED_NODES})", line=line, col=col)
+            return None
+        if chars > max(len(text), MAX_EXPANDED_CHARS):
+            line, col = _pos(root)
+            reporter.add("NTL006", f"aliases expand the document to {chars:,} characters of text "
+                                   f"(limit {MAX_EXPANDED_CHARS:,}, or the file's own length when larger)",
+                         line=line, col=col)
             return None
         builder = _Builder(loader, reporter)
         builder.parsed.positions[""] = builder.parsed.value_positions[""] = _pos(root)

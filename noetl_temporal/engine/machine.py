@@ -33,7 +33,7 @@ from typing import Any
 from ..dsl.models import AdmitPolicy, Playbook, Step
 from ..status import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..templates import evaluate_condition
-from . import budget, joins, loops, pipeline, steps
+from . import budget, ctx_size, joins, loops, pipeline, steps
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
 from .context import deep_merge
@@ -85,6 +85,7 @@ def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Comm
     elif isinstance(event, TaskFinished):
         complete(state, pipeline.task_finished(state, event, commands), commands)
     elif isinstance(event, PatchCtx):
+        ctx_size.overflow(state, event.patch, "ctx patch")   # counted (the update validator refused past it)
         patch_ctx(state, event.patch)
         if not event.patch:
             state.ctx_version += 1  # an external patch re-evaluates denied tokens even when empty

@@ -18,7 +18,7 @@ from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
-from . import budget, invocation
+from . import budget, ctx_size, invocation
 from .common import (
     emit,
     ended_outcome,
@@ -93,6 +93,9 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
             continue
         if task.kind in INLINE_KINDS:
             outcome = _inline_outcome(task, config)
+            too_big = ctx_size.inline_overflow(state, outcome.get("result"), f"{run.step}.tool.{task.name}")
+            if too_big is not None:
+                outcome = error_outcome("limit", too_big)
             end = _apply_outcome(state, run, pipe, task, task_run_id, outcome, attempts=[], decision=None)
             if end is not None:
                 return end
@@ -314,6 +317,10 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
         var_patch = render_value(holder.set_vars, vars_context, where=where)
     except TemplateError as exc:
         record_failure(state, run.step, run.id, handled=False, kind="template", message=str(exc))
+        return
+    too_big = ctx_size.overflow(state, {**ctx_patch, **(var_patch if pipe is None else {})}, where)
+    if too_big is not None:
+        record_failure(state, run.step, run.id, handled=False, kind="limit", message=too_big)
         return
     patch_ctx(state, ctx_patch)
     if pipe is not None:

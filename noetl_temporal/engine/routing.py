@@ -11,6 +11,7 @@ from typing import Any
 from ..dsl.models import Step
 from ..errors import TemplateError
 from ..templates import evaluate_condition, render_value
+from . import ctx_size
 from .common import add_token, emit, patch_ctx, record_failure, template_context
 from .context import Scope, outcome_view, set_path
 from .event_types import CALL_DONE, CALL_ERROR
@@ -74,6 +75,11 @@ def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, 
         except TemplateError as exc:
             errors.append(str(exc))
             record_failure(state, run.step, run.id, handled=False, kind="template", message=str(exc))
+            continue
+        too_big = ctx_size.overflow(state, patch, f"{where}.set")
+        if too_big is not None:
+            errors.append(too_big)
+            record_failure(state, run.step, run.id, handled=False, kind="limit", message=too_big)
             continue
         patch_ctx(state, patch)
         add_token(state, arc.step, args, source=run.step)

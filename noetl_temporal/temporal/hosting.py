@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from ..tools import aclose_clients
+from ..tools import aclose_clients, sweep_workdirs
 from .activity_logs import quiet_cancelled_activities
 from .types import DEFAULT_TASK_QUEUE
 from .worker import build_worker
@@ -36,6 +36,7 @@ async def hosted_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     """
     quiet_cancelled_activities()   # a cancelled task is one log line, not a traceback
     try:
+        sweep_workdirs()   # scratch directories of killed workers on this machine
         worker = build_worker(client, task_queue=task_queue, **options)
         async with worker:
             yield worker

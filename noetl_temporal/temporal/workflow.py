@@ -35,7 +35,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
-    from ..engine import behaviours, machine, progress, snapshot
+    from ..engine import behaviours, ctx_size, machine, progress, snapshot
     from ..engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
     from ..engine.events import EventLog
     from ..engine.graph import StepGraph
@@ -598,6 +598,9 @@ class PlaybookWorkflow:
         for key in patch:
             if not isinstance(key, str) or not key or key.startswith(".") or key.endswith("."):
                 raise ValueError(f"invalid ctx key {key!r}: use names like 'approved' or 'a.b'")
+        too_big = ctx_size.refusal(self._state, patch, "ctx patch")
+        if too_big is not None:
+            raise ValueError(too_big)
 
     @workflow.query(name="status")
     def status(self) -> dict[str, Any]:

@@ -39,6 +39,12 @@ async def aclose_clients() -> None:
         await aclose_forkserver()
 
 
+def sweep_workdirs() -> int:
+    """Remove the python tasks' scratch directories left by workers that were killed (call
+    when a worker starts); how many were removed."""
+    return _workdirs.sweep()
+
+
 #: one instance per kind of ``noetl_temporal.tool_kinds.REGISTRY_KINDS`` (the DSL's list;
 #: tests/tools/test_tool_kinds.py keeps the two equal)
 BUILTIN_TOOLS: tuple[Tool, ...] = (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(),
@@ -48,6 +54,7 @@ for _tool in BUILTIN_TOOLS:
 del _tool
 
 __all__ = [
+    "sweep_workdirs",
     "TOOLS",
     "BUILTIN_TOOLS",
     "Tool",

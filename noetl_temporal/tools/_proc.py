@@ -45,36 +45,66 @@ KILL_GRACE = 2.0
 
 
 class Capture:
-    """Keeps the head and the tail of a byte stream up to ``limit`` bytes in total."""
+    """Keeps the head and the tail of a byte stream up to ``limit`` bytes in total.
 
-    def __init__(self, limit: int) -> None:
+    With ``mask`` (a task's secrets, see ``keychain.Scrubber.text``) it masks *before* it
+    cuts: each part keeps ``margin`` (the longest secret) more bytes than it shows, so a
+    secret that straddles a cut is whole when it is masked, and only then is the part cut
+    to size (masking the cut text would leave the visible half of such a secret).
+    """
+
+    def __init__(self, limit: int, mask: Callable[[str], str] | None = None, margin: int = 0) -> None:
         self.limit = limit
         self._tail_limit = limit // 4  # the end of stderr is where the error is
+        self._mask = mask
+        self._margin = margin if mask is not None else 0
         self._head = bytearray()
         self._tail = bytearray()
         self.total = 0
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        room = self.limit - self._tail_limit - len(self._head)
+        room = self.limit - self._tail_limit + self._margin - len(self._head)
         if room > 0:
             self._head += chunk[:room]
             chunk = chunk[room:]
         if chunk:
             self._tail += chunk
-            if len(self._tail) > self._tail_limit:
-                del self._tail[: len(self._tail) - self._tail_limit]
+            keep = self._tail_limit + self._margin
+            if len(self._tail) > keep:
+                del self._tail[: len(self._tail) - keep]
 
     @property
     def truncated(self) -> bool:
         return self.total > len(self._head) + len(self._tail)
 
+    def _shown(self, part: bytearray, keep: int, at_end: bool) -> str:
+        text = part.decode("utf-8", "replace")
+        if self._mask is None:
+            return text
+        text = self._mask(text)
+        if len(part) <= keep:
+            return text
+        return text[-keep:] if at_end else text[:keep]
+
     def text(self) -> str:
-        head = self._head.decode("utf-8", "replace")
         if not self.truncated:
-            return head + self._tail.decode("utf-8", "replace")
-        dropped = self.total - len(self._head) - len(self._tail)
-        return f"{head}\n... [{dropped} bytes truncated] ...\n{self._tail.decode('utf-8', 'replace')}"
+            whole = (self._head + self._tail).decode("utf-8", "replace")
+            return self._mask(whole) if self._mask is not None else whole
+        head = self._shown(self._head, self.limit - self._tail_limit, at_end=False)
+        tail = self._shown(self._tail, self._tail_limit, at_end=True)
+        shown = min(len(self._head), self.limit - self._tail_limit) + min(len(self._tail), self._tail_limit)
+        dropped = self.total - shown
+        return f"{head}\n... [{dropped} bytes truncated] ...\n{tail}"
+
+
+def capture(limit: int, secrets: Sequence[str] = ()) -> Capture:
+    """A :class:`Capture` that masks a task's ``secrets`` (``ToolCall.secrets``) before cutting."""
+    if not secrets:
+        return Capture(limit)
+    from .keychain import Scrubber  # lazily: keychain imports templates, most tasks have no secrets
+
+    return Capture(limit, Scrubber(secrets).text, margin=max(len(s.encode()) for s in secrets))
 
 
 class Pumps:

@@ -6,17 +6,30 @@ the next task). Creating and removing one per task costs the worker's event loop
 directory the task left empty, with its mode unchanged, goes back to a small pool instead,
 and is checked again when it is handed out: whatever a late process of the previous task
 may have written since makes it be removed and replaced, so a task always starts empty.
+
+A directory is named after the worker that made it (``noetl-py-<pid>-...``). A worker that
+is killed (SIGKILL, OOM) cannot remove its own, so :func:`sweep` (run when a worker starts)
+removes those whose worker is no longer alive; 109 of them piled up after 9 kills. It never
+touches a live worker's directories (several workers may share the machine).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import stat
 import tempfile
+import time
 
-__all__ = ["take", "give_back", "clear", "KEEP"]
+__all__ = ["take", "give_back", "clear", "sweep", "KEEP"]
+
+_PREFIX = "noetl-py-"
+_OWNED = re.compile(r"^noetl-py-(\d+)-")
+#: directories without an owner (made before names carried one) are swept once empty and
+#: this old: no task of a live older worker could still be about to use them
+_UNOWNED_AGE = 3600.0
 
 KEEP = 64  # directories kept for reuse; past that they are removed as before
 _MODE = 0o700  # what mkdtemp creates: a task that chmods its directory does not pass it on
@@ -48,7 +61,7 @@ def take() -> str:
         if _reusable(path):
             return path
         _remove(path)
-    return tempfile.mkdtemp(prefix="noetl-py-")
+    return tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
 
 
 def give_back(path: str) -> None:
@@ -63,6 +76,49 @@ def clear() -> None:
     """Remove the kept directories (the worker is stopping)."""
     while _free:
         _remove(_free.pop())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # someone else's process: alive, and not ours to judge
+        return True
+    return True
+
+
+def sweep(root: str | None = None) -> int:
+    """Remove the scratch directories of workers that died without cleaning up; how many."""
+    root = root or tempfile.gettempdir()
+    removed = 0
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.name.startswith(_PREFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        owner = _OWNED.match(entry.name)
+        if owner is not None:
+            if int(owner.group(1)) == os.getpid() or _alive(int(owner.group(1))):
+                continue
+            shutil.rmtree(entry.path, ignore_errors=True)
+        elif time.time() - info.st_mtime > _UNOWNED_AGE:
+            try:
+                os.rmdir(entry.path)   # only when empty
+            except OSError:
+                continue
+        else:
+            continue
+        removed += 1
+    return removed
 
 
 atexit.register(clear)

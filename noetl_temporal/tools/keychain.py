@@ -21,6 +21,7 @@ manager) with :func:`set_keychain_provider` or ``NOETL_KEYCHAIN_PROVIDER=module:
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import os
@@ -30,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 import yaml
 from jinja2 import Environment, nodes
@@ -329,10 +330,36 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(v)
 
 
+def _base64_cores(secret: str) -> set[str]:
+    """The base64 text of ``secret`` wherever it sits in an encoded stream: for each of the
+    three byte alignments, the characters that depend on the secret's bytes alone."""
+    data = secret.encode("utf-8", "surrogatepass")
+    out: set[str] = set()
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * shift + data).decode()
+            start, end = 4 * -(-shift // 3), 4 * ((shift + len(data)) // 3)
+            out.add(text[start:end])
+    out.add(base64.b64encode(data).decode())   # the whole secret encoded on its own, padding included
+    return out
+
+
+def _escaped(secret: str) -> set[str]:
+    """How a secret looks once a server or a program quoted it: JSON-escaped (``\\"``,
+    ``\\\\``, ``\\uXXXX``), a Python repr, escaped twice (JSON inside a JSON string)."""
+    out = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1],
+           repr(secret.replace("'", '"'))[1:-1]}
+    out |= {json.dumps(s)[1:-1] for s in list(out)}
+    return out
+
+
 def _variants(secret: str) -> set[str]:
     out = {secret}
     out.add(quote(secret, safe=""))
+    out.add(quote_plus(secret))
     out.add(unquote(secret))
+    out |= _escaped(secret)
+    out |= _base64_cores(secret)
     if "://" in secret:  # a URL/DSN: its password alone is secret too
         try:
             password = urlsplit(secret).password

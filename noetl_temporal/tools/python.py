@@ -160,7 +160,7 @@ class PythonTool:
     async def _execute(self, payload: bytes, timeout: float, env: dict, base: dict, cwd: str,
                        call: ToolCall) -> Any:
         deadline = time.monotonic() + timeout
-        out, err = _proc.Capture(OUTPUT_LIMIT), _proc.Capture(OUTPUT_LIMIT)
+        out, err = _proc.capture(OUTPUT_LIMIT, call.secrets), _proc.capture(OUTPUT_LIMIT, call.secrets)
         response = bytearray()
         pipes = _pyspawn.TaskPipes()
         try:

@@ -1,7 +1,8 @@
 """``kind: shell``: run commands with ``/bin/sh -c``.
 
 ``cmd`` (string), ``cmds`` (list, run in order, stop at the first failure) or
-``command`` (alias of either). One deadline covers the whole list. Each command runs in
+``command`` (alias of either). One deadline covers the whole list. The task's secrets
+reach the commands through the environment, never their argv (``_shellsecrets``). Each command runs in
 its own process group so a timeout kills what it spawned too (SIGTERM, then SIGKILL).
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from ..errors import ToolConfigError, ToolError, ToolTimeout
 from ..tool_kinds.shell import SHELL as DECLARATION
 from . import _proc
+from ._shellsecrets import hide_secrets
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout
 
 DEFAULT_TIMEOUT = 300.0
@@ -76,11 +78,12 @@ class ShellTool:
         env, cwd = _env(config), _cwd(config, call)
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         deadline = time.monotonic() + timeout
-        out, err = _proc.Capture(OUTPUT_LIMIT), _proc.Capture(OUTPUT_LIMIT)
+        out, err = _proc.capture(OUTPUT_LIMIT, call.secrets), _proc.capture(OUTPUT_LIMIT, call.secrets)
         returncode = 0
         for index, command in enumerate(commands):
             try:
-                returncode = await _run_one(command, env, cwd, deadline, call, out, err)
+                command, hidden = hide_secrets(command, call.secrets)   # secrets in env, not in ps
+                returncode = await _run_one(command, {**env, **hidden}, cwd, deadline, call, out, err)
             except TimeoutError:
                 result = _result(out, err, None)
                 raise fail_with(

@@ -178,6 +178,26 @@ async def test_request_body_limit(temporal, task_queue, catalog, event_store):
         assert small.status_code == 422
 
 
+async def test_a_request_that_expands_past_its_limit_is_refused_before_temporal(temporal, task_queue, catalog,
+                                                                               event_store):
+    """Issue 24: a 453 KB request grew ``dev`` by 1.5 GB and wrote 430 MB to the payload
+    store (YAML aliases). Measured once parsed, before anything starts: 413 naming the limit."""
+    from .conftest import app_client, make_settings
+
+    rows = "[" + ", ".join(["*r"] * 400) + "]"
+    bomb = HELLO.replace("workload: {name: world,",
+                         f"workload:\n  r: &r ['{'x' * 1000}']\n  rows: {rows}\n  more: {{name: world,")
+    bomb = bomb.replace("password: hunter2}}", "password: hunter2}}\n  name: world")
+    async with app_client(make_settings(temporal, task_queue, catalog, event_store, max_body_bytes=64 * 1024)) as http:
+        assert len(bomb) < 8 * 1024
+        refused = await http.post("/executions", json={"playbook": bomb})
+        assert refused.status_code == 413, refused.text
+        detail = refused.json()["detail"]
+        assert "more than 131072 bytes once parsed" in detail and "--max-body-bytes" in detail, detail
+        ok = await http.post("/executions", json={"playbook": HELLO})
+        assert ok.status_code == 202, ok.text
+
+
 async def test_list_executions_filters_and_pages(api):
     path = f"tests/list-{uuid.uuid4().hex[:8]}"
     text = HELLO.replace("path: tests/hello", f"path: {path}")

@@ -350,3 +350,47 @@ async def test_result_tool_resolves_a_reference(run_yaml, http_server, result_st
     """)
     assert report.state == "COMPLETED", report.error
     assert report.steps["pipeline"]["result"]["n"] == 400_000
+
+
+async def test_a_secret_never_leaves_in_an_escaped_encoded_or_cut_form(run_yaml, temporal,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: a secret with a quote and a backslash, echoed JSON-escaped or as a repr,
+    or cut by the 64 KB output limit, reached history, events and the event store."""
+    from urllib.parse import quote
+
+    token = 'tk"\\' + uuid.uuid4().hex
+    monkeypatch.setenv("NOETL_KEYCHAIN_API_TOKEN", token)
+    report = await run_yaml("""
+    keychain:
+      - {name: api, kind: bearer}
+    workflow:
+      - step: leak
+        tool:
+          - name: py
+            kind: python
+            env: {TOKEN: "{{ keychain.api.token }}"}
+            code: |
+              import base64, json, os, sys, urllib.parse
+              t = os.environ["TOKEN"]
+              sys.stdout.write("y" * (48 * 1024 - 10) + t + "z" * 100000)   # across the cut
+              result = {"json": json.dumps({"t": t}), "repr": repr({"t": t}), "url": urllib.parse.quote(t),
+                        "b64": base64.b64encode(("user:" + t).encode()).decode(), "twice": json.dumps(json.dumps(t))}
+          - name: sh
+            kind: shell
+            cmd: "printf '%s' '{{ keychain.api.token }}' | wc -c"
+    """)
+    assert report.state == "COMPLETED", report.error
+    shell = [e for e in of(report, "task.done") if e["entity_id"] == "sh"][0]["payload"]["outcome"]
+    assert shell["result"]["stdout"].strip() == str(len(token))   # the command got the secret intact
+    raw, history_text = await history_as_text(temporal, report.workflow_id)
+    store = open_event_store()
+    try:
+        stored_text = json.dumps(store.read(report.execution_id, limit=100_000), default=str)
+    finally:
+        store.close()
+    everywhere = raw + history_text + stored_text + json.dumps(report.events) + json.dumps(report.steps)
+    core = token[3:]   # the random part: no piece of it may show in any form
+    forms = [token, json.dumps(token)[1:-1], repr(token)[1:-1], quote(token, safe=""), core[:12], core[-12:],
+             base64.b64encode(("user:" + token).encode()).decode()[8:-8]]
+    for form in forms:
+        assert form not in everywhere, form

@@ -33,9 +33,13 @@ workflow:
 
 
 @pytest.mark.parametrize("template, expected", [
-    ("{{ 'a' * 10**10 }}", "would build 10,000,000,000 characters or items (limit 10,000,000)"),
+    ("{{ 'a' * 10**10 }}", "would build 10,000,000,000 characters or items (limit 10,000,000, MAX_SIZE)"),
     ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "too much work"),
     ("{{ cycler.__init__.__globals__ }}", "access to attribute '__init__'"),
+    # issue 24: 22 GB and a killed worker; a workflow task retried forever; "internal engine error"
+    ("{{ [1,2] | batch(999999999, 0) | list }}", "(limit MAX_OPS;"),
+    ("{{ ((range(99999) | list) * 99) | sort | unique | list }}", "(limit MAX_OPS;"),
+    ("{{ 10**5000 }}", "(limit 14,000 bits, MAX_INT_BITS"),
 ])
 def test_a_greedy_template_fails_the_execution_fast_with_a_located_error(temporal, task_queue, tmp_path,
                                                                          template, expected):

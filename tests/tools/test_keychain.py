@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -180,3 +182,28 @@ def test_secret_values_and_scrubber() -> None:
     assert scrub(value) == {"***": ["token ***", {"dsn": "***"}], "n": 1}
     assert Scrubber(["longer-secret", "longer"]).text("longer-secret longer") == "*** ***"
     assert not Scrubber()
+
+
+@pytest.mark.parametrize("form", [
+    lambda s: s,
+    lambda s: json.dumps({"echo": s}),                      # a server echoing it in JSON
+    lambda s: json.dumps(json.dumps({"echo": s})),          # JSON inside a JSON string
+    lambda s: repr({"echo": s}),                            # a Python repr in a text body
+    lambda s: "q=" + quote(s, safe=""),                     # URL-encoded
+    lambda s: "q=" + quote_plus(s),
+    lambda s: base64.b64encode(s.encode()).decode(),        # base64, on its own
+    lambda s: base64.b64encode(b"user:" + s.encode()).decode(),    # ... and inside a longer value
+    lambda s: base64.b64encode(b"us:" + s.encode() + b"!").decode(),
+    lambda s: base64.urlsafe_b64encode(b"x" + s.encode()).decode(),
+], ids=["raw", "json", "json-twice", "repr", "url", "url-plus", "base64", "base64-shift-2", "base64-shift-0",
+        "base64-url"])
+def test_a_secret_is_masked_in_every_form_it_takes_on_the_way_out(form) -> None:
+    """Issue 24: a secret holding quotes and backslashes came back JSON-escaped or as a
+    repr, and was shown in the API, events, history and ``run --json``."""
+    secret = 'pa"ss\\w0rd\'-é/+ secret'
+    shown = Scrubber(secret_values({"api": {"token": secret}})).text(form(secret))
+    assert "***" in shown
+    for piece in (secret[i:i + 6] for i in range(len(secret) - 5)):
+        assert piece not in shown, shown
+    encoded = {base64.b64encode(secret.encode()).decode(), base64.b64encode(b"user:" + secret.encode()).decode()}
+    assert not any(e[8:-8] in shown for e in encoded), shown

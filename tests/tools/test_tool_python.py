@@ -286,3 +286,23 @@ async def test_fork_in_user_code_does_not_corrupt_response(call: ToolCall) -> No
     out = await py(call, code)
     assert out["status"] == "ok", out
     assert out["result"] == "parent"
+
+
+@pytest.mark.parametrize("offset", [-20, -12, -1, 0])
+async def test_a_secret_cut_by_the_output_limit_is_masked_before_the_cut(call: ToolCall, offset: int) -> None:
+    """Issue 24: stdout was cut to 64 KB, then masked; a secret across the cut stayed
+    partly visible (22 of 25 characters in Temporal history)."""
+    from noetl_temporal.tools import python as python_tool
+    from noetl_temporal.tools.keychain import Scrubber, secret_values
+
+    secret = "s3cr3t-V4lue-0123456789xyz"
+    call.secrets = Scrubber(secret_values({"api": {"token": secret}})).secrets
+    head = python_tool.OUTPUT_LIMIT - python_tool.OUTPUT_LIMIT // 4   # where the head is cut
+    code = (f"import sys\nsys.stdout.write('y' * {head + offset} + {secret!r} + 'z' * 200000)\n"
+            f"sys.stdout.write('w' * 10 + {secret!r} + 'w' * 10)\nresult = 1")
+    out = await py(call, code)
+    assert out["py"]["stdout_truncated"] is True
+    shown = out["py"]["stdout"]
+    for piece in (secret[i:i + 4] for i in range(len(secret) - 3)):
+        assert piece not in shown, piece
+    assert shown.endswith("w" * 10 + "***" + "w" * 10)

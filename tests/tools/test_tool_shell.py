@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -137,3 +138,38 @@ async def test_cancellation_kills_the_command(call: ToolCall, tmp_path: Path) ->
         await task
     assert await wait_dead(int(pid_file.read_text()))
     assert os.path.exists(pid_file)
+
+
+
+@pytest.mark.parametrize("word, secret", [
+    ("tok={s}", "k3y-V4lue-0123"),
+    ('"tok={s}"', "k3y-V4lue-0123"),
+    ("'tok={s}'", "k3y V4lue $HOME `x` \\ 0123"),   # single quotes: the shell takes it literally
+    ("tok='a'{s}\"b\"", "k3y-V4lue-0123"),
+])
+async def test_a_secret_reaches_the_command_through_the_environment_not_argv(call: ToolCall, tmp_path: Path,
+                                                                            word: str, secret: str) -> None:
+    """Issue 24: a keychain value inside ``cmd`` was visible in ``ps`` while the task ran."""
+    from noetl_temporal.tools.keychain import Scrubber, secret_values
+
+    call.secrets = Scrubber(secret_values({"api": {"token": secret}})).secrets
+    word = word.format(s=secret)
+    expected = subprocess.run(["sh", "-c", f"printf '%s' {word}"], capture_output=True, text=True).stdout
+    assert secret in expected
+    cmd = f"printf '%s' {word} > {tmp_path}/seen; tr '\\0' ' ' < /proc/$$/cmdline > {tmp_path}/argv"
+    await run_tool("shell", {"cmd": cmd}, call)
+    assert (tmp_path / "seen").read_text() == expected   # the command saw the very same string
+    argv = (tmp_path / "argv").read_text()
+    assert "NOETL_SECRET_1" in argv and secret not in argv, argv
+
+
+async def test_a_rendered_command_that_is_itself_a_secret_keeps_its_shape(call: ToolCall) -> None:
+    """The keychain also masks each value a template rendered to: for a shell task, the whole
+    ``cmd``. Only the secret inside it moves to the environment."""
+    from noetl_temporal.tools.keychain import Scrubber, secret_values
+
+    cmd = "printf '%s' 'k3y-V4lue-0123' | wc -c"
+    call.secrets = Scrubber(secret_values({"api": {"token": "k3y-V4lue-0123"}}, rendered=[cmd])).secrets
+    assert cmd in call.secrets
+    out = await sh(call, cmd=cmd)
+    assert out["result"]["stdout"].strip() == "14"

@@ -23,6 +23,7 @@ from noetl_temporal.temporal.client import start_execution
 
 from ..deps import CatalogDep, ClientDep, ExecutionId, LinkDep, SettingsDep
 from ..errors import BadRequest, responses
+from ..limits import check_expanded
 from ..models import (
     ExecutionDetail,
     ExecutionList,
@@ -62,6 +63,8 @@ async def start(body: StartExecution, request: Request, response: Response, sett
         text, version, label = entry["content"], entry["version"], entry["path"]
         source = f"catalog:{entry['path']}@{version}"
     loaded = await run_in_threadpool(load_playbook_text, text, label)  # PlaybookInvalid -> 422
+    # before Temporal or a store sees it: what the body expanded to (aliases) -> 413
+    check_expanded(settings.max_body_bytes, playbook=loaded.raw, payload=body.payload)
     client = await link.client()
     handle = await start_execution(client, loaded.playbook, payload=body.payload, task_queue=settings.queue,
                                    source=source, search_attributes=await link.path_attribute(),

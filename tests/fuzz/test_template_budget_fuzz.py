@@ -1,0 +1,124 @@
+"""Fuzz the template budgets (hypothesis): chains of filters over inputs of every size.
+
+Templates render inside workflow activations, which Temporal's deadlock detector fails
+after 2 s. Whatever chain of filters and sizes a playbook uses, a render must end (with its
+value or with a clear ``TemplateError``) well inside that, and without eating the worker's
+memory. The fuzzer runs in a child process under a memory cap, next to a process that keeps
+one core busy (so the timings are taken under CPU load on top of whatever else the machine
+runs), and checks the slowest renders it found.
+
+The check is on the CPU time a render takes (``time.thread_time``): on a shared machine the
+wall time of a 1 ms render can be a second of waiting for a core, which no budget can
+prevent. Under 40% of the detector in CPU (measured with a core kept busy; about a third of that on an idle machine) leaves the rest for the scheduler.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from noetl_temporal.errors import TemplateError
+from noetl_temporal.templates import render
+
+MEMORY_CAP = 1536 * 1024 * 1024
+SAFE_FRACTION = 0.75    # CPU seconds under load: under 40% of the 2 s detector
+EXAMPLES = 250
+
+_SIZES = st.sampled_from([0, 1, 3, 100, 10_000, 99_999, 1_000_000, 9_999_999, 10**9])
+_BASES = st.one_of(
+    _SIZES.map(lambda n: f"range({min(n, 99_999)})"),
+    _SIZES.map(lambda n: f"('x ' * {n})"),
+    _SIZES.map(lambda n: f"([1, 'a'] * {n})"),
+    st.sampled_from(["items", "rows", "text", "big", "[[1] * 100] * 3000", "[1, 2]", "'<\"a\\\\'"]),
+)
+_FILTERS = st.one_of(
+    st.sampled_from(["list", "sort", "unique", "reverse", "join", "join(',')", "string", "tojson", "length",
+                     "first", "sum", "max", "min", "title", "upper", "escape", "urlencode", "wordcount",
+                     "map('string')", "map('upper')", "select", "reject", "dictsort", "groupby(0)",
+                     "map(attribute='a')", "items", "trim", "striptags", "urlize", "capitalize", "pprint",
+                     "b64encode", "indent", "center", "sum(start=[])"]),
+    _SIZES.map(lambda n: f"batch({n}, 0)"),
+    _SIZES.map(lambda n: f"batch({n})"),
+    _SIZES.map(lambda n: f"slice({n})"),
+    _SIZES.map(lambda n: f"wordwrap({max(n, 1)})"),
+    _SIZES.map(lambda n: f"center({n})"),
+    _SIZES.map(lambda n: f"indent({n})"),
+    _SIZES.map(lambda n: f"replace('x', 'x' * {n})"),
+    _SIZES.map(lambda n: f"format({n})"),
+)
+_SHAPES = st.sampled_from([
+    "{{{{ {expr} }}}}",
+    "{{{{ ({expr}) | list | length }}}}",
+    "{{% for i in {expr} %}}{{{{ i }}}}{{% endfor %}}",
+    "{{{{ {expr} }}}}{{{{ {expr} }}}}{{{{ {expr} }}}}",
+    "{{{{ 10 ** {n} }}}}",
+    "{{{{ '%s' % ({expr}) }}}}",
+    "{{{{ ({expr}) * {n} }}}}",
+])
+
+
+@st.composite
+def templates(draw):
+    expr = draw(_BASES)
+    for name in draw(st.lists(_FILTERS, min_size=1, max_size=3)):
+        expr = f"{expr} | {name}"
+    return draw(_SHAPES).format(expr=expr, n=draw(_SIZES))
+
+
+CONTEXT = {"items": list(range(100_000)), "rows": [{"a": i, "b": str(i)} for i in range(100_000)],
+           "text": "lorem ipsum <b>dolor</b> " * 200_000,
+           "big": [f"{i:07d}" + "x" * 999_993 for i in range(100)]}   # 100 MB the template did not build
+
+
+def _fuzz(conn) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+    timings: list[tuple[float, str, str]] = []
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(template=templates())
+    def one(template: str) -> None:
+        started, wall = time.thread_time(), time.perf_counter()
+        try:
+            render(template, CONTEXT, where="s.tool.cmd")
+            outcome = "ok"
+        except TemplateError as exc:
+            outcome = str(exc)[:160]
+            assert str(exc).startswith("s.tool.cmd: "), outcome   # located, never a raw exception
+        timings.append((time.thread_time() - started, template, f"{outcome} (wall {time.perf_counter() - wall:.2f}s)"))
+
+    try:
+        one()
+        conn.send(("done", sorted(timings)[-5:], len(timings)))
+    except BaseException as exc:   # noqa: BLE001 - reported to the parent, which fails the test
+        conn.send(("error", f"{type(exc).__name__}: {str(exc)[:2000]}", len(timings)))
+
+
+def _burn() -> None:
+    while True:
+        pass
+
+
+def test_no_template_blocks_an_activation_or_eats_memory_under_load():
+    ctx = multiprocessing.get_context("fork")
+    burner = ctx.Process(target=_burn, daemon=True)
+    burner.start()
+    parent, child = ctx.Pipe()
+    fuzzer = ctx.Process(target=_fuzz, args=(child,))
+    try:
+        fuzzer.start()
+        assert parent.poll(600), "the fuzzer did not finish in 10 minutes"
+        status, detail, count = parent.recv()
+    finally:
+        burner.kill()
+        fuzzer.join(10)
+        if fuzzer.is_alive():
+            fuzzer.kill()
+    assert status == "done", detail
+    assert count >= EXAMPLES // 2
+    slowest = detail[-1]
+    assert slowest[0] < SAFE_FRACTION, "\n".join(f"{t:.2f}s CPU {tpl} -> {out}" for t, tpl, out in detail)
