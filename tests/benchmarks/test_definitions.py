@@ -68,16 +68,18 @@ def test_fast_path_without_an_opt_in_is_not_applicable_not_a_crash():
     assert fast.playbook is None and "FAST_PATH_OPT_IN" in fast.na
 
 
-@pytest.mark.parametrize("where", ["executor.spec.x", "step.spec.x", "task.spec.x", "task.x"])
-def test_opt_in_lands_at_each_level(where):
-    playbook = with_opt_in(workloads(QUICK_SIZES)[0].playbook, (where, "on"))
+# A key directly on a task must be a setting its kind declares (unknown ones are NTL310).
+@pytest.mark.parametrize("where,value", [("executor.spec.x", "on"), ("step.spec.x", "on"), ("task.spec.x", "on"),
+                                         ("task.in_worker", True)])
+def test_opt_in_lands_at_each_level(where, value):
+    playbook = with_opt_in(workloads(QUICK_SIZES)[0].playbook, (where, value))
     level, *path = where.split(".")
     holders = {"executor": [playbook.get("executor")], "step": playbook["workflow"],
                "task": [s["tool"] for s in playbook["workflow"]]}[level]
     for holder in holders:
         for key in path:
             holder = holder[key]
-        assert holder == "on"
+        assert holder == value
     load_playbook_text(playbook_yaml(playbook))  # still a valid playbook
     with pytest.raises(ValueError, match="executor., step. or task."):
         with_opt_in(playbook, ("workflow.x", True))
