@@ -9,8 +9,18 @@ from pathlib import Path
 import pytest
 
 from .e2e_fates import E2E
-from .e2e_needs import (COMPLETED, FAILED, KINDS, LOCAL, NEEDS, RUNNABLE_COUNT, markdown, noetl_validation,
-                        runnable, valid_files)
+from .e2e_needs import (
+    COMPLETED,
+    FAILED,
+    KINDS,
+    LOCAL,
+    NEEDS,
+    RUNNABLE_COUNT,
+    markdown,
+    noetl_validation,
+    runnable,
+    valid_files,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "noetl-e2e-runs.md"
