@@ -1,8 +1,9 @@
 """Every NoETL e2e fixture that needs only local services runs end to end on the dev server.
 
 Which files those are, and the outcome each must end with, is the table of
-``tests/dsl/e2e_needs.py`` (docs/noetl-e2e-runs.md). The local stand-ins: the test
-PostgreSQL under each keychain name the fixtures use (``NOETL_KEYCHAIN_<NAME>``), the
+``tests/dsl/e2e_needs.py`` (docs/noetl-e2e-runs.md). The local stand-ins: a database of
+the test PostgreSQL, created for these runs and dropped after, under each keychain name the
+fixtures use (``NOETL_KEYCHAIN_<NAME>``), the
 loopback paginated test server as ``api_url``, and a catalog holding every valid fixture
 under its ``metadata.path``, where ``kind: playbook`` finds the sub-playbooks. A fixture the
 table says differs here on purpose is a strict expected failure: the day it passes, the
@@ -15,6 +16,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -24,7 +26,7 @@ from noetl_temporal.runner import RunReport, run_with_client
 from tests.dsl.e2e_fates import E2E
 from tests.dsl.e2e_needs import KEYCHAIN, NEEDS, P, noetl_validation, runnable, valid_files
 from tests.support.paginated_api import PaginatedAPIServer
-from tests.support.postgres import fields, require_dsn
+from tests.support.postgres import execute, fields, require_dsn, unique_name
 
 pytestmark = [pytest.mark.temporal,
               pytest.mark.skipif(not E2E.is_dir(), reason=f"fixture set not found at {E2E}")]
@@ -35,11 +37,24 @@ RANDOM = P + "retry_test/python_retry_exception.yaml"
 
 
 @pytest.fixture(scope="module")
-def e2e_services(tmp_path_factory) -> Iterator[None]:
-    """Keychain entries for the test database, and a catalog of every valid fixture."""
+def e2e_database() -> Iterator[str]:
+    """A database of its own for the fixtures' tables (they name them: stress_test_items,
+    schema auth ...), dropped afterwards, so they neither meet other tests' tables nor stay."""
+    dsn = require_dsn()
+    name = unique_name("e2e")
+    execute(dsn, f"CREATE DATABASE {name}")
+    try:
+        yield urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
+    finally:
+        execute(dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def e2e_services(tmp_path_factory, e2e_database) -> Iterator[None]:
+    """Keychain entries for that database, and a catalog of every valid fixture."""
     from noetl_temporal.store.catalog import Catalog
 
-    entry = json.dumps(fields(require_dsn()))
+    entry = json.dumps(fields(e2e_database))
     catalog_file = tmp_path_factory.mktemp("e2e-catalog") / "catalog.db"
     with pytest.MonkeyPatch.context() as mp:
         for name in KEYCHAIN:
