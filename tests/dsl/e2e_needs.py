@@ -53,6 +53,7 @@ class Need:
     payload: dict[str, Any] = field(default_factory=dict)  # LOCAL: request payload over the workload
     setup: tuple[str, ...] = ()  # LOCAL: fixtures (keys of NEEDS) run first, as NoETL's `requires_setup`
     differs: str = ""          # LOCAL: why the run here does not end as `expect` (a deliberate difference)
+    fails_with: str = ""       # LOCAL with `differs`: what the run's error says instead
 
 
 def _local(reason: str, expect: str = COMPLETED, basis: str = "", **kw: Any) -> Need:
@@ -62,6 +63,7 @@ def _local(reason: str, expect: str = COMPLETED, basis: str = "", **kw: Any) -> 
 _NONE_STATED = "none stated: a correct run completes"
 _BAD_PYTHON = ("none stated: its python code has a top-level `return`, a SyntaxError in any Python "
                "(NoETL's workers too), so the run fails")
+_NO_CONTEXT = "NameError: name 'context' is not defined"
 _CONTEXT = ("its python code reads NoETL's implicit `context` global (every step result); a python task "
             "here sees only its `input`/`args`, the values history records (docs/tools.md)")
 _SHORT = "the delays that outlast NoETL's 120 s NATS lease are cut to 1 s"
@@ -176,7 +178,8 @@ NEEDS: dict[str, Need] = {
     P + "load_test/state_report_synthetic_load/state_report_synthetic_load_worker.yaml": _local(
         "postgres only (a chunk worker)", basis=_NONE_STATED,
         differs="it reads the table its parent creates, and the parent is rejected (NTL901, a templated "
-                "`max_in_flight`)"),
+                "`max_in_flight`)",
+        fails_with='relation "public.synthetic_state_report_load_items" does not exist'),
     P + "loop_test.yaml": _local("python only: loops", FAILED, _BAD_PYTHON),
     P + "oauth/google_gcs/google_gcs_oauth.yaml": Need(CLOUD, "GCS with Google OAuth"),
     P + "oauth/google_secret_manager/google_secret_manager.yaml": Need(CLOUD, "GCP Secret Manager"),
@@ -189,7 +192,8 @@ NEEDS: dict[str, Need] = {
     P + "pagination/loop_with_pagination/test_loop_with_pagination.yaml": _local(
         "http on the paginated stand-in and postgres", basis=_NONE_STATED,
         differs="its SQL writes `{{ execution_id }}` unquoted into a BIGINT column: NoETL's execution ids "
-                "are numbers, here they are strings (`<playbook>-<hex>`, docs/semantics.md)"),
+                "are numbers, here they are strings (`<playbook>-<hex>`, docs/semantics.md)",
+        fails_with="postgres error 42601: syntax error"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
     P + "pagination/offset/test_pagination_offset.yaml": _local("http on the paginated stand-in: offset paging"),
@@ -238,7 +242,7 @@ NEEDS: dict[str, Need] = {
     P + "save_storage_test/create_tables.yaml": _local("postgres only: creates the save-test tables",
                                                        basis=_NONE_STATED),
     P + "save_storage_test/save_all_storage_types.yaml": _local(
-        "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",), differs=_CONTEXT),
+        "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",), differs=_CONTEXT, fails_with=_NO_CONTEXT),
     P + "save_storage_test/save_delegation_test.yaml": Need(INTERNET, "httpbin.org"),
     P + "save_storage_test/save_edge_cases.yaml": _local(
         "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",)),
@@ -256,7 +260,8 @@ NEEDS: dict[str, Need] = {
         "python only: a result over the inline budget read by a later step", basis=_NONE_STATED,
         differs="its next step's input reads into the large result (`{{ start.rows | length }}`); a "
                 "template rendered by the workflow sees the stored result's reference, not its body "
-                "(docs/tools.md, 'Large results'): pass `{{ start }}` and index it in the code"),
+                "(docs/tools.md, 'Large results'): pass `{{ start }}` and index it in the code",
+        fails_with="step 'consume' failed: TypeError: int() argument must be"),
     P + "test_side_effect_barrier.yaml": Need(
         NOETL, "the fake GCS server of NoETL's cluster (fake-gcs-server.noetl.svc.cluster.local)"),
     P + "test_start_with_action.yaml": _local("python only"),
@@ -273,7 +278,7 @@ NEEDS: dict[str, Need] = {
     P + "vars_test/test_vars_api.yaml": _local("python only: vars"),
     P + "vars_test/test_vars_block.yaml": _local("python only: a vars block"),
     P + "vars_test/test_vars_simple.yaml": _local("python only: vars"),
-    P + "vars_test/test_vars_template_access.yaml": _local("python only: vars in templates", differs=_CONTEXT),
+    P + "vars_test/test_vars_template_access.yaml": _local("python only: vars in templates", differs=_CONTEXT, fails_with=_NO_CONTEXT),
     "fixtures/subscription/handle_webhook.yaml": _local("python only: a webhook handler", basis=_NONE_STATED),
     "fixtures/subscription/handle_webhook_priority.yaml": _local("python only: a webhook handler",
                                                                  basis=_NONE_STATED),
@@ -333,8 +338,9 @@ def markdown() -> str:
     lines += [
         "",
         f"**{len(local)} files run here**; {len(local) - len(differ)} end as expected and "
-        f"{len(differ)} differ on purpose (the reason is in the table; their tests are strict "
-        "expected failures, so a change is noticed either way).",
+        f"{len(differ)} differ on purpose: the reason is in the table, and their tests check that the "
+        "run fails with the error recorded there (then report an expected failure), so any change "
+        "is noticed.",
         "",
         "Credentials: each keychain name the fixtures use (" + ", ".join(f"`{k}`" for k in KEYCHAIN) + ")",
         "resolves through `NOETL_KEYCHAIN_<NAME>` (docs/keychain.md) to a database the test creates on",

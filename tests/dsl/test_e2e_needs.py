@@ -47,10 +47,12 @@ def test_each_row_is_complete_for_its_kind():
         assert need.needs in KINDS and need.reason, path
         if need.needs == LOCAL:
             assert need.expect in (COMPLETED, FAILED) and need.basis, path
+            assert bool(need.differs) == bool(need.fails_with), path
             for setup in need.setup:
                 assert NEEDS[setup].needs == LOCAL and NEEDS[setup].expect == COMPLETED, (path, setup)
         else:
-            assert not (need.expect or need.basis or need.payload or need.setup or need.differs), path
+            assert not (need.expect or need.basis or need.payload or need.setup or need.differs
+                        or need.fails_with), path
 
 
 def test_the_expected_outcome_is_noetl_s_where_its_runner_states_one():
