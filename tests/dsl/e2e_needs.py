@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .e2e_fates import CONFIG, expected_by_noetl, fates
+from .e2e_fates import CONFIG, _cell, expected_by_noetl, fates
 
 LOCAL = "local"        # PostgreSQL (keychain), duckdb, the paginated stand-in, the catalog
 INTERNET = "internet"  # public endpoints on the internet, no account
@@ -358,8 +358,9 @@ def markdown() -> str:
         if need.setup:
             extra += ("; " if extra else "") + "after " + ", ".join(
                 f"`{s.removeprefix(P)}`" for s in need.setup)
-        lines.append(f"| `{path.removeprefix('fixtures/')}` | {need.needs} | {need.reason} | {need.expect} | "
-                     f"{need.basis} | {extra} | {need.differs} | {expected.get(path, '')} |")
+        cells = [f"`{path.removeprefix('fixtures/')}`", need.needs, need.reason, need.expect, need.basis, extra,
+                 need.differs, expected.get(path, "")]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -3,9 +3,9 @@
 Which files those are, and the outcome each must end with, is the table of
 ``tests/dsl/e2e_needs.py`` (docs/noetl-e2e-runs.md). The local stand-ins: a database of
 the test PostgreSQL, created for these runs and dropped after, under each keychain name the
-fixtures use (``NOETL_KEYCHAIN_<NAME>``), the
-loopback paginated test server as ``api_url``, and a catalog holding every valid fixture
-under its ``metadata.path``, where ``kind: playbook`` finds the sub-playbooks. A fixture the
+fixtures use (``NOETL_KEYCHAIN_<NAME>``); the loopback paginated test server as
+``api_url``; a catalog holding every valid fixture under its ``metadata.path``, where
+``kind: playbook`` finds the sub-playbooks. A fixture the
 table says differs here on purpose must fail with the error the table records (then it is
 reported as an expected failure); any other outcome fails the test, so the table must change.
 """
