@@ -10,7 +10,9 @@ All statements of one task run in one transaction: committed at the end, rolled 
 on the first error (``autocommit: true`` runs each statement on its own, for
 ``CREATE DATABASE``, ``VACUUM`` ...). One string may hold many ``;``-separated
 statements (sent as one simple query when there are no ``params``); the result is that
-of the last statement.
+of the last statement, plus ``command_0``, ``command_1`` ... holding each statement's own
+``{rows, columns, row_count}`` in order: the shape NoETL's postgres tool returns, which its
+playbooks read (``{{ fetch.command_0.rows }}``).
 
 Errors carry the SQLSTATE: ``error.code`` and the ``pg`` helper
 (``output.pg.code == '40001'``). Serialization failures, deadlocks, admin shutdowns and
@@ -145,14 +147,14 @@ class PostgresTool:
         except OSError as exc:
             raise _connect_error(exc) from None
         try:
-            last: dict[str, Any] = {}
+            sets: list[dict[str, Any]] = []
             index = 0
             try:
                 async with conn.cursor() as cur:
                     for i, statement in enumerate(sql):
                         index = i
                         await cur.execute(statement, params)
-                        last = await self._last_set(cur, len(sql))
+                        sets += await self._sets(cur, len(sql))
                 if not autocommit:
                     await conn.commit()
             except psycopg.OperationalError as exc:
@@ -163,19 +165,24 @@ class PostgresTool:
                 raise _query_error(exc, index, len(sql)) from None
         finally:
             await _close(conn)
+        last = dict(sets[-1]) if sets else {}
         status = last.pop("_status", None)
+        for i, one in enumerate(sets):
+            last[f"command_{i}"] = {k: one[k] for k in ("rows", "columns", "row_count")}
         return ToolResult(last, pg={"code": None, "sqlstate": None, "status": status})
 
     @staticmethod
-    async def _last_set(cur, count: int) -> dict[str, Any]:
-        """The result of the last statement of what ``execute`` sent (skipping earlier sets)."""
-        while cur.nextset():
-            pass
-        columns = [d.name for d in cur.description] if cur.description else []
-        rows = await cur.fetchall() if cur.description else []
-        res = _sql.result(columns, rows, None if cur.description else cur.rowcount, count)
-        res["_status"] = cur.statusmessage
-        return res
+    async def _sets(cur, count: int) -> list[dict[str, Any]]:
+        """The result of each statement of what ``execute`` sent (one string may hold several)."""
+        out = []
+        while True:
+            columns = [d.name for d in cur.description] if cur.description else []
+            rows = await cur.fetchall() if cur.description else []
+            res = _sql.result(columns, rows, None if cur.description else cur.rowcount, count)
+            res["_status"] = cur.statusmessage
+            out.append(res)
+            if not cur.nextset():
+                return out
 
 
 async def _close(conn) -> None:

@@ -29,7 +29,20 @@ are 1-based.
 ``GET /api/v1/errors?error_type=T``                ``auth`` 401, ``forbidden`` 403, ``not_found`` 404,
                                                    ``bad_request``/``validation`` 400, ``server`` 500,
                                                    ``unavailable`` 503, ``rate_limit`` 429; anything else 400
+``GET /api/v1/heavy?page&pageSize&payload_kb``     the assessments page, each item with a ``category`` and a
+                                                   ``payload`` string of ``payload_kb`` KiB (default 10),
+                                                   plus ``meta: {payload_kb, page_bytes}``
+``GET /api/v1/concurrency/probe?delay_seconds``    sleeps ``delay_seconds`` (at most 30) and answers
+                                                   ``{status: ok, delay_seconds, label}``; the server counts
+                                                   probes started, completed, active and the most active at
+                                                   once
+``GET /api/v1/concurrency/stats``                  ``{started, completed, active, max_active}``
+``POST /api/v1/concurrency/reset``                 clears those counters: ``{status: reset}``
 =================================================  =========================================================
+
+The heavy and concurrency endpoints are **choices** written from what the e2e fixtures
+``pagination/pipeline/test_pipeline_heavy_payload`` and ``pagination/basic`` read (NoETL's
+server source is not in the corpus).
 
 ``hits(path)`` counts requests per path (``/api/v1/flaky``), for assertions.
 """
@@ -40,6 +53,7 @@ import base64
 import binascii
 import json
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,6 +64,8 @@ from tests.support.loopback import LoopbackServer
 TOTAL_ITEMS = 35
 DEFAULT_PAGE_SIZE = 10
 RETRY_AFTER_S = 1
+DEFAULT_PAYLOAD_KB = 10
+MAX_PROBE_DELAY_S = 30.0
 
 _ERRORS = {
     "auth": (401, "unauthorized", "authentication required"),
@@ -120,6 +136,7 @@ class _Server(ThreadingHTTPServer):
         self.flaky: Counter[int] = Counter()  # page -> requests since the last reset
         self.limited: Counter[int] = Counter()  # page -> requests since the last reset
         self.hits: Counter[str] = Counter()  # path -> requests
+        self.probes: Counter[str] = Counter()  # started, completed, active, max_active
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -250,6 +267,46 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"WWW-Authenticate": 'Bearer realm="test"'}
         self._send(status, {"error": code, "message": message, "error_type": kind}, headers=headers)
 
+    def heavy(self, q: dict[str, str]) -> None:
+        page, size = _page(q)
+        kb = _int(q, "payload_kb", DEFAULT_PAYLOAD_KB, minimum=0)
+        start = (page - 1) * size
+        items = [{**_assessment(i), "category": ("a", "b", "c")[i % 3], "payload": "x" * (kb * 1024)}
+                 for i in _window(start, size)]
+        self._send(200, {
+            "data": items,
+            "paging": {"hasMore": start + size < TOTAL_ITEMS, "page": page, "pageSize": size},
+            "meta": {"payload_kb": kb, "page_bytes": kb * 1024 * len(items)},
+        })
+
+    def probe(self, q: dict[str, str]) -> None:
+        try:
+            delay = min(max(float(q.get("delay_seconds") or 0), 0.0), MAX_PROBE_DELAY_S)
+        except ValueError:
+            raise BadRequest(f"'delay_seconds' must be a number, got {q['delay_seconds']!r}") from None
+        probes = self.server.probes
+        with self.server.lock:
+            probes["started"] += 1
+            probes["active"] += 1
+            probes["max_active"] = max(probes["max_active"], probes["active"])
+        try:
+            time.sleep(delay)
+        finally:
+            with self.server.lock:
+                probes["active"] -= 1
+                probes["completed"] += 1
+        self._send(200, {"status": "ok", "delay_seconds": delay, "label": q.get("label", "")})
+
+    def probe_stats(self, q: dict[str, str]) -> None:
+        with self.server.lock:
+            stats = {k: self.server.probes[k] for k in ("started", "completed", "active", "max_active")}
+        self._send(200, stats)
+
+    def probe_reset(self, q: dict[str, str]) -> None:
+        with self.server.lock:
+            self.server.probes.clear()
+        self._send(200, {"status": "reset"})
+
 
 _ROUTES = {
     ("GET", "/api/v1/assessments"): _Handler.assessments,
@@ -260,6 +317,10 @@ _ROUTES = {
     ("GET", "/api/v1/rate-limited"): _Handler.rate_limited,
     ("POST", "/api/v1/rate-limited/reset"): _Handler.rate_limited_reset,
     ("GET", "/api/v1/errors"): _Handler.errors,
+    ("GET", "/api/v1/heavy"): _Handler.heavy,
+    ("GET", "/api/v1/concurrency/probe"): _Handler.probe,
+    ("GET", "/api/v1/concurrency/stats"): _Handler.probe_stats,
+    ("POST", "/api/v1/concurrency/reset"): _Handler.probe_reset,
 }
 
 
@@ -280,4 +341,5 @@ class PaginatedAPIServer(LoopbackServer):
         with self._server.lock:
             self._server.flaky.clear()
             self._server.limited.clear()
+            self._server.probes.clear()
             self._server.hits.clear()

@@ -76,6 +76,10 @@ async def test_many_statements_return_the_last_and_share_one_transaction(pg_call
     assert out["status"] == "ok", out
     assert out["result"]["rows"] == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
     assert out["result"]["statements"] == 1  # one string: sent as one simple query
+    # each statement's own result as well, as NoETL's postgres tool returns them
+    assert [out["result"][f"command_{i}"]["row_count"] for i in range(3)] == [0, 2, 2]
+    assert out["result"]["command_2"]["rows"] == out["result"]["rows"]
+    assert "command_3" not in out["result"]
 
     # a list: statements in order, one transaction; the failure rolls back the insert
     bad = await q(pg_call, command=[f"INSERT INTO {table} VALUES (3, 'c')",
@@ -90,7 +94,9 @@ async def test_many_statements_return_the_last_and_share_one_transaction(pg_call
 
     dml = await q(pg_call, command=[f"INSERT INTO {table} VALUES (3, 'c')", f"UPDATE {table} SET name = 'z'"])
     assert dml["status"] == "ok", dml
-    assert dml["result"] == {"rows": [], "columns": [], "row_count": 3, "statements": 2}
+    assert dml["result"] == {"rows": [], "columns": [], "row_count": 3, "statements": 2,
+                             "command_0": {"rows": [], "columns": [], "row_count": 1},
+                             "command_1": {"rows": [], "columns": [], "row_count": 3}}
     assert pg.execute(dsn, f"SELECT count(*) FROM {table} WHERE name = 'z'") == [(3,)]
 
 
