@@ -144,7 +144,7 @@ class StepSpec(_Open):
     policy: StepPolicy | None = None
     failure: FailurePolicy | None = None
     lifecycle: Lifecycle | None = None
-    timeout: float | None = Field(default=None, gt=0, description="default task attempt timeout (s)")
+    timeout: float | None = Field(default=None, gt=0, description="bound on the whole step run (s); see docs/semantics.md")
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 

@@ -12,6 +12,7 @@ from ..dsl.models import Step, Task
 from ..templates import reads_name, referenced_names, render_value
 from .common import plain
 from .context import Scope, deep_merge
+from .failure import task_timeout_default
 from .messages import RunTask
 from .policy import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
@@ -83,7 +84,7 @@ def run_task_command(state: ExecutionState, run: StepRun, pipe: PipelineRun, ste
     rules = [r.model_dump() for r in task.spec.policy.rules] if task.spec.policy else []
     names = referenced_names([r.get("when") for r in rules]) - set(_OUTCOME_NAMES)
     policy_context = context.pick(names)
-    timeout = task.spec.timeout or step_def.spec.timeout or _default_timeout(state)
+    timeout = task.spec.timeout or task_timeout_default(state, step_def) or _default_timeout(state)
     return RunTask(task_run_id=task_run_id, execution_id=state.execution_id, step=run.step,
                    step_run_id=run.id, task=task.name, kind=task.kind, config=config,
                    rules=rules, policy_context=plain(policy_context),

@@ -255,8 +255,7 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     if cancelled:
         err = envelope.error.to_dict() if envelope.error is not None else {}
         if run.timed_out:
-            timeout = step_def.spec.lifecycle.timeout_s if step_def.spec.lifecycle else None
-            err = error_envelope("timeout", timeout_message(run, timeout))
+            err = error_envelope("timeout", timeout_message(state, run))
         return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled, error=err)
     if action is PipelineAction.CONTINUE:
         pipe.prev = result

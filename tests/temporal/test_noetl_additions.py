@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+import textwrap
+import time
+
 import pytest
+
+from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.locations import locate_message
 
 pytestmark = pytest.mark.temporal
 
@@ -69,3 +75,40 @@ async def test_on_no_match(run_yaml, no_next_is_error, on_no_match, state):
     assert "b" not in [e["entity_id"] for e in report.events if e["event_type"] == "step.started"]
     if state == "FAILED":
         assert "no arc of next matched" in report.summary["failed_steps"][0]["message"]
+
+
+STEP_TIMEOUT = """
+workflow:
+  - step: slow
+    spec: {timeout: 1}
+    tool:
+      - {name: first, kind: shell, cmd: "sleep 0.6"}
+      - {name: second, kind: shell, cmd: "sleep 30"}
+    next:
+      arcs:
+        - {step: on_timeout, when: "{{ event.error.kind == 'timeout' }}"}
+  - step: on_timeout
+    tool: {kind: noop, result: handled}
+"""
+
+
+async def test_step_spec_timeout_bounds_the_whole_step_run(run_yaml):
+    # each task alone is under a second's attempt timeout only for the first one: the bound
+    # is the step's, across its tasks, and the failure routes like any other
+    t0 = time.monotonic()
+    report = await run_yaml(STEP_TIMEOUT)
+    assert time.monotonic() - t0 < 20
+    assert report.state == "COMPLETED", report.error
+    failed = [e for e in report.events if e["event_type"] == "step.failed"][0]
+    error = failed["payload"]["outcome"]["error"]
+    assert error["kind"] == "timeout"
+    assert "ran longer than its spec.timeout of 1 s" in error["message"]
+    assert report.steps["on_timeout"]["result"] == "handled"
+    loaded = load_playbook_text(textwrap.dedent(STEP_TIMEOUT), source="pb.yaml")
+    assert locate_message(loaded, error["message"]).startswith("pb.yaml:4:12: slow.spec.timeout: ")
+
+
+async def test_step_spec_timeout_unrouted_fails_the_run(run_yaml):
+    report = await run_yaml(STEP_TIMEOUT.split("    next:")[0])
+    assert report.state == "FAILED"
+    assert report.summary["failed_steps"][0]["kind"] == "timeout"
