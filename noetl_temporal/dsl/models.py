@@ -16,10 +16,11 @@ a typo is a located validation error rather than a silently ignored key.
 from __future__ import annotations
 
 import gc
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
+from ..templates import is_template
 from ..tool_kinds import TOOL_KINDS
 
 # Tool kinds the runtime can execute (the tool registry's and ``playbook``).
@@ -33,6 +34,20 @@ class _Closed(BaseModel):
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- templated numbers
+
+def _template_only(value: str) -> str:
+    if not is_template(value):
+        raise ValueError("expected a number, or a {{ }} template that renders one")
+    return value
+
+
+#: NoETL 5.x templates some numbers (``max_in_flight``, a retry's ``attempts`` and delays):
+#: a ``{{ }}`` string stands for the number, rendered once per use and checked then
+#: (``engine/numbers.py``); a literal is checked here, as before.
+NumberTemplate = Annotated[str, AfterValidator(_template_only)]
 
 
 # --------------------------------------------------------------------------- patches
@@ -65,10 +80,12 @@ class PolicyAction(Patches):
     """``then:`` of a task policy rule."""
 
     do: TaskAction = "continue"
-    attempts: int | None = Field(default=None, ge=1, description="retry: total runs, first included")
+    attempts: Annotated[int, Field(ge=1)] | NumberTemplate | None = Field(
+        default=None, description="retry: total runs, first included")
     backoff: Backoff = "none"
-    delay: float = Field(default=0.0, ge=0, description="retry: base delay in seconds")
-    max_delay: float | None = Field(default=None, ge=0, description="retry: cap on one delay")
+    delay: Annotated[float, Field(ge=0)] | NumberTemplate = Field(default=0.0, description="retry: base delay in seconds")
+    max_delay: Annotated[float, Field(ge=0)] | NumberTemplate | None = Field(
+        default=None, description="retry: cap on one delay")
     to: str | None = Field(default=None, description="jump: a task label in this step, or 'previous'")
 
 
@@ -150,9 +167,13 @@ class StepSpec(_Open):
 
 # --------------------------------------------------------------------------- loops
 
+# Temporal allows 2,000 pending activities per workflow execution; half of it leaves
+# room for the other steps' activities and for retries in progress.
+MAX_IN_FLIGHT = 1000
+
 class LoopSpec(_Open):
     mode: Literal["sequential", "parallel"] = "sequential"
-    max_in_flight: int | None = Field(default=None, ge=1)
+    max_in_flight: Annotated[int, Field(ge=1)] | NumberTemplate | None = None
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 

@@ -68,6 +68,12 @@ def _kind_settings(decl: ToolKind) -> dict[str, Any]:
             "then": {"properties": props}}
 
 
+def _or_template(number: dict[str, Any]) -> dict[str, Any]:
+    """A number, or a ``{{ }}`` template rendered to one when it is used (NoETL 5.x)."""
+    return {"anyOf": [number, {"type": "string", "pattern": r"\{\{", "description": "a template that renders "
+                               "the number (checked once rendered)"}]}
+
+
 def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
     defs = copy.deepcopy(generated)
     patch_maps = {"set_ctx": {"type": "object"}, "set_iter": {"type": "object"}}
@@ -77,10 +83,10 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
                         "scopes; other keys are pipeline-local names (tasks, actions) or args (arcs)"}
     action_props = {
         "do": {"enum": ["continue", "retry", "jump", "break", "fail"]},
-        "attempts": {"type": "integer", "minimum": 1},
+        "attempts": _or_template({"type": "integer", "minimum": 1}),
         "backoff": {"enum": ["none", "linear", "exponential", "fixed", "constant"]},
-        "delay": {"type": "number", "minimum": 0},
-        "max_delay": {"type": ["number", "null"], "minimum": 0},
+        "delay": _or_template({"type": "number", "minimum": 0}),
+        "max_delay": _or_template({"type": ["number", "null"], "minimum": 0}),
         "to": {"type": ["string", "null"]},
         "set": _ref("SetBlock"), **patch_maps, "set_vars": {"type": "object"},
     }
@@ -121,7 +127,7 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
                               "arcs": {"type": ["array", "null"], "items": _ref("Arc")}},
                              description="`next: {spec: {mode}, arcs: [{step, when, args, set}]}`")
     loop_spec = defs["LoopSpec"]
-    in_flight = {"type": "integer", "minimum": 1, "maximum": MAX_IN_FLIGHT}
+    in_flight = _or_template({"type": "integer", "minimum": 1, "maximum": MAX_IN_FLIGHT})
     loop_spec["properties"]["max_in_flight"] = _nullable(in_flight)
     defs["Loop"] = _object({"in": {}, "iterator": {"type": "string"},
                             "mode": loop_spec["properties"]["mode"], "max_in_flight": in_flight,

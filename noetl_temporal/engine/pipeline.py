@@ -85,6 +85,7 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
                        payload={"meta": {"kind": task.kind}})
         try:
             config, secret_context = _render_task(state, step_def, task, context, started)
+            rules = [] if task.kind in INLINE_KINDS else invocation.task_rules(run, task, context)
         except TemplateError as exc:
             end = _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
                                  attempts=[], decision=None)
@@ -104,7 +105,7 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
         pipe.in_flight = task_run_id
         state.pipelines[task_run_id] = pipe
         commands.append(invocation.run_task_command(state, run, pipe, step_def, task, task_run_id, context,
-                                                    config, secret_context))
+                                                    config, secret_context, rules))
         return None
     return None
 

@@ -112,3 +112,47 @@ async def test_step_spec_timeout_unrouted_fails_the_run(run_yaml):
     report = await run_yaml(STEP_TIMEOUT.split("    next:")[0])
     assert report.state == "FAILED"
     assert report.summary["failed_steps"][0]["kind"] == "timeout"
+
+
+TEMPLATED_NUMBERS = """
+workload: {width: 2, tries: 3, pause: 0.1}
+workflow:
+  - step: each
+    loop: {in: "{{ [1, 2, 3, 4] }}", iterator: x, spec: {mode: parallel, max_in_flight: "{{ width }}"}}
+    tool:
+      kind: python
+      code: "result = {'x': x, 'attempt': _attempt}"
+      input: {x: "{{ x }}", _attempt: "{{ _attempt }}"}
+    next: {arcs: [{step: flaky}]}
+  - step: flaky
+    tool:
+      kind: python
+      code: |
+        if attempt < 3:
+            raise ValueError('not yet')
+        result = attempt
+      input: {attempt: "{{ _attempt }}"}
+      spec:
+        policy:
+          rules:
+            - when: "{{ output.status == 'error' }}"
+              then: {do: retry, attempts: "{{ tries }}", delay: "{{ pause }}"}
+"""
+
+
+async def test_templated_numbers_are_rendered_and_used(run_yaml):
+    report = await run_yaml(TEMPLATED_NUMBERS)
+    assert report.state == "COMPLETED", report.error
+    started = [e for e in report.events if e["event_type"] == "loop.started"][0]
+    assert started["payload"]["meta"]["max_in_flight"] == 2
+    assert report.steps["flaky"]["result"] == 3               # three attempts: `tries` rendered to 3
+
+
+async def test_a_templated_number_that_renders_no_number_fails_located(run_yaml):
+    report = await run_yaml(TEMPLATED_NUMBERS, payload={"tries": "often"})
+    assert report.state == "FAILED"
+    message = report.summary["failed_steps"][0]["message"]
+    assert "flaky.tool.flaky_task.spec.policy.rules[0].then.attempts: rendered to 'often'" in message
+    loaded = load_playbook_text(textwrap.dedent(TEMPLATED_NUMBERS), source="pb.yaml")
+    where = message[message.index("flaky.tool"):]
+    assert locate_message(loaded, where).startswith("pb.yaml:23:33: ")  # the `attempts:` key
