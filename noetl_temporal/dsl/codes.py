@@ -130,6 +130,10 @@ _TABLE: list[Code] = [
          "give the type docs/tools.md lists for the setting, or a `{{ }}` template that renders to it"),
     Code("NTL312", _W, "a NoETL setting noetl-temporal does not act on; it is ignored",
          "`assert:` on a python task", "remove the key: it has no effect here (docs/tools.md says why)"),
+    Code("NTL313", _E, "a task's `output:` block asks for what noetl-temporal cannot do",
+         "`output: {store: {kind: kv}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
+         "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db; plain "
+         "JSONPaths"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",

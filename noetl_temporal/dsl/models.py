@@ -109,6 +109,8 @@ class ResultSpec(_Open):
     store: str | None = None
     select: dict[str, str] = Field(default_factory=dict)
     preview: bool | int | None = None
+    #: NoETL 5.x ``output.preview_max_bytes``: the preview is the result's JSON cut to N bytes
+    preview_max_bytes: int | None = Field(default=None, ge=0)
 
 
 class TaskSpec(_Open):

@@ -68,6 +68,17 @@ def _kind_settings(decl: ToolKind) -> dict[str, Any]:
             "then": {"properties": props}}
 
 
+#: a task's ``output:`` (NoETL 5.x; dsl/task_output.py): what ``validate`` accepts
+_TASK_OUTPUT = {"type": "object", "additionalProperties": False, "description": "NoETL 5.x result handling "
+                "(docs/tools.md \"A task's `output:`\")", "properties": {
+    "select": {"type": "array", "items": {"type": "object", "required": ["path", "as"], "additionalProperties": False,
+                                          "properties": {"path": {"type": "string"}, "as": {"type": "string"}}}},
+    "as": {"type": "string"}, "inline_max_bytes": {"type": "integer", "minimum": 0},
+    "preview_max_bytes": {"type": "integer", "minimum": 0},
+    "scope": {"enum": ["step", "execution", "workflow", "permanent"]},
+    "store": {"type": "object", "properties": {"kind": {"enum": ["auto", "disk", "db"]}}}}}
+
+
 def _or_template(number: dict[str, Any]) -> dict[str, Any]:
     """A number, or a ``{{ }}`` template rendered to one when it is used (NoETL 5.x)."""
     return {"anyOf": [number, {"type": "string", "pattern": r"\{\{", "description": "a template that renders "
@@ -104,7 +115,7 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
     })
     defs["Task"] = {
         **_object({"name": {"type": "string", "minLength": 1}, "kind": {"enum": list(ALL_KINDS)},
-                   "spec": _ref("TaskSpec"), "set": _ref("SetBlock"), **patch_maps, "set_vars": {"type": "object"}},
+                   "spec": _ref("TaskSpec"), "output": _TASK_OUTPUT, "set": _ref("SetBlock"), **patch_maps, "set_vars": {"type": "object"}},
                   required=("kind",), closed=False,
                   description="one tool task; every other key (code, url, cmd, input ...) configures the tool"),
         "not": {"anyOf": [{"required": [k]} for k in _LEGACY_TASK_KEYS]},

@@ -156,3 +156,43 @@ async def test_a_templated_number_that_renders_no_number_fails_located(run_yaml)
     loaded = load_playbook_text(textwrap.dedent(TEMPLATED_NUMBERS), source="pb.yaml")
     where = message[message.index("flaky.tool"):]
     assert locate_message(loaded, where).startswith("pb.yaml:23:33: ")  # the `attempts:` key
+
+
+OUTPUT = """
+workflow:
+  - step: s
+    tool:
+      - name: a
+        kind: python
+        code: "result = {'data': {'next': 7, 'rows': ['x', 'y']}, 'note': 'é' * 40}"
+        output:
+          select: [{path: "$.data.next", as: next_page}, {path: "$.data.rows[1]", as: second}]
+          as: page
+          scope: execution
+          store: {kind: %s}
+          %s
+      - name: b
+        kind: noop
+        result: "{{ {'next': next_page, 'second': second, 'stored': page.kind == 'result_ref',
+                    'preview': page.preview | default(none), 'extracted': page.extracted | default(none)} }}"
+"""
+
+
+async def test_output_select_and_as_bind_names_from_an_inline_result(run_yaml):
+    report = await run_yaml(OUTPUT % ("auto", ""))
+    assert report.state == "COMPLETED", report.error
+    result = report.steps["s"]["result"]
+    assert (result["next"], result["second"], result["stored"]) == (7, "y", False)
+    assert not [e for e in report.events if e["event_type"] == "result.stored"]
+
+
+@pytest.mark.parametrize("store", ["disk", "auto"])
+async def test_output_stores_by_reference_with_extracted_values_and_a_byte_preview(run_yaml, store):
+    report = await run_yaml(OUTPUT % (store, "inline_max_bytes: 0\n          preview_max_bytes: 21"))
+    assert report.state == "COMPLETED", report.error
+    result = report.steps["s"]["result"]
+    assert (result["next"], result["second"], result["stored"]) == (7, "y", True)
+    assert result["extracted"] == {"next_page": 7, "second": "y"}
+    assert result["preview"] == '{"data":{"next":7,"ro'            # the JSON's first 21 bytes
+    stored = [e for e in report.events if e["event_type"] == "result.stored"]
+    assert stored[0]["payload"]["result_ref"]["store"] == "fs"
