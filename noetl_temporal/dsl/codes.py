@@ -156,6 +156,10 @@ _TABLE: list[Code] = [
          "write `- when: \"{{ ... }}\"` with `then: {allow: true|false}`, or `- else: {then: {allow: ...}}`"),
     Code("NTL408", _W, "a `when` guard has no `{{ }}`, so it is a constant", "`when: ctx.ready`",
          "write the condition as a template: `when: \"{{ ctx.ready }}\"`"),
+    Code("NTL409", _E, "a NoETL 5.x task policy hook (`before`, `after`, `finally`) has no defined meaning to run",
+         "`spec: {policy: {finally: {...}}}`",
+         "the message names the pipeline form that does it: a task before or after this one, or a clean-up "
+         "task reached from both outcomes"),
     # ------------------------------------------------------------------ routing
     Code("NTL501", _E, "`next` is not in router form", "`next: end`, `next: [{step: end}]`",
          "write `next: {spec: {mode: exclusive}, arcs: [{step: end}]}`"),

@@ -88,3 +88,14 @@ def test_go_template_quoting_gets_a_jinja_fix_that_validates():
     assert diag.code == "NTL701" and "Go-template quoting" in diag.fix
     fixed = "docker system df --format {{ '{{json .}}' }}"
     assert errors(playbook(f'workflow:\n  - step: a\n    tool: {{kind: shell, cmds: ["{fixed}"]}}\n')) == []
+
+
+@pytest.mark.parametrize("hook, fix", [("before", "before this one"), ("after", "`_prev`"),
+                                       ("finally", "both outcomes")])
+def test_a_task_policy_hook_is_one_located_error_naming_the_pipeline_form(hook, fix):
+    text = playbook("workflow:\n  - step: a\n    tool:\n      kind: noop\n      spec:\n        policy:\n"
+                    f"          {hook}: {{kind: noop}}\n          on_unmatched: continue\n")
+    (diag,) = errors(text)
+    assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL409", f"workflow[0].tool.spec.policy.{hook}",
+                                                            find(text, f"{hook}:"))
+    assert "NoETL 5.x hook" in diag.message and fix in diag.fix

@@ -196,3 +196,28 @@ async def test_output_stores_by_reference_with_extracted_values_and_a_byte_previ
     assert result["preview"] == '{"data":{"next":7,"ro'            # the JSON's first 21 bytes
     stored = [e for e in report.events if e["event_type"] == "result.stored"]
     assert stored[0]["payload"]["result_ref"]["store"] == "fs"
+
+
+FINALLY_INSTEAD = """
+workflow:
+  - step: s
+    tool:
+      - name: work
+        kind: python
+        code: "%s"
+        spec:
+          policy:
+            rules:
+              - when: "{{ output.status == 'error' }}"
+                then: {do: jump, to: cleanup}
+      - {name: more, kind: noop, result: more ran}
+      - {name: cleanup, kind: noop, result: "cleaned after {{ _prev }}"}
+"""
+
+
+@pytest.mark.parametrize("code, last", [("result = 'ok'", "cleaned after more ran"),
+                                        ("raise ValueError('x')", "cleaned after None")])
+async def test_the_form_ntl409_gives_for_finally_runs_the_clean_up_on_both_outcomes(run_yaml, code, last):
+    report = await run_yaml(FINALLY_INSTEAD % code)
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["s"]["result"] == last
