@@ -73,6 +73,10 @@ _TABLE: list[Code] = [
          "use the type the message names (mapping or list)"),
     Code("NTL105", _W, "unexpected `apiVersion`", "`apiVersion: noetl.io/v1`",
          "use `apiVersion: noetl.io/v2`"),
+    Code("NTL106", _E, "`executor.requires` names a tool kind or feature this worker lacks",
+         "`requires: {tools: [snowflake]}`, `requires: {features: [ai_meta]}`",
+         "the message names the missing item and what the worker has: use those, or run the playbook "
+         "where it is provided"),
     # ------------------------------------------------------------------ steps
     Code("NTL201", _E, "a step has no `step:` name, or the name is not a non-empty string",
          "`- desc: load` with no `step:`", "give every step a unique `step: <name>`"),

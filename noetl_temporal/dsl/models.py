@@ -236,9 +236,17 @@ class ExecutorSpec(_Open):
     strict_templates: bool = False
 
 
+class ExecutorRequires(_Closed):
+    """``executor.requires`` (NoETL 5.x): checked by validate (``dsl/requires.py``)."""
+
+    tools: list[str] = Field(default_factory=list)
+    features: list[str] = Field(default_factory=list)
+
+
 class Executor(_Open):
     profile: str | None = None
     version: str | None = None
+    requires: ExecutorRequires | None = None
     spec: ExecutorSpec = Field(default_factory=ExecutorSpec)
 
 

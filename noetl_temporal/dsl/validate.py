@@ -15,6 +15,7 @@ from ..templates import is_template
 from . import paths
 from .diagnostics import Reporter, did_you_mean
 from .models import MAX_IN_FLIGHT, Patches, Playbook, PolicyAction, Step
+from .requires import check_requires
 from .tool_check import check_required
 
 __all__ = ["check_semantics", "MAX_IN_FLIGHT"]
@@ -194,6 +195,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     for index, step in enumerate(playbook.workflow):
         _step(reporter, step, index, names, final)
     check_required(playbook, reporter)
+    check_requires(playbook, reporter)
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
     reachable = _reachable(playbook, entry) | ({final} if final else set())
     _join_arg_collisions(playbook, entry, reporter)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 import time
 
@@ -221,3 +223,32 @@ async def test_the_form_ntl409_gives_for_finally_runs_the_clean_up_on_both_outco
     report = await run_yaml(FINALLY_INSTEAD % code)
     assert report.state == "COMPLETED", report.error
     assert report.steps["s"]["result"] == last
+
+
+REQUIRES = """
+apiVersion: noetl.io/v2
+kind: Playbook
+executor:
+  requires:
+    tools: [python]
+    features: [result_storage%s]
+workflow:
+  - step: s
+    tool: {kind: python, code: "result = 'ran'"}
+"""
+
+
+async def test_a_playbook_whose_requirements_the_worker_meets_runs(run_yaml):
+    report = await run_yaml(REQUIRES % "")
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["s"]["result"] == "ran"
+
+
+def test_run_refuses_a_playbook_requiring_what_the_worker_lacks_naming_it(tmp_path):
+    path = tmp_path / "needs.yaml"
+    path.write_text(textwrap.dedent(REQUIRES % ", ai_meta"))
+    proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "run", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"{path}:7:" in proc.stderr and "NTL106" in proc.stderr
+    assert "requires feature 'ai_meta', which this worker does not provide" in proc.stderr
