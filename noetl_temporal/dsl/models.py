@@ -72,6 +72,11 @@ class Patches(_Closed):
 
 # --------------------------------------------------------------------------- task policy
 
+#: what Temporal takes: its retry policy counts attempts in 32 bits, and a retry delay or
+#: timer must fit a ``timedelta``; a million attempts and a year of delay are far inside both
+MAX_RETRY_ATTEMPTS = 1_000_000
+MAX_RETRY_DELAY_S = 365 * 86400
+
 TaskAction = Literal["continue", "retry", "jump", "break", "fail"]
 Backoff = Literal["none", "linear", "exponential"]
 
@@ -80,11 +85,12 @@ class PolicyAction(Patches):
     """``then:`` of a task policy rule."""
 
     do: TaskAction = "continue"
-    attempts: Annotated[int, Field(ge=1)] | NumberTemplate | None = Field(
+    attempts: Annotated[int, Field(ge=1, le=MAX_RETRY_ATTEMPTS)] | NumberTemplate | None = Field(
         default=None, description="retry: total runs, first included")
     backoff: Backoff = "none"
-    delay: Annotated[float, Field(ge=0)] | NumberTemplate = Field(default=0.0, description="retry: base delay in seconds")
-    max_delay: Annotated[float, Field(ge=0)] | NumberTemplate | None = Field(
+    delay: Annotated[float, Field(ge=0, le=MAX_RETRY_DELAY_S)] | NumberTemplate = Field(
+        default=0.0, description="retry: base delay in seconds")
+    max_delay: Annotated[float, Field(ge=0, le=MAX_RETRY_DELAY_S)] | NumberTemplate | None = Field(
         default=None, description="retry: cap on one delay")
     to: str | None = Field(default=None, description="jump: a task label in this step, or 'previous'")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..tool_kinds import DECLARATIONS
 from ..tool_kinds.declaration import COMMON, Setting, ToolKind
-from .models import Playbook
+from .models import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_S, Playbook
 from .tasks import ALL_KINDS
 from .validate import MAX_IN_FLIGHT
 
@@ -94,10 +94,10 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
                         "scopes; other keys are pipeline-local names (tasks, actions) or args (arcs)"}
     action_props = {
         "do": {"enum": ["continue", "retry", "jump", "break", "fail"]},
-        "attempts": _or_template({"type": "integer", "minimum": 1}),
+        "attempts": _or_template({"type": "integer", "minimum": 1, "maximum": MAX_RETRY_ATTEMPTS}),
         "backoff": {"enum": ["none", "linear", "exponential", "fixed", "constant"]},
-        "delay": _or_template({"type": "number", "minimum": 0}),
-        "max_delay": _or_template({"type": ["number", "null"], "minimum": 0}),
+        "delay": _or_template({"type": "number", "minimum": 0, "maximum": MAX_RETRY_DELAY_S}),
+        "max_delay": _or_template({"type": ["number", "null"], "minimum": 0, "maximum": MAX_RETRY_DELAY_S}),
         "to": {"type": ["string", "null"]},
         "set": _ref("SetBlock"), **patch_maps, "set_vars": {"type": "object"},
     }

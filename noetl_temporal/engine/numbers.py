@@ -13,14 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..dsl.models import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_S
 from ..errors import TemplateError
 from ..templates import is_template, render_value
 
 __all__ = ["render_number", "render_retry_numbers", "RETRY_NUMBERS"]
 
-#: a retry rule's numbers that may be templates: key -> (whole number, smallest allowed)
-RETRY_NUMBERS: Mapping[str, tuple[bool, float]] = {"attempts": (True, 1), "delay": (False, 0),
-                                                   "max_delay": (False, 0)}
+#: a retry rule's numbers that may be templates: key -> (whole number, smallest, largest
+#: allowed), the bounds a literal gets from validation (``dsl/models.py``)
+RETRY_NUMBERS: Mapping[str, tuple[bool, float, float]] = {
+    "attempts": (True, 1, MAX_RETRY_ATTEMPTS), "delay": (False, 0, MAX_RETRY_DELAY_S),
+    "max_delay": (False, 0, MAX_RETRY_DELAY_S)}
 
 
 def render_number(value: Any, context: Mapping[str, Any], where: str, *, whole: bool, minimum: float,
@@ -33,9 +36,18 @@ def render_number(value: Any, context: Mapping[str, Any], where: str, *, whole: 
     if number is None or number < minimum or (maximum is not None and number > maximum):
         wanted = "a whole number" if whole else "a number"
         bounds = f" >= {minimum:g}" + (f" and <= {maximum:g}" if maximum is not None else "")
-        raise TemplateError(f"rendered to {rendered!r}, which is not {wanted}{bounds}", template=value, where=where,
+        raise TemplateError(f"rendered to {_shown(rendered)}, which is not {wanted}{bounds}", template=value, where=where,
                             fix="make the template render a number (`| int`, `| float`, `| default(...)`)")
     return number
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """What a value rendered to, cut for a message (a huge int's repr may itself refuse)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} too large to print"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _as_number(value: Any, whole: bool) -> int | float | None:
@@ -46,11 +58,13 @@ def _as_number(value: Any, whole: bool) -> int | float | None:
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, int | float) or value != value or value in (float("inf"), float("-inf")):
+    if isinstance(value, int):
+        return value   # exact, however large (float() of a huge int overflows)
+    if not isinstance(value, float) or value != value or value in (float("inf"), float("-inf")):
         return None
     if whole:
-        return int(value) if float(value).is_integer() else None
-    return float(value)
+        return int(value) if value.is_integer() else None
+    return value
 
 
 def render_retry_numbers(rules: list[dict[str, Any]], context: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
@@ -62,9 +76,9 @@ def render_retry_numbers(rules: list[dict[str, Any]], context: Mapping[str, Any]
         if templated:
             then = dict(then)
             for key in templated:
-                whole, minimum = RETRY_NUMBERS[key]
+                whole, minimum, maximum = RETRY_NUMBERS[key]
                 then[key] = render_number(then[key], context, f"{where}.rules[{index}].then.{key}",
-                                          whole=whole, minimum=minimum)
+                                          whole=whole, minimum=minimum, maximum=maximum)
             rule = {**rule, "then": then}
         out.append(rule)
     return out

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.engine.numbers import render_number
+from noetl_temporal.engine.numbers import render_number, render_retry_numbers
+from noetl_temporal.errors import TemplateError
 
 from .harness import run
 
@@ -81,3 +82,20 @@ def test_render_number_reads_numbers_and_numeric_text_only(rendered, whole, expe
     else:
         assert render_number("{{ v }}", context, "w", whole=whole, minimum=0) == expected
     assert render_number(7, context, "w", whole=True, minimum=0) == 7   # a literal is left as validated
+
+
+@pytest.mark.parametrize("template, shown", [("{{ 10**400 }}", "10000000000"), ("{{ 'x' * 5000 }}", "'xxxxxxxx"),
+                                             ("{{ '1e400' }}", "'1e400'")])
+def test_a_hostile_value_is_a_short_located_error_not_a_crash(template, shown):
+    with pytest.raises(TemplateError) as caught:
+        render_number(template, {}, "s.loop.spec.max_in_flight", whole=True, minimum=1, maximum=1000)
+    message = str(caught.value)
+    assert message.startswith(f"s.loop.spec.max_in_flight: rendered to {shown}") and len(message) < 400
+
+
+@pytest.mark.parametrize("key, value", [("attempts", "{{ 2**40 }}"), ("delay", "{{ 1e30 }}"),
+                                        ("max_delay", "{{ 10**12 }}")])
+def test_rendered_retry_numbers_stay_inside_what_temporal_takes(key, value):
+    rules = [{"when": None, "then": {"do": "retry", key: value}}]
+    with pytest.raises(TemplateError, match=f"then.{key}: rendered to .* and <= "):
+        render_retry_numbers(rules, {}, "s.tool.t.spec.policy")
