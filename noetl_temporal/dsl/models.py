@@ -76,6 +76,9 @@ class Patches(_Closed):
 #: timer must fit a ``timedelta``; a million attempts and a year of delay are far inside both
 MAX_RETRY_ATTEMPTS = 1_000_000
 MAX_RETRY_DELAY_S = 365 * 86400
+#: the longest timeout of any kind (a task attempt, a step run, an execution): ten years, so
+#: the ``timedelta`` the workflow hands Temporal always exists (1e30 s overflows it)
+MAX_TIMEOUT_S = 10 * 365 * 86400
 
 TaskAction = Literal["continue", "retry", "jump", "break", "fail"]
 Backoff = Literal["none", "linear", "exponential"]
@@ -121,7 +124,7 @@ class ResultSpec(_Open):
 
 class TaskSpec(_Open):
     policy: TaskPolicy | None = None
-    timeout: float | None = Field(default=None, gt=0, description="seconds for one attempt")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for one attempt")
     result: ResultSpec | None = None
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
@@ -162,14 +165,15 @@ class StepPolicy(_Open):
 
 
 class Lifecycle(_Open):
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
 
 
 class StepSpec(_Open):
     policy: StepPolicy | None = None
     failure: FailurePolicy | None = None
     lifecycle: Lifecycle | None = None
-    timeout: float | None = Field(default=None, gt=0, description="bound on the whole step run (s); see docs/semantics.md")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S,
+                                  description="bound on the whole step run (s); see docs/semantics.md")
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
@@ -234,7 +238,7 @@ class ExecutorSpec(_Open):
     max_jumps: int = Field(default=1000, ge=1)
     # Guard against runaway routing cycles (step runs per execution).
     max_step_runs: int = Field(default=10000, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     policy: dict[str, Any] = Field(default_factory=dict)
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
     # A task template that renders an undefined value fails the task (``run --strict`` sets

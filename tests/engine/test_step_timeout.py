@@ -3,6 +3,9 @@ timeouts"); executions from before that behaviour keep it as the tasks' attempt 
 
 from __future__ import annotations
 
+import pytest
+
+from noetl_temporal.dsl import validate_text
 from noetl_temporal.engine import CURRENT_BEHAVIOURS
 from noetl_temporal.engine.behaviours import STEP_TIMEOUT_BOUNDS_STEP
 from noetl_temporal.engine.messages import StepTimedOut
@@ -50,3 +53,11 @@ def test_without_the_behaviour_step_timeout_stays_the_attempt_timeout():
     r = run(PB % "", hold=lambda cmd: True, behaviours=old)
     assert r.timers == []
     assert r.ran[0].timeout == 2.0
+
+
+@pytest.mark.parametrize("where", ["spec: {timeout: 1.0e+30}", "spec: {lifecycle: {timeout_s: 1.0e+30}}"])
+def test_a_timeout_past_what_a_timer_takes_is_a_validation_error(where):
+    # the workflow hands Temporal a timedelta: 1e30 s overflows it (a workflow task failure)
+    text = f"workflow:\n  - step: s\n    {where}\n    tool: {{kind: shell, cmd: x}}\n"
+    (diag,) = [d for d in validate_text(text, "pb.yaml") if d.is_error]
+    assert diag.code == "NTL901" and "less than or equal to 315360000" in diag.message
