@@ -73,6 +73,10 @@ _TABLE: list[Code] = [
          "use the type the message names (mapping or list)"),
     Code("NTL105", _W, "unexpected `apiVersion`", "`apiVersion: noetl.io/v1`",
          "use `apiVersion: noetl.io/v2`"),
+    Code("NTL106", _E, "`executor.requires` names a tool kind or feature this worker lacks",
+         "`requires: {tools: [snowflake]}`, `requires: {features: [ai_meta]}`",
+         "the message names the missing item and what the worker has: use those, or run the playbook "
+         "where it is provided"),
     # ------------------------------------------------------------------ steps
     Code("NTL201", _E, "a step has no `step:` name, or the name is not a non-empty string",
          "`- desc: load` with no `step:`", "give every step a unique `step: <name>`"),
@@ -130,6 +134,10 @@ _TABLE: list[Code] = [
          "give the type docs/tools.md lists for the setting, or a `{{ }}` template that renders to it"),
     Code("NTL312", _W, "a NoETL setting noetl-temporal does not act on; it is ignored",
          "`assert:` on a python task", "remove the key: it has no effect here (docs/tools.md says why)"),
+    Code("NTL313", _E, "a task's `output:` block asks for what noetl-temporal cannot do",
+         "`output: {store: {kind: kv}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
+         "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db; plain "
+         "JSONPaths"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",
@@ -152,6 +160,10 @@ _TABLE: list[Code] = [
          "write `- when: \"{{ ... }}\"` with `then: {allow: true|false}`, or `- else: {then: {allow: ...}}`"),
     Code("NTL408", _W, "a `when` guard has no `{{ }}`, so it is a constant", "`when: ctx.ready`",
          "write the condition as a template: `when: \"{{ ctx.ready }}\"`"),
+    Code("NTL409", _E, "a NoETL 5.x task policy hook (`before`, `after`, `finally`) has no defined meaning to run",
+         "`spec: {policy: {finally: {...}}}`",
+         "the message names the pipeline form that does it: a task before or after this one, or a clean-up "
+         "task reached from both outcomes"),
     # ------------------------------------------------------------------ routing
     Code("NTL501", _E, "`next` is not in router form", "`next: end`, `next: [{step: end}]`",
          "write `next: {spec: {mode: exclusive}, arcs: [{step: end}]}`"),

@@ -16,10 +16,11 @@ a typo is a located validation error rather than a silently ignored key.
 from __future__ import annotations
 
 import gc
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
+from ..templates import is_template
 from ..tool_kinds import TOOL_KINDS
 
 # Tool kinds the runtime can execute (the tool registry's and ``playbook``).
@@ -33,6 +34,20 @@ class _Closed(BaseModel):
 
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- templated numbers
+
+def _template_only(value: str) -> str:
+    if not is_template(value):
+        raise ValueError("expected a number, or a {{ }} template that renders one")
+    return value
+
+
+#: NoETL 5.x templates some numbers (``max_in_flight``, a retry's ``attempts`` and delays):
+#: a ``{{ }}`` string stands for the number, rendered once per use and checked then
+#: (``engine/numbers.py``); a literal is checked here, as before.
+NumberTemplate = Annotated[str, AfterValidator(_template_only)]
 
 
 # --------------------------------------------------------------------------- patches
@@ -57,6 +72,14 @@ class Patches(_Closed):
 
 # --------------------------------------------------------------------------- task policy
 
+#: what Temporal takes: its retry policy counts attempts in 32 bits, and a retry delay or
+#: timer must fit a ``timedelta``; a million attempts and a year of delay are far inside both
+MAX_RETRY_ATTEMPTS = 1_000_000
+MAX_RETRY_DELAY_S = 365 * 86400
+#: the longest timeout of any kind (a task attempt, a step run, an execution): ten years, so
+#: the ``timedelta`` the workflow hands Temporal always exists (1e30 s overflows it)
+MAX_TIMEOUT_S = 10 * 365 * 86400
+
 TaskAction = Literal["continue", "retry", "jump", "break", "fail"]
 Backoff = Literal["none", "linear", "exponential"]
 
@@ -65,10 +88,13 @@ class PolicyAction(Patches):
     """``then:`` of a task policy rule."""
 
     do: TaskAction = "continue"
-    attempts: int | None = Field(default=None, ge=1, description="retry: total runs, first included")
+    attempts: Annotated[int, Field(ge=1, le=MAX_RETRY_ATTEMPTS)] | NumberTemplate | None = Field(
+        default=None, description="retry: total runs, first included")
     backoff: Backoff = "none"
-    delay: float = Field(default=0.0, ge=0, description="retry: base delay in seconds")
-    max_delay: float | None = Field(default=None, ge=0, description="retry: cap on one delay")
+    delay: Annotated[float, Field(ge=0, le=MAX_RETRY_DELAY_S)] | NumberTemplate = Field(
+        default=0.0, description="retry: base delay in seconds")
+    max_delay: Annotated[float, Field(ge=0, le=MAX_RETRY_DELAY_S)] | NumberTemplate | None = Field(
+        default=None, description="retry: cap on one delay")
     to: str | None = Field(default=None, description="jump: a task label in this step, or 'previous'")
 
 
@@ -92,11 +118,13 @@ class ResultSpec(_Open):
     store: str | None = None
     select: dict[str, str] = Field(default_factory=dict)
     preview: bool | int | None = None
+    #: NoETL 5.x ``output.preview_max_bytes``: the preview is the result's JSON cut to N bytes
+    preview_max_bytes: int | None = Field(default=None, ge=0)
 
 
 class TaskSpec(_Open):
     policy: TaskPolicy | None = None
-    timeout: float | None = Field(default=None, gt=0, description="seconds for one attempt")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, description="seconds for one attempt")
     result: ResultSpec | None = None
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
@@ -137,22 +165,27 @@ class StepPolicy(_Open):
 
 
 class Lifecycle(_Open):
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
 
 
 class StepSpec(_Open):
     policy: StepPolicy | None = None
     failure: FailurePolicy | None = None
     lifecycle: Lifecycle | None = None
-    timeout: float | None = Field(default=None, gt=0, description="default task attempt timeout (s)")
+    timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S,
+                                  description="bound on the whole step run (s); see docs/semantics.md")
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
 # --------------------------------------------------------------------------- loops
 
+# Temporal allows 2,000 pending activities per workflow execution; half of it leaves
+# room for the other steps' activities and for retries in progress.
+MAX_IN_FLIGHT = 1000
+
 class LoopSpec(_Open):
     mode: Literal["sequential", "parallel"] = "sequential"
-    max_in_flight: int | None = Field(default=None, ge=1)
+    max_in_flight: Annotated[int, Field(ge=1)] | NumberTemplate | None = None
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
@@ -205,7 +238,7 @@ class ExecutorSpec(_Open):
     max_jumps: int = Field(default=1000, ge=1)
     # Guard against runaway routing cycles (step runs per execution).
     max_step_runs: int = Field(default=10000, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
     policy: dict[str, Any] = Field(default_factory=dict)
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
     # A task template that renders an undefined value fails the task (``run --strict`` sets
@@ -213,9 +246,17 @@ class ExecutorSpec(_Open):
     strict_templates: bool = False
 
 
+class ExecutorRequires(_Closed):
+    """``executor.requires`` (NoETL 5.x): checked by validate (``dsl/requires.py``)."""
+
+    tools: list[str] = Field(default_factory=list)
+    features: list[str] = Field(default_factory=list)
+
+
 class Executor(_Open):
     profile: str | None = None
     version: str | None = None
+    requires: ExecutorRequires | None = None
     spec: ExecutorSpec = Field(default_factory=ExecutorSpec)
 
 

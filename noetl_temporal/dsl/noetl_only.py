@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 __all__ = ["NOETL_TOOL_KINDS", "NOETL_ROOT_KEYS", "NOETL_STEP_KEYS", "CURSOR_LOOP_FIX",
-           "tool_kind_message", "templated_number_message"]
+           "tool_kind_message"]
 
 #: NoETL tool kind -> (what it does in NoETL, what to use here instead)
 NOETL_TOOL_KINDS: Mapping[str, tuple[str, str]] = {
@@ -64,7 +64,3 @@ def tool_kind_message(kind: str) -> tuple[str, str]:
     what, instead = NOETL_TOOL_KINDS[kind]
     return f"kind {kind!r} is a NoETL tool that noetl-temporal does not run: {what}", instead
 
-
-def templated_number_message(key: str) -> str:
-    return (f"`{key}` is a template; NoETL renders it at run time, noetl-temporal needs a number here "
-            "to plan the loop's budget before it starts")

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
-from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS, templated_number_message
+from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS
 from .origins import Origins
 from .patches import collect_patches
 from .policies import guard, normalize_admit
@@ -177,21 +177,9 @@ class _Normalizer:
                 continue
             spec[key] = value
             self.origins.add(paths.join(paths.join(src, "spec"), key), paths.join(src, key))
-        self.templated_number(spec, "max_in_flight", loop, src)
         if spec or "spec" in out:
             out["spec"] = spec
         return out
-
-    def templated_number(self, spec: dict[str, Any], key: str, loop: Mapping[str, Any], loop_src: str) -> None:
-        """A ``{{ }}`` number NoETL renders at run time: one located error, not the model's type error."""
-        value = spec.get(key)
-        if not (isinstance(value, str) and "{{" in value):
-            return
-        where = paths.join(loop_src, key) if key in loop else paths.join(paths.join(loop_src, "spec"), key)
-        self.reporter.add("NTL901", templated_number_message(key), where, value=True,
-                          fix=f"write a number (`{key}: 8`); pass a different one per run by editing the "
-                              "playbook, not through the workload")
-        del spec[key]
 
     # ------------------------------------------------------------------ routing
 

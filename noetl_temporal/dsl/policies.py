@@ -169,7 +169,24 @@ def normalize_task_policy(policy: Any, src: str, norm: str, reporter: Reporter,
     if "rules" in policy:
         out["rules"] = helper.rule_list(policy["rules"], paths.join(src, "rules"), paths.join(norm, "rules"),
                                         helper.task_rule, "NTL401")
+    for hook, instead in HOOKS.items():
+        if hook in out:
+            del out[hook]
+            reporter.add("NTL409", f"`policy.{hook}` is a NoETL 5.x hook with no defined meaning to carry over: "
+                                   "NoETL's schema leaves it an untyped value and none of NoETL's e2e fixtures "
+                                   "uses it, so noetl-temporal does not guess one", paths.join(src, hook), fix=instead)
     return out
+
+
+#: NoETL 5.x task policy hooks -> the pipeline form that does the same, here (docs/semantics.md)
+HOOKS = {
+    "before": "put the work in a task before this one in the step's `tool:` list (a pipeline runs in order)",
+    "after": "put the work in a task after this one in the step's `tool:` list; it reads this task's result "
+             "as `_prev`",
+    "finally": "put the clean-up in a task after this one and reach it on both outcomes: a rule "
+               "`- when: \"{{ output.status == 'error' }}\"` with `then: {do: jump, to: <clean-up task>}` "
+               "(success continues to it in order), or route `step.done` and `step.failed` to a clean-up step",
+}
 
 
 def normalize_admit(admit: Any, src: str, norm: str, reporter: Reporter, origins: Origins) -> Any:

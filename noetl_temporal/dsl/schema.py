@@ -17,7 +17,7 @@ from typing import Any
 
 from ..tool_kinds import DECLARATIONS
 from ..tool_kinds.declaration import COMMON, Setting, ToolKind
-from .models import Playbook
+from .models import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_S, Playbook
 from .tasks import ALL_KINDS
 from .validate import MAX_IN_FLIGHT
 
@@ -68,6 +68,23 @@ def _kind_settings(decl: ToolKind) -> dict[str, Any]:
             "then": {"properties": props}}
 
 
+#: a task's ``output:`` (NoETL 5.x; dsl/task_output.py): what ``validate`` accepts
+_TASK_OUTPUT = {"type": "object", "additionalProperties": False, "description": "NoETL 5.x result handling "
+                "(docs/tools.md \"A task's `output:`\")", "properties": {
+    "select": {"type": "array", "items": {"type": "object", "required": ["path", "as"], "additionalProperties": False,
+                                          "properties": {"path": {"type": "string"}, "as": {"type": "string"}}}},
+    "as": {"type": "string"}, "inline_max_bytes": {"type": "integer", "minimum": 0},
+    "preview_max_bytes": {"type": "integer", "minimum": 0},
+    "scope": {"enum": ["step", "execution", "workflow", "permanent"]},
+    "store": {"type": "object", "properties": {"kind": {"enum": ["auto", "disk", "db"]}}}}}
+
+
+def _or_template(number: dict[str, Any]) -> dict[str, Any]:
+    """A number, or a ``{{ }}`` template rendered to one when it is used (NoETL 5.x)."""
+    return {"anyOf": [number, {"type": "string", "pattern": r"\{\{", "description": "a template that renders "
+                               "the number (checked once rendered)"}]}
+
+
 def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
     defs = copy.deepcopy(generated)
     patch_maps = {"set_ctx": {"type": "object"}, "set_iter": {"type": "object"}}
@@ -77,10 +94,10 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
                         "scopes; other keys are pipeline-local names (tasks, actions) or args (arcs)"}
     action_props = {
         "do": {"enum": ["continue", "retry", "jump", "break", "fail"]},
-        "attempts": {"type": "integer", "minimum": 1},
+        "attempts": _or_template({"type": "integer", "minimum": 1, "maximum": MAX_RETRY_ATTEMPTS}),
         "backoff": {"enum": ["none", "linear", "exponential", "fixed", "constant"]},
-        "delay": {"type": "number", "minimum": 0},
-        "max_delay": {"type": ["number", "null"], "minimum": 0},
+        "delay": _or_template({"type": "number", "minimum": 0, "maximum": MAX_RETRY_DELAY_S}),
+        "max_delay": _or_template({"type": ["number", "null"], "minimum": 0, "maximum": MAX_RETRY_DELAY_S}),
         "to": {"type": ["string", "null"]},
         "set": _ref("SetBlock"), **patch_maps, "set_vars": {"type": "object"},
     }
@@ -98,7 +115,7 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
     })
     defs["Task"] = {
         **_object({"name": {"type": "string", "minLength": 1}, "kind": {"enum": list(ALL_KINDS)},
-                   "spec": _ref("TaskSpec"), "set": _ref("SetBlock"), **patch_maps, "set_vars": {"type": "object"}},
+                   "spec": _ref("TaskSpec"), "output": _TASK_OUTPUT, "set": _ref("SetBlock"), **patch_maps, "set_vars": {"type": "object"}},
                   required=("kind",), closed=False,
                   description="one tool task; every other key (code, url, cmd, input ...) configures the tool"),
         "not": {"anyOf": [{"required": [k]} for k in _LEGACY_TASK_KEYS]},
@@ -121,7 +138,7 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
                               "arcs": {"type": ["array", "null"], "items": _ref("Arc")}},
                              description="`next: {spec: {mode}, arcs: [{step, when, args, set}]}`")
     loop_spec = defs["LoopSpec"]
-    in_flight = {"type": "integer", "minimum": 1, "maximum": MAX_IN_FLIGHT}
+    in_flight = _or_template({"type": "integer", "minimum": 1, "maximum": MAX_IN_FLIGHT})
     loop_spec["properties"]["max_in_flight"] = _nullable(in_flight)
     defs["Loop"] = _object({"in": {}, "iterator": {"type": "string"},
                             "mode": loop_spec["properties"]["mode"], "max_in_flight": in_flight,

@@ -29,12 +29,13 @@ from .origins import Origins
 from .patches import PATCH_KEYS, collect_patches
 from .policies import normalize_task_policy
 from .rejections import reject_task_keys
+from .task_output import normalize_output
 from .tool_check import check_keys
 
 __all__ = ["TaskNormalizer", "ALL_KINDS"]
 
 ALL_KINDS = (*KNOWN_TOOL_KINDS, *LOAD_TIME_KINDS)
-_TASK_FIELDS = frozenset({"name", "kind", "spec"}) | PATCH_KEYS
+_TASK_FIELDS = frozenset({"name", "kind", "spec", "output"}) | PATCH_KEYS
 
 
 def _labelled(item: Mapping[str, Any]) -> bool:
@@ -150,6 +151,8 @@ class TaskNormalizer:
             out["spec"] = spec
         out.update(collect_patches(body, src, norm, other="set_vars", reporter=self.reporter,
                                    origins=self.origins))
+        if "output" in body:
+            self._output(out, body["output"], paths.join(src, "output"))
         config = {k: v for k, v in body.items() if k not in _TASK_FIELDS}
         check_keys(kind, config, src, self.reporter, key_src=key_src)
         if kind == "http" and "endpoint" in config:
@@ -163,6 +166,18 @@ class TaskNormalizer:
         self.origins.add(paths.join(norm, "config"), src)
         out["config"] = config
         return out
+
+    def _output(self, out: dict[str, Any], block: Any, src: str) -> None:
+        """NoETL 5.x ``output:``: onto ``spec.result`` and pipeline-local names (``task_output``);
+        ``spec.result`` written beside it wins key by key, as does the task's own ``set:``."""
+        result, names = normalize_output(block, src, self.reporter)
+        spec = dict(out.get("spec") or {}) if isinstance(out.get("spec") or {}, Mapping) else None
+        if spec is not None and result:
+            given = spec.get("result")
+            spec["result"] = {**result, **given} if isinstance(given, Mapping) else (given or result)
+            out["spec"] = spec
+        if names:
+            out["set_vars"] = {**names, **(out.get("set_vars") or {})}
 
     # ------------------------------------------------------------------ workbook
 

@@ -14,14 +14,12 @@ from __future__ import annotations
 from ..templates import is_template
 from . import paths
 from .diagnostics import Reporter, did_you_mean
-from .models import Patches, Playbook, PolicyAction, Step
+from .models import MAX_IN_FLIGHT, Patches, Playbook, PolicyAction, Step
+from .requires import check_requires
 from .tool_check import check_required
 
 __all__ = ["check_semantics", "MAX_IN_FLIGHT"]
 
-# Temporal allows 2,000 pending activities per workflow execution; half of it leaves
-# room for the other steps' activities and for retries in progress.
-MAX_IN_FLIGHT = 1000
 _RETRY_KNOBS = ("attempts", "backoff", "delay", "max_delay")
 
 
@@ -80,8 +78,9 @@ def _step(reporter: Reporter, step: Step, index: int, names: set[str], final: st
         reporter.add_normalized("NTL604", f"the loop of step {step.step!r} has no `iterator`, so its item is "
                                           f"named `item` (`{{{{ item }}}}`, `{{{{ iter.item }}}}`)",
                                 f"{base}.loop")
-    if step.loop is not None and (step.loop.spec.max_in_flight or 0) > MAX_IN_FLIGHT:
-        reporter.add_normalized("NTL601", f"`max_in_flight: {step.loop.spec.max_in_flight}` is above "
+    in_flight = step.loop.spec.max_in_flight if step.loop is not None else None
+    if isinstance(in_flight, int) and in_flight > MAX_IN_FLIGHT:  # a template is checked once rendered
+        reporter.add_normalized("NTL601", f"`max_in_flight: {in_flight}` is above "
                                           f"{MAX_IN_FLIGHT}", f"{base}.loop.spec.max_in_flight", value=True)
     _iter_patch(reporter, step, step, base)
     for k, arc in enumerate(step.next.arcs if step.next else []):
@@ -196,6 +195,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     for index, step in enumerate(playbook.workflow):
         _step(reporter, step, index, names, final)
     check_required(playbook, reporter)
+    check_requires(playbook, reporter)
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
     reachable = _reachable(playbook, entry) | ({final} if final else set())
     _join_arg_collisions(playbook, entry, reporter)

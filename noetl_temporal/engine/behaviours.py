@@ -15,7 +15,7 @@ snapshot), so continue-as-new keeps it too.
 from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
-           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -49,9 +49,14 @@ BOUNDED_EVENT_BACKLOG = "bounded-event-backlog"
 #: Before: the workflow completed normally and only its output said FAILED.
 FAILED_PLAYBOOK_FAILS_WORKFLOW = "failed-playbook-fails-workflow"
 
+#: ``step.spec.timeout`` (NoETL 5.x) bounds the whole step run, as ``lifecycle.timeout_s``
+#: does (a durable timer; the stricter of the two wins), and fails the step with a located
+#: ``timeout`` error. Before: it was only the default attempt timeout of the step's tasks.
+STEP_TIMEOUT_BOUNDS_STEP = "step-timeout-bounds-step"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
-                            BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW)
+                            BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP)
 
 
 #: every name this code understands (never remove one while executions may list it)

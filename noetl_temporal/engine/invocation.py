@@ -12,11 +12,13 @@ from ..dsl.models import Step, Task
 from ..templates import reads_name, referenced_names, render_value
 from .common import plain
 from .context import Scope, deep_merge
+from .failure import task_timeout_default
 from .messages import RunTask
+from .numbers import render_retry_numbers
 from .policy import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
 
-__all__ = ["render_config", "render_attempt", "reads_attempt", "run_task_command"]
+__all__ = ["render_config", "render_attempt", "reads_attempt", "run_task_command", "task_rules"]
 
 # Names a policy guard gets from the activity's own outcome, not from the engine.
 _OUTCOME_NAMES = ("output", "outcome", "_attempt")
@@ -77,13 +79,19 @@ def _deferred_strings(value: Any, predicate: Any) -> list[str]:
     return []
 
 
+def task_rules(run: StepRun, task: Task, context: Scope) -> list[dict[str, Any]]:
+    """The task's policy rules as the activity gets them, templated retry numbers rendered
+    (once per task run: every attempt sees the same numbers). Raises ``TemplateError``."""
+    rules = [r.model_dump() for r in task.spec.policy.rules] if task.spec.policy else []
+    return render_retry_numbers(rules, context, f"{run.step}.tool.{task.name}.spec.policy")
+
+
 def run_task_command(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step, task: Task,
                      task_run_id: str, context: Scope, config: dict[str, Any],
-                     secret_context: dict[str, Any]) -> RunTask:
-    rules = [r.model_dump() for r in task.spec.policy.rules] if task.spec.policy else []
+                     secret_context: dict[str, Any], rules: list[dict[str, Any]]) -> RunTask:
     names = referenced_names([r.get("when") for r in rules]) - set(_OUTCOME_NAMES)
     policy_context = context.pick(names)
-    timeout = task.spec.timeout or step_def.spec.timeout or _default_timeout(state)
+    timeout = task.spec.timeout or task_timeout_default(state, step_def) or _default_timeout(state)
     return RunTask(task_run_id=task_run_id, execution_id=state.execution_id, step=run.step,
                    step_run_id=run.id, task=task.name, kind=task.kind, config=config,
                    rules=rules, policy_context=plain(policy_context),

@@ -10,7 +10,7 @@ runs). The loop's state moves by the "loop" table (``states.py``).
 
 from __future__ import annotations
 
-from ..dsl.models import Step
+from ..dsl.models import MAX_IN_FLIGHT, Step
 from ..errors import TemplateError
 from ..templates import render_value
 from . import budget, pipeline
@@ -20,6 +20,7 @@ from .completions import Completion, FillLoop, StepRunDone
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode
 from .messages import CancelTasks, Command
+from .numbers import render_number
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
 from .states import LoopState, move
 
@@ -43,13 +44,15 @@ def start_loop(state: ExecutionState, run: StepRun, step_def: Step) -> Completio
                                 f"({short(items)}), expected a list",
                                 where=f"{step_def.step}.loop.in",
                                 fix="make loop.in a list, e.g. '{{ workload.items }}'")
+        max_in_flight = render_number(loop.spec.max_in_flight, context, f"{step_def.step}.loop.spec.max_in_flight",
+                                      whole=True, minimum=1, maximum=MAX_IN_FLIGHT)
     except TemplateError as exc:
         emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="error",
              payload={"error": {"kind": "loop", "message": str(exc)}})
         return StepRunDone(run.id, ok=False, result=None,
                            outcome=error_outcome("loop", str(exc)))
     parallel = loop.spec.mode == "parallel"
-    cap = loop.spec.max_in_flight or (DEFAULT_MAX_IN_FLIGHT if parallel else 1)
+    cap = max_in_flight or (DEFAULT_MAX_IN_FLIGHT if parallel else 1)
     run.loop = LoopRun(items=items, iterator=loop.iterator, parallel=parallel,
                        max_in_flight=cap if parallel else 1, results=[None] * len(items))
     emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="in_progress",

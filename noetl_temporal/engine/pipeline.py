@@ -85,6 +85,7 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
                        payload={"meta": {"kind": task.kind}})
         try:
             config, secret_context = _render_task(state, step_def, task, context, started)
+            rules = [] if task.kind in INLINE_KINDS else invocation.task_rules(run, task, context)
         except TemplateError as exc:
             end = _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
                                  attempts=[], decision=None)
@@ -104,7 +105,7 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
         pipe.in_flight = task_run_id
         state.pipelines[task_run_id] = pipe
         commands.append(invocation.run_task_command(state, run, pipe, step_def, task, task_run_id, context,
-                                                    config, secret_context))
+                                                    config, secret_context, rules))
         return None
     return None
 
@@ -255,8 +256,7 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     if cancelled:
         err = envelope.error.to_dict() if envelope.error is not None else {}
         if run.timed_out:
-            timeout = step_def.spec.lifecycle.timeout_s if step_def.spec.lifecycle else None
-            err = error_envelope("timeout", timeout_message(run, timeout))
+            err = error_envelope("timeout", timeout_message(state, run))
         return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled, error=err)
     if action is PipelineAction.CONTINUE:
         pipe.prev = result

@@ -15,7 +15,7 @@ from ..status import StepStatus, transition
 from . import budget, loops, pipeline, routing
 from .common import emit, error_outcome, record_failure, short, step_definition
 from .completions import Completion, StepRunDone
-from .failure import failure_mode, stop, timeout_message
+from .failure import failure_mode, step_timeout, stop, timeout_message
 from .messages import CancelTasks, Command, StartTimer
 from .state import ExecutionState, PipelineRun, StepRun, Token
 
@@ -47,9 +47,9 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
     run.started_at = state.now
     emit(state, "step.started", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
          status="in_progress")
-    timeout = step_def.spec.lifecycle.timeout_s if step_def.spec.lifecycle else None
-    if timeout:
-        commands.append(StartTimer(timer_id=f"timeout:{run.id}", seconds=timeout, step_run_id=run.id))
+    bound = step_timeout(state, step_def)
+    if bound is not None:
+        commands.append(StartTimer(timer_id=f"timeout:{run.id}", seconds=bound[0], step_run_id=run.id))
     if step_def.loop is not None:
         return loops.start_loop(state, run, step_def)
     run.main = PipelineRun(key=run.id, step_run_id=run.id)
@@ -125,6 +125,5 @@ def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Comma
     if in_flight:
         commands.append(CancelTasks(task_run_ids=in_flight, reason=f"step '{run.step}' timed out"))
         return None
-    timeout = step_definition(state, run.step).spec.lifecycle.timeout_s  # type: ignore[union-attr]
     return StepRunDone(run.id, ok=False, result=None,
-                       outcome=error_outcome("timeout", timeout_message(run, timeout)))
+                       outcome=error_outcome("timeout", timeout_message(state, run)))

@@ -21,7 +21,7 @@ class LoopInfo:
     iterator: str
     over: str
     mode: str
-    max_in_flight: int | None
+    max_in_flight: int | str | None  # a `{{ }}` template is rendered when the loop starts
 
 
 @dataclass(frozen=True)

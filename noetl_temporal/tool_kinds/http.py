@@ -23,5 +23,6 @@ HTTP = ToolKind(
     required=(("url",),),
     ignored={"auth": "the http tool does not add credentials from `auth`; send them in `headers:` "
                      "(`Authorization: \"Bearer {{ keychain.<entry>.token }}\"`)",
-             "output_select": "not applied; select the parts of a large result with `spec.result.select`"},
+             "output_select": "not applied; select the parts of a large result with the task's "
+                              "`output: {select: [{path, as}]}`"},
 )

@@ -14,6 +14,6 @@ PLAYBOOK = ToolKind(
     ),
     required=(("path",),),
     ignored={"task": "noetl-temporal runs the child playbook from its entry step and does not read `task`",
-             "timeout": "the child runs until it ends; bound it with the step's `spec.lifecycle.timeout_s`"},
+             "timeout": "the child runs until it ends; bound it with the step's `spec.timeout`"},
     runs_in="workflow",
 )

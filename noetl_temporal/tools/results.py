@@ -327,6 +327,8 @@ def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, exec
     result_ref: dict[str, Any] = {"kind": REF_KIND, "ref": ref, "store": store.name, "meta": meta,
                                   "extracted": select_values(value, spec.get("select"))}
     preview = make_preview(value, spec.get("preview"))
+    if spec.get("preview_max_bytes") is not None:  # NoETL 5.x ``output.preview_max_bytes``
+        preview = body[: int(spec["preview_max_bytes"])].decode("utf-8", errors="ignore")
     if preview is not None:
         result_ref["preview"] = preview
     outcome["result"] = result_ref

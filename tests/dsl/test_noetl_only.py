@@ -60,16 +60,26 @@ def test_a_cursor_loop_is_named_and_located_at_the_cursor():
 
 
 @pytest.mark.parametrize("where", ["loop.spec", "loop"])
-def test_a_templated_max_in_flight_is_one_error_that_says_why(where):
-    limit = "max_in_flight: '{{ n | int }}'"
-    body = (f"      spec: {{mode: parallel, {limit}}}\n" if where == "loop.spec"
-            else f"      {limit}\n      spec: {{mode: parallel}}\n")
-    text = playbook("workflow:\n  - step: a\n    loop:\n      in: '{{ [1, 2] }}'\n      iterator: x\n" + body
-                    + "    tool: {kind: noop}\n")
-    (diag,) = errors(text)
+def test_a_templated_max_in_flight_validates_and_text_that_is_no_template_is_located(where):
+    # NoETL 5.x templates it; the number is checked once rendered (tests/engine/test_templated_numbers.py)
+    def text(value: str) -> str:
+        limit = f"max_in_flight: {value}"
+        body = (f"      spec: {{mode: parallel, {limit}}}\n" if where == "loop.spec"
+                else f"      {limit}\n      spec: {{mode: parallel}}\n")
+        return playbook("workflow:\n  - step: a\n    loop:\n      in: '{{ [1, 2] }}'\n      iterator: x\n" + body
+                        + "    tool: {kind: noop}\n")
+    assert errors(text("'{{ n | int }}'")) == []
+    (diag,) = errors(text("'eight'"))
     assert diag.code == "NTL901"
-    assert (diag.path, (diag.line, diag.col)) == (f"workflow[0].{where}.max_in_flight", find(text, "'{{ n"))
-    assert "is a template" in diag.message and "write a number" in diag.fix
+    assert (diag.path, (diag.line, diag.col)) == (f"workflow[0].{where}.max_in_flight", find(text("'eight'"), "'eight"))
+
+
+@pytest.mark.parametrize("key, value", [("attempts", "'{{ workload.tries }}'"), ("delay", "'{{ 0.5 * 2 }}'"),
+                                        ("max_delay", "'{{ cap }}'")])
+def test_templated_retry_numbers_validate(key, value):
+    text = playbook("workflow:\n  - step: a\n    tool:\n      kind: noop\n      spec: {policy: {rules: "
+                    f"[{{else: {{then: {{do: retry, {key}: {value}}}}}}}]}}}}\n")
+    assert [d.code for d in errors(text)] == []
 
 
 def test_go_template_quoting_gets_a_jinja_fix_that_validates():
@@ -78,3 +88,14 @@ def test_go_template_quoting_gets_a_jinja_fix_that_validates():
     assert diag.code == "NTL701" and "Go-template quoting" in diag.fix
     fixed = "docker system df --format {{ '{{json .}}' }}"
     assert errors(playbook(f'workflow:\n  - step: a\n    tool: {{kind: shell, cmds: ["{fixed}"]}}\n')) == []
+
+
+@pytest.mark.parametrize("hook, fix", [("before", "before this one"), ("after", "`_prev`"),
+                                       ("finally", "both outcomes")])
+def test_a_task_policy_hook_is_one_located_error_naming_the_pipeline_form(hook, fix):
+    text = playbook("workflow:\n  - step: a\n    tool:\n      kind: noop\n      spec:\n        policy:\n"
+                    f"          {hook}: {{kind: noop}}\n          on_unmatched: continue\n")
+    (diag,) = errors(text)
+    assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL409", f"workflow[0].tool.spec.policy.{hook}",
+                                                            find(text, f"{hook}:"))
+    assert "NoETL 5.x hook" in diag.message and fix in diag.fix

@@ -29,7 +29,7 @@ def _workflow(sandboxed: bool) -> type:
 
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
                                   "loop_fail_fast", "loop_fail_fast_patched", "noop_loop", "noop_loop_patched",
-                                  "failed_close", "failed_close_patched"])
+                                  "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""

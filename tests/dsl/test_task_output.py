@@ -1,0 +1,49 @@
+"""A task's ``output:`` (NoETL 5.x ``tool.output``): what maps onto ``spec.result`` and
+pipeline-local names, and a located NTL313 for what does not (docs/tools.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from noetl_temporal.dsl import load_playbook_text
+
+from .helpers import codes, errors, find, playbook, warnings
+
+
+def task(output: str) -> str:
+    return playbook(f"workflow:\n  - step: a\n    tool:\n      kind: noop\n      output: {output}\n")
+
+
+def test_what_maps_becomes_the_result_spec_and_names():
+    loaded = load_playbook_text(task('{select: [{path: "$.data[\'next page\'][0]", as: nxt}], as: page, '
+                                     'inline_max_bytes: 0, preview_max_bytes: 8, scope: step, store: {kind: db}}'))
+    (t,) = loaded.playbook.workflow[0].tool
+    assert t.spec.result is not None
+    assert (t.spec.result.inline_max_bytes, t.spec.result.preview_max_bytes, t.spec.result.store) == (0, 8, "postgres")
+    assert t.spec.result.select == {"nxt": "data.next page.0"}
+    assert set(t.set_vars) == {"nxt", "page"} and t.set_vars["page"] == "{{ output }}"
+    assert "output" not in t.config
+
+
+@pytest.mark.parametrize("output, at, says", [
+    ("{store: {kind: kv}}", "kv", "NATS key-value store"),
+    ("{store: {kind: s3}}", "s3", "not written to S3"),
+    ('{select: [{path: "$..id", as: ids}]}', '"$..id', "not a plain JSONPath"),
+    ('{select: [{path: "$.items[*]", as: ids}]}', '"$.items', "not a plain JSONPath"),
+    ('{select: [{path: "$.a", as: "two words"}]}', '"two words', "must be a name"),
+    ("{accumulate: {enabled: true}}", "accumulate", "already is the list"),
+    ("{scope: forever}", "forever", "not one of step, execution"),
+    ("{inline_max_bytes: -1}", "-1", "whole number of bytes"),
+    ("{colour: red}", "colour", "has no setting `colour`"),
+])
+def test_what_does_not_map_is_one_located_error(output, at, says):
+    text = task(output)
+    (diag,) = errors(text)
+    assert diag.code == "NTL313" and says in diag.message, diag.message
+    assert (diag.line, diag.col) == find(text, at)
+
+
+def test_object_store_settings_are_warned_not_silently_dropped():
+    text = task("{store: {kind: disk, bucket: b}}")
+    assert errors(text) == []
+    assert codes(warnings(text)) == ["NTL312"]
