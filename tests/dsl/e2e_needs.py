@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 67
+RUNNABLE_COUNT = 68
 
 
 @dataclass(frozen=True)
@@ -175,11 +175,12 @@ NEEDS: dict[str, Need] = {
     P + "keychain/google_id_token/google_id_token_test.yaml": Need(CLOUD, "Google ID tokens (GCP)"),
     P + "load_test/heavy_loop_aggregation/heavy_loop_aggregation.yaml": _local(
         "python only: a 100-item loop", basis="in-file: 100 of 100 processed"),
+    P + "load_test/state_report_synthetic_load/state_report_synthetic_load.yaml": _local(
+        "python, postgres and chunk-worker sub-playbooks from the catalog (a templated `max_in_flight`)",
+        basis=_NONE_STATED, payload={"total_items": 60, "batch_size": 30}),
     P + "load_test/state_report_synthetic_load/state_report_synthetic_load_worker.yaml": _local(
-        "postgres only (a chunk worker)", basis=_NONE_STATED,
-        differs="it reads the table its parent creates, and the parent is rejected (NTL901, a templated "
-                "`max_in_flight`)",
-        fails_with='relation "public.synthetic_state_report_load_items" does not exist'),
+        "postgres only (a chunk worker), on the table its parent creates", basis=_NONE_STATED,
+        setup=(P + "load_test/state_report_synthetic_load/state_report_synthetic_load.yaml",)),
     P + "loop_test.yaml": _local("python only: loops", FAILED, _BAD_PYTHON),
     P + "oauth/google_gcs/google_gcs_oauth.yaml": Need(CLOUD, "GCS with Google OAuth"),
     P + "oauth/google_secret_manager/google_secret_manager.yaml": Need(CLOUD, "GCP Secret Manager"),
@@ -225,7 +226,6 @@ NEEDS: dict[str, Need] = {
     P + "postgres_test.yaml": Need(NOETL, "NoETL's own schema (`noetl.catalog`)"),
     P + "python_psycopg/http_to_postgres_bulk/http_to_postgres_bulk_python.yaml": Need(
         INTERNET, "jsonplaceholder.typicode.com, and NoETL's demo database in its cluster"),
-    P + "quantum_cudaq/quantum_cudaq.yaml": Need(CLOUD, "NVIDIA CUDA-Q (not installed) and a problem catalog API"),
     P + "regression_test/create_test_schema.yaml": _local("postgres only: creates a schema", basis=_NONE_STATED),
     P + "retry_test/duckdb_retry_query.yaml": _local("duckdb with a retry policy"),
     P + "retry_test/http_retry_status_code.yaml": Need(INTERNET, "httpbin.org"),
