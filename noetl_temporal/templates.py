@@ -204,6 +204,37 @@ def _native(value: Any) -> Any:
     if isinstance(value, ChainableUndefined):
         undefined.noticed(value._undefined_name)
         return None
+    if isinstance(value, (list, tuple, dict)) and _holds_undefined(value):
+        # `{{ {'a': x.missing} }}`: an Undefined left inside a list or dict cannot be encoded
+        # for Temporal (the workflow task would fail again and again); it is None, as at the top.
+        return _without_undefined(value)
+    return value
+
+
+def _holds_undefined(value: Any) -> bool:
+    """Whether an Undefined sits anywhere inside (each container looked at once)."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, ChainableUndefined):
+                return True
+            if isinstance(child, (list, tuple, dict)):
+                stack.append(child)
+    return False
+
+
+def _without_undefined(value: Any) -> Any:
+    if isinstance(value, ChainableUndefined):
+        undefined.noticed(value._undefined_name)
+        return None
+    if isinstance(value, dict):
+        return {key: _without_undefined(child) for key, child in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_undefined(child) for child in value]
     return value
 
 

@@ -87,3 +87,15 @@ def test_a_long_template_is_cut_in_the_warning():
     with template_undefined.recording() as found:
         render("x" * 300 + "{{ missing }}", {}, where="s")
     assert found[0].to_dict()["template"] == "x" * 200 + "..."
+
+
+def test_an_undefined_value_inside_a_list_or_dict_becomes_none():
+    """Left as an Undefined, it could not be encoded for Temporal: the workflow task failed
+    again and again and the execution hung until its timeout."""
+    import json
+
+    value = render("{{ {'a': nosuch.field, 'b': [1, other], 'c': ({'d': 2},)} }}", {}, where="t")
+    assert value == {"a": None, "b": [1, None], "c": [{"d": 2}]}
+    json.dumps(value)
+    same = {"x": [1, 2]}
+    assert render("{{ v }}", {"v": same}, where="t") is same   # nothing undefined: not copied

@@ -63,3 +63,13 @@ def test_strict_makes_it_a_located_task_error(tmp_path):
                                      "metadata: {name: typo}\nexecutor: {spec: {strict_templates: true}}\n"))
     proc = run(playbook)
     assert proc.returncode == 1 and "(strict templates)" in proc.stdout, proc.stdout
+
+
+async def test_an_undefined_value_inside_a_rendered_dict_does_not_wedge_the_run(run_yaml):
+    report = await run_yaml("""
+        workflow:
+          - step: start
+            tool: {kind: noop, result: "{{ {'a': nosuch.field, 'b': [1, other]} }}"}
+    """, execution_timeout_s=60)
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["start"]["result"] == {"a": None, "b": [1, None]}
