@@ -6,9 +6,14 @@
 Runs the loop on a dev server with the worker in this process (as ``benchmarks.engine_scale
 --temporal`` does) and samples, every half second: the resident set (VmRSS), the memory
 Python's allocator holds (``sys.getallocatedblocks``, in blocks), and the glibc heap
-(``mallinfo2``: bytes in use and bytes free but kept). At the end it collects garbage and
-asks glibc to give free memory back (``malloc_trim``), measuring RSS after each: memory that
-``malloc_trim`` returns was freed by the program and kept by the allocator, not leaked.
+(``mallinfo2``: bytes in use and bytes free but kept), and the peak of this process plus
+its tool processes (the python tool's fork server and task processes). 3 s after the run
+closed, with the worker still running, it measures again (what the run alone held is
+freed when it leaves the worker's cache); then it collects garbage and asks glibc to give
+free memory back (``malloc_trim``), measuring RSS after each: memory that ``malloc_trim``
+returns was freed by the program and kept by the allocator, not leaked. ``--tracemalloc``
+also traces Python's allocations of every size (``sys.getallocatedblocks`` counts only the
+small ones), which tells Python's memory from native memory.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import os
 import sys
 import tempfile
 import time
+import tracemalloc
 import uuid
 from typing import Any
 
@@ -44,6 +50,35 @@ def rss_mib() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) // 1024
     return 0
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    except OSError:   # gone meanwhile
+        pass
+    return out
+
+
+def tools_mib() -> int:
+    """RSS of this process's descendants but the dev server: the python tool's fork server
+    and task processes (their pages are mostly shared, so this overstates what they cost)."""
+    total, todo = 0, _children(os.getpid())
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"server\0start-dev" in f.read():
+                    continue
+            with open(f"/proc/{pid}/status") as status:
+                total += next((int(line.split()[1]) for line in status if line.startswith("VmRSS:")), 0)
+        except OSError:
+            continue
+        todo += _children(pid)
+    return total // 1024
 
 
 def glibc_mib() -> tuple[int, int]:
@@ -72,6 +107,8 @@ class Sampler(PeakRss):
     def __init__(self, types_every: float = 0.0) -> None:
         super().__init__()
         self.rows: list[tuple[float, int, int, int, int]] = []
+        self.peak_with_tools = 0   # this process plus its tool processes, sampled together
+        self.traced_peak = 0       # Python's allocations of every size (``--tracemalloc``), MiB
         self.types: list[tuple[float, str]] = []
         self._types_every = types_every
         self._t0 = time.perf_counter()
@@ -81,7 +118,11 @@ class Sampler(PeakRss):
         while not self._stop.is_set():
             used, kept = glibc_mib()
             now = time.perf_counter() - self._t0
-            self.rows.append((now, rss_mib(), sys.getallocatedblocks(), used, kept))
+            rss = rss_mib()
+            if tracemalloc.is_tracing():
+                self.traced_peak = max(self.traced_peak, tracemalloc.get_traced_memory()[0] // 2**20)
+            self.peak_with_tools = max(self.peak_with_tools, rss + tools_mib())
+            self.rows.append((now, rss, sys.getallocatedblocks(), used, kept))
             if self._types_every and now >= next_types:
                 self.types.append((now, top_types()))
                 next_types = now + self._types_every
@@ -121,15 +162,21 @@ async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = T
     async with EmbeddedTemporal() as env:
         queue = f"rss-{uuid.uuid4().hex[:8]}"
         print(f"before the worker: RSS {rss_mib()} MiB")
+        traced_start = tracemalloc.get_traced_memory()[0] // 2**20
         with Sampler(types_every) as sampler:
             async with build_worker(env.client, task_queue=queue):
                 handle = await _start(env.client, playbook, queue, persist)
                 output = await handle.result()
+                # The closed run leaves the worker's cache: what it alone held is freed now,
+                # before the worker stops (which frees what the worker held for all runs).
+                await asyncio.sleep(3)
+                closed = rss_mib(), glibc_mib()[0], tracemalloc.get_traced_memory()[0] // 2**20
             after_worker = rss_mib()
         gc.collect()
         after_gc = rss_mib()
         _libc.malloc_trim(0)
         after_trim = rss_mib()
+    store = os.path.getsize(os.environ["NOETL_EVENT_STORE"]) if os.path.exists(os.environ["NOETL_EVENT_STORE"]) else 0
     total = (output.get("steps") or {}).get("total", {}).get("result")
     print(f"{items:,}-item {kind} loop: {output['state']} ({total} results) in {sampler.rows[-1][0]:.0f} s\n")
     print("| t (s) | RSS (MiB) | Python blocks | glibc in use (MiB) | glibc free, kept (MiB) |")
@@ -139,8 +186,14 @@ async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = T
         print(f"| {t:.0f} | {rss} | {blocks:,} | {used} | {kept} |")
     for t, types in sampler.types:
         print(f"- {t:.0f} s: {types}")
-    print(f"\npeak RSS {max(r[1] for r in sampler.rows)} MiB; after the worker stopped {after_worker} MiB, "
-          f"after gc.collect() {after_gc} MiB, after malloc_trim(0) {after_trim} MiB")
+    print(f"\npeak RSS {max(r[1] for r in sampler.rows)} MiB, glibc in use {max(r[3] for r in sampler.rows)} MiB; "
+          f"3 s after the run closed, worker running: RSS {closed[0]} MiB, glibc in use {closed[1]} MiB; "
+          f"after the worker stopped {after_worker} MiB, "
+          f"after gc.collect() {after_gc} MiB, after malloc_trim(0) {after_trim} MiB; peak with the tool "
+          f"processes {sampler.peak_with_tools} MiB; event store {store / 2**20:.1f} MiB")
+    if tracemalloc.is_tracing():
+        print(f"Python allocations of every size (tracemalloc): at the start {traced_start} MiB, peak "
+              f"{sampler.traced_peak} MiB, 3 s after the run closed {closed[2]} MiB")
 
 
 def main() -> None:
@@ -149,9 +202,13 @@ def main() -> None:
     parser.add_argument("--kind", default="noop", choices=("noop", "python"))
     parser.add_argument("--types", type=float, default=0.0, metavar="S",
                         help="every S seconds also count live objects by type (slow: walks the heap)")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="also trace Python's allocations of every size (slow): Python's or native?")
     parser.add_argument("--no-persist", action="store_true",
                         help="a diagnostic: no event store writes (the workflow keeps its whole log)")
     args = parser.parse_args()
+    if args.tracemalloc:
+        tracemalloc.start()
     asyncio.run(run(args.items, args.kind, args.types, persist=not args.no_persist))
 
 
