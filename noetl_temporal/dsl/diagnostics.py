@@ -135,5 +135,6 @@ class Reporter:
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self.items if not d.is_error]
 
-    def has_errors(self) -> bool:
-        return any(d.is_error for d in self.items)
+    def has_errors(self, besides: frozenset[str] = frozenset()) -> bool:
+        """Any error reported, not counting those whose code is in ``besides``."""
+        return any(d.is_error and d.code not in besides for d in self.items)

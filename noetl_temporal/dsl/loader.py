@@ -57,6 +57,10 @@ def _sorted(items: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(items, key=lambda d: (d.line or 0, d.col or 0))
 
 
+#: tool-setting errors (unknown key, wrong type) that do not stop the later checks
+_SETTING_CODES = frozenset({"NTL310", "NTL311"})
+
+
 def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     if isinstance(text, bytes | bytearray):
         text = decode(bytes(text), reporter)
@@ -73,8 +77,11 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     canonical, origins = normalize(raw, reporter)
     reporter.resolve = origins.resolve
     check_templates(raw, reporter)
-    if reporter.has_errors():
+    if reporter.has_errors(besides=_SETTING_CODES):
         return None
+    # A misspelt or mistyped tool setting leaves the playbook's shape intact: go on to the
+    # model and semantic checks, so one run of `validate` reports every mistake it can know
+    # (a missing `code:` in another step too), then refuse the playbook below.
     model = validate_model(canonical, reporter)
     if model is None:
         return None

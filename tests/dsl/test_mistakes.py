@@ -41,7 +41,9 @@ TOOL_SETTINGS = [
         id='template-stands-for-a-mapping'),
     pytest.param(
         "workflow:\n  - step: s\n    tool: {kind: result, ref: 1, select: {n: '{{ x }}'}}\n",
-        ['pb.yaml:6:42: NTL311 `select` (result) is read as written (the tool evaluates it), but it holds a {{ }} template the workflow would render first (workflow[0].tool.select) — fix: write the expressions of `select` without {{ }}'],
+        ['pb.yaml:6:42: NTL311 `select` (result) is read as written (the tool evaluates it), but it holds a {{ }} template the workflow would render first (workflow[0].tool.select) — fix: write the expressions of `select` without {{ }}',
+         # a setting's error no longer hides the later checks
+         "pb.yaml:6:46: NTL702 `x` in '{{ x }}' names nothing this playbook defines; it renders empty unless the run's payload supplies it (workflow[0].tool.select.n) — fix: correct the name (a step, task, workload key, arc arg, loop iterator or `set:` name), or write `| default(...)` if the run's payload supplies it"],
         id='select-with-braces'),
     pytest.param(
         "workflow:\n  - step: s\n    tool: {kind: python, code: 'result = 1', assert: {expects: [a]}}\n",
@@ -78,6 +80,16 @@ TOOL_SETTINGS += [
          "`auth`; send them in `headers:` (`Authorization: \"Bearer {{ keychain.<entry>.token }}\"`) "
          "(workflow[0].tool.auth) — fix: remove the key: it has no effect here (docs/tools.md says why)"],
         id="noetl-http-auth-is-said-to-do-nothing"),
+    pytest.param(   # a setting's error does not hide the mistakes the later checks find
+        "workflow:\n  - step: s\n    tool: {kind: http, url: 'http://x', metod: POST}\n"
+        "    next: {arcs: [{step: t}]}\n  - step: t\n    tool: {kind: python}\n",
+        ["pb.yaml:6:41: NTL310 http tasks have no setting `metod` (did you mean 'method'?); known: url, endpoint, "
+         "method, params, headers, json, payload, body, data, timeout, verify, verify_ssl, follow_redirects, input, "
+         "args (workflow[0].tool.metod) — fix: correct the spelling or remove the key; docs/tools.md lists each "
+         "kind's settings",
+         "pb.yaml:9:5: NTL309 python task 't_task' has no `code` or `code_b64` or `code_base64` (workflow[1].tool) "
+         "— fix: add `code:` to the task (Python that sets `result` or defines `main(...)`)"],
+        id="an-unknown-key-and-a-missing-setting-in-one-run"),
 ]
 
 # Template names that can never resolve (NTL702, NTL703) and a loop without `iterator` (NTL604).
