@@ -40,7 +40,7 @@ REQUIRED_ACTIVITIES = (RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, RESOLVE_PLAYB
 def sandbox_requested(sandboxed: bool | None) -> bool:
     """``sandboxed``, or when None what ``$NOETL_WORKFLOW_SANDBOX`` says."""
     if sandboxed is None:
-        return os.environ.get(SANDBOX_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+        return os.environ.get(SANDBOX_ENV, "").strip().lower() in ("1", "true", "yes", "on")  # deterministic: worker set-up, not workflow code
     return sandboxed
 
 

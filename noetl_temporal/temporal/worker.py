@@ -73,7 +73,7 @@ def enable_bytecode_cache() -> None:
     cache each import recompiles them from source.
     """
     if sys.pycache_prefix is None:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")  # deterministic: worker start-up
         sys.pycache_prefix = str(Path(base) / "noetl-temporal" / "pycache")
     sys.dont_write_bytecode = False
 
