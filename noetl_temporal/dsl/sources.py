@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .diagnostics import Reporter
 
-__all__ = ["MAX_BYTES", "read_source", "decode", "check_text"]
+__all__ = ["MAX_BYTES", "read_source", "decode", "check_text", "line_col"]
 
 MAX_BYTES = 5 * 1024 * 1024
 
@@ -67,6 +67,12 @@ def decode(raw: bytes, reporter: Reporter) -> str | None:
         return None
 
 
+def line_col(text: str, index: int) -> tuple[int, int]:
+    """The 1-based line and column of character ``index`` of ``text``."""
+    before = text[:index]
+    return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
+
+
 def check_text(text: str, reporter: Reporter) -> bool:
     """Size and binary checks for text that did not come from a file."""
     size = len(text.encode("utf-8", "surrogatepass"))
@@ -74,8 +80,7 @@ def check_text(text: str, reporter: Reporter) -> bool:
         reporter.add("NTL003", f"the playbook has {size} bytes; the limit is {MAX_BYTES}")
         return False
     if "\x00" in text:
-        before = text[: text.index("\x00")]
-        reporter.add("NTL004", "the text is binary (it contains NUL characters)",
-                     line=before.count("\n") + 1, col=len(before) - (before.rfind("\n") + 1) + 1)
+        line, col = line_col(text, text.index("\x00"))
+        reporter.add("NTL004", "the text is binary (it contains NUL characters)", line=line, col=col)
         return False
     return True

@@ -24,6 +24,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from . import paths
 from .diagnostics import Reporter
+from .sources import line_col
 
 __all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "MAX_EXPANDED_CHARS", "Parsed", "parse_yaml"]
 
@@ -188,8 +189,7 @@ def _yaml_message(exc: yaml.YAMLError) -> str:
 
 def _yaml_mark(exc: BaseException, text: str) -> tuple[int | None, int | None]:
     if isinstance(exc, yaml.reader.ReaderError):  # the reader knows only a character offset
-        before = text[: exc.position]
-        return before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+        return line_col(text, exc.position)
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if mark is None:
         return None, None
@@ -217,8 +217,7 @@ def _flow_limit_mark(text: str, start: int, depth: int) -> tuple[int, int] | Non
         elif char in "[{":
             depth += 1
             if depth > MAX_DEPTH:
-                before = text[:index]
-                return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
+                return line_col(text, index)
         elif char in "]}":
             depth -= 1
     return None
