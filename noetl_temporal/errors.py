@@ -6,14 +6,31 @@
     ├── PlaybookInvalid             the playbook failed validation (carries diagnostics)
     ├── TemplateError               a template failed to parse or render (where + why)
     ├── EngineError                 the interpreter met a condition it cannot continue from
-    │   ├── InvalidTransition       an illegal status move: always a bug, never user input
-    │   ├── JumpLimitExceeded       a task-policy jump cycle hit executor.spec.max_jumps
-    │   └── StepRunLimitExceeded    a routing cycle hit executor.spec.max_step_runs
+    │   └── InvalidTransition       an illegal status move: always a bug, never user input
     ├── ToolError                   a tool invocation failed; becomes an error *outcome*
     │   ├── ToolConfigError         the task's configuration is unusable (not retryable)
-    │   └── ToolTimeout             the attempt ran past its timeout (retryable)
+    │   ├── ToolTimeout             the attempt ran past its timeout (retryable)
+    │   ├── KeychainError           tools.keychain: an entry cannot be resolved (not retryable)
+    │   └── ResultRefError          tools.results: a result reference cannot be read
     ├── ConfigError                 the runtime (CLI/API/worker) is misconfigured
-    └── NotFound                    no execution (or catalog entry) with that id
+    ├── NotFound                    no execution (or catalog entry) with that id
+    ├── ExecutionFinished           temporal.control: the execution already ended (HTTP 409)
+    ├── Rejected                    temporal.control: the workflow refused a ctx patch (HTTP 422)
+    ├── BadRequest                  api.errors: a request that parses but makes no sense (HTTP 422)
+    └── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
+
+Outside the tree on purpose (``tests/test_errors.py`` holds this list too)::
+
+    LimitExceeded(jinja2 SecurityError)   template_limits: a render over budget; Jinja's own
+                                          error type, so the render path reports it as every
+                                          other refused template construct
+    _Stop(Exception)                      dsl.yaml_loader: unwinds the YAML builder after a
+                                          diagnostic was reported; never leaves the module
+
+The engine's runaway guards are outcomes, not exceptions, so the run's events and ctx
+stay: a task-policy jump cycle past ``executor.spec.max_jumps`` fails its pipeline with a
+``jump_limit`` error (task policies can route on it), and a routing cycle past
+``executor.spec.max_step_runs`` stops the execution as failed (reason ``limit``).
 
 Tool errors never escape an activity as Python exceptions: the activity turns them into
 the outcome envelope (``status: error``) so task policies can route on them. Only policy
@@ -78,14 +95,6 @@ class InvalidTransition(EngineError):
         self.layer, self.src, self.dst = layer, src, dst
         super().__init__(f"invalid {layer} transition {getattr(src, 'value', src)} -> "
                          f"{getattr(dst, 'value', dst)}")
-
-
-class JumpLimitExceeded(EngineError):
-    pass
-
-
-class StepRunLimitExceeded(EngineError):
-    pass
 
 
 class ToolError(NoetlError):

@@ -13,7 +13,7 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedError
@@ -127,19 +127,20 @@ async def _follow(client: Client, execution_id: str, store: EventStore | None,
             await asyncio.wait_for(done.wait(), timeout=0.2)
 
 
-async def _execute(client: Client, playbook: Playbook, *, target: Target, payload: dict[str, Any],
+async def _execute(client: Client, playbook: Playbook, *, task_queue: str, address: str | None,
+                   payload: dict[str, Any],
                    source: str | None, on_event: Callable[[dict[str, Any]], None] | None,
                    search_attributes: bool, execution_id: str | None,
                    heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None,
                    continue_as_new_after_events: int = 0, events_limit: int | None = None,
                    on_start: Callable[[str, str | None], None] | None = None) -> RunReport:
-    handle = await start_execution(client, playbook, payload=payload, task_queue=target.task_queue,
+    handle = await start_execution(client, playbook, payload=payload, task_queue=task_queue,
                                    source=source, search_attributes=search_attributes,
                                    execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                                    execution_timeout_s=execution_timeout_s,
                                    continue_as_new_after_events=continue_as_new_after_events)
     if on_start:   # now, not at the end: a run waiting at a gate is controlled from elsewhere
-        on_start(handle.id, target.address)
+        on_start(handle.id, address)
     # Queries go to the latest run: a long execution continues as new.
     handle = client.get_workflow_handle(handle.id)
     store = _local_store()
@@ -245,7 +246,8 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
                                     data_converter=configured_data_converter(target.codec)) as embedded:
             if on_ready:
                 on_ready(embedded.ui_url)
-            report = await _with_worker(embedded.client, playbook, target=replace(target, address=embedded.address),
+            report = await _with_worker(embedded.client, playbook, task_queue=target.task_queue,
+                                        address=embedded.address, owns_tools=True,
                                         source=source, payload=payload, worker=True, on_event=on_event,
                                         search_attributes=True, execution_id=execution_id,
                                         events_limit=events_limit, on_start=on_start)
@@ -255,19 +257,21 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
     client = await connect(target)
     if on_ready:
         on_ready(None)
-    return await _with_worker(client, playbook, target=target, payload=payload, source=source,
+    return await _with_worker(client, playbook, task_queue=target.task_queue, address=target.address,
+                              owns_tools=True, payload=payload, source=source,
                               worker=worker, on_event=on_event, search_attributes=False,
                               execution_id=execution_id, events_limit=events_limit, on_start=on_start)
 
 
-async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, **kwargs: Any) -> RunReport:
+async def _with_worker(client: Client, playbook: Playbook, *, worker: bool, owns_tools: bool,
+                       task_queue: str, **kwargs: Any) -> RunReport:
+    """Run, hosting a worker on ``task_queue`` unless ``worker`` is False. ``owns_tools``: the
+    worker closes its loop's tool resources when done (a CLI run); on a client the caller
+    connected (tests, embedding) other workers of the caller's loop may share them."""
     if not worker:
-        return await _execute(client, playbook, **kwargs)
-    # A CLI run owns its loop's tool resources; on a connected client (tests, embedding)
-    # other workers of the caller's loop may share them.
-    owns_tools = kwargs["target"].address != "(connected)"
-    async with hosted_worker(client, task_queue=kwargs["target"].task_queue, owns_tools=owns_tools):
-        return await _execute(client, playbook, **kwargs)
+        return await _execute(client, playbook, task_queue=task_queue, **kwargs)
+    async with hosted_worker(client, task_queue=task_queue, owns_tools=owns_tools):
+        return await _execute(client, playbook, task_queue=task_queue, **kwargs)
 
 
 async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str,
@@ -279,8 +283,8 @@ async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str
                           continue_as_new_after_events: int = 0, events_limit: int | None = None) -> RunReport:
     """Run on an already connected client (tests, embedding); the report holds the first
     ``events_limit`` events (all if None)."""
-    target = Target(address="(connected)", task_queue=task_queue)
-    return await _with_worker(client, playbook, target=target, payload=payload or {}, source=source,
+    return await _with_worker(client, playbook, task_queue=task_queue, address=None, owns_tools=False,
+                              payload=payload or {}, source=source,
                               worker=worker, on_event=on_event, search_attributes=search_attributes,
                               execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                               execution_timeout_s=execution_timeout_s,

@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from temporalio.service import RPCError, RPCStatusCode
 
-from noetl_temporal.errors import ConfigError, PlaybookInvalid
+from noetl_temporal.errors import ConfigError, NoetlError, PlaybookInvalid
 from noetl_temporal.temporal.control import ExecutionFinished, NotFound, Rejected
 
 from .limits import TooLarge
@@ -25,7 +25,7 @@ __all__ = ["install_error_handlers", "responses", "BadRequest", "invalid_playboo
 log = logging.getLogger("noetl_temporal.api")
 
 
-class BadRequest(ValueError):
+class BadRequest(NoetlError):
     """A request that parsed but makes no sense (bad page token, unusable filter): 422."""
 
 

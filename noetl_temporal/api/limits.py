@@ -17,6 +17,8 @@ import json
 from collections.abc import MutableMapping
 from typing import Any
 
+from ..errors import NoetlError
+
 __all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded"]
 
 #: how much bigger than ``--max-body-bytes`` a request may become once parsed (JSON is
@@ -24,7 +26,7 @@ __all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded"]
 EXPANSION = 2
 
 
-class TooLarge(ValueError):
+class TooLarge(NoetlError):
     """A request that expands past its limit once parsed: 413."""
 
 
