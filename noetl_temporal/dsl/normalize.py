@@ -16,21 +16,24 @@ from typing import Any
 
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
+from .models import Playbook
 from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS
 from .origins import Origins
 from .patches import collect_patches
 from .policies import guard, normalize_admit
 from .rejections import reject_root_keys, reject_step_keys
+from .step_keys import COPIED_STEP_KEYS, STEP_KEYS
 from .tasks import TaskNormalizer
 
 __all__ = ["normalize", "ROOT_KEYS", "STEP_KEYS", "rewrite_templates"]
 
 API_VERSION = "noetl.io/v2"
-ROOT_KEYS = ("apiVersion", "kind", "metadata", "keychain", "executor", "workload", "workbook", "spec",
-             "workflow")
+#: the root keys are the model's fields (the schema's root is generated from it too); a step's
+#: keys differ from its model's, so they have a table of their own (:mod:`.step_keys`)
+ROOT_KEYS: tuple[str, ...] = tuple(Playbook.model_fields)
+#: root containers whose type normalize checks itself (NTL104, before the model sees them)
 _ROOT_TYPES: dict[str, type] = {"metadata": dict, "executor": dict, "workload": dict, "spec": dict,
                                 "keychain": list, "workbook": list}
-STEP_KEYS = ("step", "desc", "spec", "input", "loop", "tool", "next", "set", "set_ctx", "set_iter")
 
 _BLOCK = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 _ITER_INDEX = re.compile(r"\biter\._index\b")
@@ -117,7 +120,7 @@ class _Normalizer:
             elif key not in STEP_KEYS and key not in rejected:
                 self.reporter.add("NTL203", f"unknown step key {key!r}{did_you_mean(key, STEP_KEYS)}",
                                   paths.join(src, key))
-        out: dict[str, Any] = {k: raw[k] for k in ("step", "desc", "input") if k in raw and raw[k] is not None}
+        out: dict[str, Any] = {k: raw[k] for k in COPIED_STEP_KEYS if k in raw and raw[k] is not None}
         if "tool" in raw and raw["tool"] is not None:
             out["tool"] = self.tasks.tool(raw["tool"], name, paths.join(src, "tool"), paths.join(norm, "tool"))
         elif not rejected & {"type", "kind"}:

@@ -18,6 +18,7 @@ from typing import Any
 from ..tool_kinds import DECLARATIONS
 from ..tool_kinds.declaration import COMMON, Setting, ToolKind
 from .models import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_S, Playbook
+from .step_keys import STEP_FIELDS
 from .tasks import ALL_KINDS
 from .validate import MAX_IN_FLIGHT
 
@@ -25,7 +26,6 @@ __all__ = ["playbook_json_schema", "SCHEMA_ID"]
 
 SCHEMA_ID = "https://noetl-temporal.dev/schemas/playbook-v10.json"
 _LEGACY_TASK_KEYS = ("case", "retry", "sink", "eval", "expr", "when")
-_LEGACY_STEP_KEYS = ("when", "case", "retry", "sink", "eval", "expr", "type")
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -144,14 +144,9 @@ def _source_defs(generated: dict[str, Any]) -> dict[str, Any]:
                             "mode": loop_spec["properties"]["mode"], "max_in_flight": in_flight,
                             "spec": _ref("LoopSpec")}, required=("in",))
     defs["StepSpec"]["not"] = {"required": ["next_mode"]}
-    defs["Step"] = {
-        **_object({
-            "step": {"type": "string", "minLength": 1}, "desc": {"type": ["string", "null"]},
-            "spec": _ref("StepSpec"), "input": {"type": ["object", "null"]}, "loop": _nullable(_ref("Loop")),
-            "tool": _ref("Tool"), "next": _nullable(_ref("Router")),
-            "set": {"type": "object", "propertyNames": {"pattern": r"^(ctx|iter)(\..+)?$"}}, **patch_maps,
-        }, required=("step", "tool")),
-    }
+    defs["Step"] = _object({key.name: {**key.schema, "description": key.doc, "examples": [key.example]}
+                            for key in STEP_FIELDS},
+                           required=tuple(key.name for key in STEP_FIELDS if key.required))
     defs["WorkbookTask"]["properties"]["tool"] = _nullable(_ref("Task"))
     return defs
 
