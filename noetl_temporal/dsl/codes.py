@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..tool_kinds import LOAD_TIME_KINDS, TOOL_KINDS
+from .keys import ROOT_KEYS, STEP_KEYS
 
 __all__ = ["Code", "CODES", "markdown"]
 
@@ -63,7 +64,7 @@ _TABLE: list[Code] = [
          "flatten the data"),
     # ------------------------------------------------------------------ root
     Code("NTL101", _E, "unknown root key", "`workfow:` (typo), `steps:`",
-         "use only apiVersion, kind, metadata, keychain, executor, workload, workbook, spec, workflow"),
+         f"use only {', '.join(ROOT_KEYS)}"),
     Code("NTL102", _E, "root `vars` is not part of v10", "`vars: {count: 0}`",
          "put inputs in `workload:`; keep changing values in `ctx` by `set: {ctx.count: 0}` on a step, "
          "task policy or arc"),
@@ -83,7 +84,7 @@ _TABLE: list[Code] = [
     Code("NTL202", _E, "two steps have the same name", "two `- step: fetch`",
          "rename one of them (arcs refer to steps by name)"),
     Code("NTL203", _E, "unknown step key", "`nxt:` (typo) on a step",
-         "use only step, desc, spec, input, loop, tool, next, set, set_ctx, set_iter"),
+         f"use only {', '.join(STEP_KEYS)}"),
     Code("NTL204", _E, "step `when` is not part of v10", "`when: \"{{ ctx.ready }}\"` on a step",
          "use admission rules: `spec: {policy: {admit: {rules: [{when: ..., then: {allow: true}}, "
          "{else: {then: {allow: false}}}]}}}`"),

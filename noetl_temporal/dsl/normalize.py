@@ -16,21 +16,17 @@ from typing import Any
 
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
-from .models import Playbook
+from .keys import COPIED_STEP_KEYS, ROOT_KEYS, STEP_KEYS
 from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS
 from .origins import Origins
 from .patches import collect_patches
 from .policies import guard, normalize_admit
 from .rejections import reject_root_keys, reject_step_keys
-from .step_keys import COPIED_STEP_KEYS, STEP_KEYS
 from .tasks import TaskNormalizer
 
 __all__ = ["normalize", "ROOT_KEYS", "STEP_KEYS", "rewrite_templates"]
 
 API_VERSION = "noetl.io/v2"
-#: the root keys are the model's fields (the schema's root is generated from it too); a step's
-#: keys differ from its model's, so they have a table of their own (:mod:`.step_keys`)
-ROOT_KEYS: tuple[str, ...] = tuple(Playbook.model_fields)
 #: root containers whose type normalize checks itself (NTL104, before the model sees them)
 _ROOT_TYPES: dict[str, type] = {"metadata": dict, "executor": dict, "workload": dict, "spec": dict,
                                 "keychain": list, "workbook": list}

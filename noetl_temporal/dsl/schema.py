@@ -17,8 +17,8 @@ from typing import Any
 
 from ..tool_kinds import DECLARATIONS
 from ..tool_kinds.declaration import COMMON, Setting, ToolKind
+from .keys import STEP_FIELDS
 from .models import MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_S, Playbook
-from .step_keys import STEP_FIELDS
 from .tasks import ALL_KINDS
 from .validate import MAX_IN_FLIGHT
 

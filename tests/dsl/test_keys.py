@@ -1,4 +1,4 @@
-"""One definition of a step's shape (``dsl/step_keys.py``) and of the root's (the model):
+"""One definition of a step's shape (``dsl/keys.py``) and of the root's (the model):
 normalize, the model and the JSON Schema agree with it, so a key added to one of them and
 not to the others fails here."""
 
@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from noetl_temporal.dsl import load_playbook_text, playbook_json_schema
+from noetl_temporal.dsl.keys import COPIED_STEP_KEYS, MODEL_ONLY, STEP_FIELDS, STEP_KEYS
 from noetl_temporal.dsl.models import Playbook, Step
 from noetl_temporal.dsl.normalize import _ROOT_TYPES, ROOT_KEYS
-from noetl_temporal.dsl.step_keys import COPIED_STEP_KEYS, MODEL_ONLY, STEP_FIELDS, STEP_KEYS
 
 from .helpers import codes, errors, playbook
 
@@ -20,7 +20,7 @@ def test_the_step_model_has_exactly_the_fields_the_keys_fill():
     filled = {name for key in STEP_FIELDS for name in key.fills}
     model = set(Step.model_fields)
     assert model - filled - set(MODEL_ONLY) == set(), (
-        "Step model fields no step key fills: declare the key in dsl/step_keys.py (or, if users never "
+        "Step model fields no step key fills: declare the key in dsl/keys.py (or, if users never "
         "write it, in MODEL_ONLY with why)")
     assert filled - model == set(), "step keys fill fields the Step model does not have"
     assert set(MODEL_ONLY) <= model and not set(MODEL_ONLY) & filled

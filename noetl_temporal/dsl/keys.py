@@ -1,16 +1,23 @@
-"""The keys a step takes, in one table: the single definition of a step's source shape.
+"""The keys a playbook's root and its steps take: the one definition of their shape.
 
-Users write a step in the *source* form; :mod:`.normalize` turns it into the *normalized*
-form :class:`~.models.Step` holds. The two differ (``set:`` splits into ``set_ctx`` /
-``set_iter``), so the source shape is declared here, and everything else follows it:
+The root's keys are the :class:`~.models.Playbook` model's fields (:data:`ROOT_KEYS`): the
+source and normalized forms name them alike, and the JSON Schema's root is generated from
+the model too.
+
+A step differs: users write it in the *source* form and :mod:`.normalize` turns it into
+the *normalized* form :class:`~.models.Step` holds (``set:`` splits into ``set_ctx`` /
+``set_iter``), so a step's source shape is declared here, in :data:`STEP_FIELDS`, and the
+rest follows it:
 
 * :mod:`.normalize` accepts exactly these keys (an unknown one is NTL203, with a
-  did-you-mean over this list) and passes the ``copied`` ones through unchanged;
-* :mod:`.schema` builds the JSON Schema's ``Step`` from ``schema``, ``doc`` and
-  ``required``;
+  did-you-mean over :data:`STEP_KEYS`, which NTL203's fix lists too) and passes the
+  ``copied`` ones through unchanged;
+* :mod:`.schema` builds the JSON Schema's ``Step`` from each key's ``schema``, ``doc``,
+  ``example`` and ``required``;
 * :class:`~.models.Step` has exactly the fields the keys ``fill`` (plus
-  :data:`MODEL_ONLY`), which ``tests/dsl/test_step_keys.py`` checks, so a key added here
-  and not to the model (or the other way round) fails the suite.
+  :data:`MODEL_ONLY`), and every ``example`` loads and reaches them:
+  ``tests/dsl/test_keys.py`` checks both, so a key added here and not to the model or to
+  normalize (or the other way round) fails the suite.
 
 CONTRIBUTING.md "Adding a DSL field" is the whole recipe.
 """
@@ -21,7 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["StepKey", "STEP_FIELDS", "STEP_KEYS", "COPIED_STEP_KEYS", "MODEL_ONLY"]
+from .models import Playbook
+
+__all__ = ["ROOT_KEYS", "StepKey", "STEP_FIELDS", "STEP_KEYS", "COPIED_STEP_KEYS", "MODEL_ONLY"]
+
+#: every root key, in the model's order (did-you-mean suggestions and NTL101's fix read it)
+ROOT_KEYS: tuple[str, ...] = tuple(Playbook.model_fields)
 
 
 def _ref(name: str) -> dict[str, str]:
