@@ -5,7 +5,7 @@ rules, a single-object ``tool``, ``{allow}`` under ``then``), so the models' own
 schema (the normalized form) would reject real playbooks. This schema starts from
 ``Playbook.model_json_schema()`` (metadata, executor, loop and router specs, result
 specs ... stay generated) and replaces the definitions whose source spelling
-differs. It is a first line of defence: the loader's checks (references, scopes,
+differs; a step's comes from the table of step keys in :mod:`.keys`. It is a first line of defence: the loader's checks (references, scopes,
 templates) go further, but the refused shapes of docs/validation-codes.md such as
 ``next: end``, a tool without ``kind`` or step ``type:`` already fail here.
 """

@@ -63,3 +63,16 @@ async def test_a_worker_that_does_not_own_the_tools_leaves_them_open(temporal, t
     finally:
         await aclose_clients()
     assert all(client.is_closed for client in clients)
+
+
+async def test_a_run_on_the_callers_client_leaves_the_tools_open(temporal, task_queue, http_server):
+    """``run_with_client`` hosts its own worker, but the client (and the loop's tools) are
+    the caller's: other workers on that loop may still use them."""
+    report = await run_with_client(temporal.client, _playbook(http_server.url("/json")), task_queue=task_queue,
+                                   execution_timeout_s=60)
+    assert report.state == "COMPLETED", report.error
+    clients = list(http_tool._CLIENTS.get(asyncio.get_running_loop(), {}).values())
+    try:
+        assert clients and not any(client.is_closed for client in clients)
+    finally:
+        await aclose_clients()
