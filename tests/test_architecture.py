@@ -79,6 +79,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 NARROW: dict[tuple[str, str], str] = {
     ("dsl", "noetl_temporal.engine.graph"): "validation and runs share one reachability rule",
     ("tools", "noetl_temporal.engine.envelopes"): "a tool builds the typed task outcome the engine reads",
+    ("tools", "noetl_temporal.store.large_results"): "the result tool reads a stored result back",
     ("helpers", "noetl_temporal.engine.states"): "status.py's transition() also guards the engine's tables",
 }
 
@@ -384,6 +385,7 @@ def test_engine_checks_allow_pure_code(snippet: str) -> None:
     ("noetl_temporal.dsl.example", "from ..engine import machine"),
     ("noetl_temporal.engine.example", "from ..store import events"),
     ("noetl_temporal.engine.example", "from ..tools import http"),
+    ("noetl_temporal.tools.example", "from ..store import events"),
 ])
 def test_direction_checks_catch_violations(module: str, snippet: str) -> None:
     path = REPO.joinpath(*module.split(".")).with_suffix(".py")
@@ -393,6 +395,7 @@ def test_direction_checks_catch_violations(module: str, snippet: str) -> None:
 @pytest.mark.parametrize(("module", "snippet"), [
     ("noetl_temporal.dsl.example", "def f():\n    from ..engine.graph import StepGraph"),
     ("noetl_temporal.tools.example", "from ..engine.envelopes import Outcome"),
+    ("noetl_temporal.tools.example", "from ..store import large_results"),
     ("noetl_temporal.api.example", "from noetl_temporal.temporal import control"),
     ("noetl_temporal.engine.example", "from ..dsl.models import Step\nfrom ..templates import render_value"),
 ])

@@ -1,4 +1,5 @@
-"""Durable stores: the event log (and, in ``catalog``, playbook versions)."""
+"""Durable stores: the event log (and, in ``catalog``, playbook versions; in ``large_results``,
+task results too large for workflow history)."""
 
 from .events import (
            EventStore,

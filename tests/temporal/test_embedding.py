@@ -154,7 +154,7 @@ def stores(request, monkeypatch, tmp_path) -> dict[str, str]:
 
 def _rows_at_rest(stores: dict[str, str], execution_id: str) -> tuple[list[bytes], list[bytes]]:
     """Every stored event row and every stored result body of the execution, as raw bytes."""
-    from noetl_temporal.tools.results import PostgresResultStore
+    from noetl_temporal.store.large_results import PostgresResultStore
 
     url = stores["NOETL_EVENT_STORE"]
     if url.startswith("postgresql://"):
