@@ -43,6 +43,7 @@ PARTS: dict[str, tuple[str, ...]] = {
                 "noetl_temporal.redact",
                 "noetl_temporal.tool_kinds", "noetl_temporal.oneline"),
     "files": ("noetl_temporal.paths", "noetl_temporal.pgschema", "noetl_temporal.sealing"),
+    "keychain": ("noetl_temporal.keychain",),
     "dsl": ("noetl_temporal.dsl",),
     "engine": ("noetl_temporal.engine",),
     "graphview": ("noetl_temporal.graphview",),
@@ -61,18 +62,20 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "package": frozenset(),
     "helpers": frozenset(),
     "files": frozenset(),
+    "keychain": frozenset({"helpers"}),
     "engine": frozenset({"dsl", "helpers"}),
     "dsl": frozenset({"helpers"}),
     "graphview": frozenset({"dsl", "engine", "helpers"}),
-    "tools": frozenset({"helpers", "files"}),
+    "tools": frozenset({"helpers", "files", "keychain"}),
     "store": frozenset({"dsl", "engine", "helpers", "files"}),
-    "temporal": frozenset({"dsl", "engine", "helpers", "files", "tools", "store"}),
-    "observe": frozenset({"dsl", "engine", "helpers", "files", "store", "temporal", "tools"}),
-    "runner": frozenset({"dsl", "engine", "helpers", "files", "store", "temporal", "tools", "observe"}),
-    "api": frozenset({"dsl", "engine", "helpers", "files", "store", "temporal", "tools", "observe",
-                      "runner", "graphview"}),
-    "cli": frozenset({"package", "dsl", "engine", "helpers", "files", "store", "temporal", "tools",
-                      "observe", "runner", "graphview", "api"}),
+    "temporal": frozenset({"dsl", "engine", "helpers", "files", "keychain", "tools", "store"}),
+    "observe": frozenset({"dsl", "engine", "helpers", "files", "keychain", "store", "temporal", "tools"}),
+    "runner": frozenset({"dsl", "engine", "helpers", "files", "keychain", "store", "temporal", "tools",
+                         "observe"}),
+    "api": frozenset({"dsl", "engine", "helpers", "files", "keychain", "store", "temporal", "tools",
+                      "observe", "runner", "graphview"}),
+    "cli": frozenset({"package", "dsl", "engine", "helpers", "files", "keychain", "store", "temporal",
+                      "tools", "observe", "runner", "graphview", "api"}),
 }
 
 #: Single modules a part may import from a part it may not import otherwise, and why.
@@ -287,7 +290,7 @@ def test_the_library_never_imports_the_command_line_or_the_service() -> None:
         if part not in ("cli", "api"):
             assert not allowed & {"cli", "api"}, part
     assert "cli" not in MAY_IMPORT["api"]
-    assert not MAY_IMPORT["dsl"] & {"temporal", "tools", "store", "api", "cli", "runner", "observe"}
+    assert not MAY_IMPORT["dsl"] & {"temporal", "tools", "keychain", "store", "api", "cli", "runner", "observe"}
     assert MAY_IMPORT["engine"] <= {"dsl", "helpers"}
 
 
@@ -313,7 +316,7 @@ def test_importing_the_dsl_loads_no_runtime() -> None:
     import subprocess
 
     heavy = ("temporalio", "httpx", "psycopg", "duckdb", "fastapi", "uvicorn",
-             "noetl_temporal.temporal", "noetl_temporal.tools", "noetl_temporal.store",
+             "noetl_temporal.temporal", "noetl_temporal.tools", "noetl_temporal.keychain", "noetl_temporal.store",
              "noetl_temporal.api", "noetl_temporal.cli")
     code = ("import sys, noetl_temporal.dsl as d; d.validate_text('x: 1'); "
             f"print('\\n'.join(m for m in sys.modules if m.startswith({heavy!r})))")
@@ -386,6 +389,8 @@ def test_engine_checks_allow_pure_code(snippet: str) -> None:
     ("noetl_temporal.engine.example", "from ..store import events"),
     ("noetl_temporal.engine.example", "from ..tools import http"),
     ("noetl_temporal.tools.example", "from ..store import events"),
+    ("noetl_temporal.keychain.example", "from ..tools import base"),
+    ("noetl_temporal.dsl.example", "from ..keychain import prepare"),
 ])
 def test_direction_checks_catch_violations(module: str, snippet: str) -> None:
     path = REPO.joinpath(*module.split(".")).with_suffix(".py")
@@ -396,6 +401,7 @@ def test_direction_checks_catch_violations(module: str, snippet: str) -> None:
     ("noetl_temporal.dsl.example", "def f():\n    from ..engine.graph import StepGraph"),
     ("noetl_temporal.tools.example", "from ..engine.envelopes import Outcome"),
     ("noetl_temporal.tools.example", "from ..store import large_results"),
+    ("noetl_temporal.tools.example", "from ..keychain import Scrubber"),
     ("noetl_temporal.api.example", "from noetl_temporal.temporal import control"),
     ("noetl_temporal.engine.example", "from ..dsl.models import Step\nfrom ..templates import render_value"),
 ])

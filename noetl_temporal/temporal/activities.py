@@ -20,7 +20,7 @@ attempt number (the engine leaves them unrendered), so a retried or re-run task 
 2, 3 ... including attempts lost with their worker (on the fast path, the workflow's attempt number).
 
 Secrets and large results are handled here, and only here: the keychain entries a task
-reads are resolved in the activity (``noetl_temporal.tools.keychain``), rendered into its
+reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
 configuration, and scrubbed out of the outcome (``***``) before anything is returned,
 heartbeated or logged; ResultRefs in the configuration are read back into their bodies
 before the tool runs, and a result larger than ``inline_max_bytes`` leaves as a ResultRef
@@ -50,6 +50,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
+from .. import keychain
 from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
@@ -59,7 +60,7 @@ from ..engine.policy import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
 from ..store import large_results
 from ..tool_kinds import READS_RESULT_REFS
-from ..tools import ToolCall, keychain, run_tool
+from ..tools import ToolCall, run_tool
 from ..tools.base import error_outcome
 from .converter import oversized
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY

@@ -102,7 +102,7 @@ def capture(limit: int, secrets: Sequence[str] = ()) -> Capture:
     """A :class:`Capture` that masks a task's ``secrets`` (``ToolCall.secrets``) before cutting."""
     if not secrets:
         return Capture(limit)
-    from .keychain import Scrubber  # lazily: keychain imports templates, most tasks have no secrets
+    from ..keychain import Scrubber  # lazily: the keychain imports templates, most tasks have no secrets
 
     return Capture(limit, Scrubber(secrets).text, margin=max(len(s.encode()) for s in secrets))
 

@@ -9,9 +9,9 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from noetl_temporal import keychain
 from noetl_temporal.errors import ToolConfigError, ToolError
-from noetl_temporal.tools import keychain
-from noetl_temporal.tools.keychain import (
+from noetl_temporal.keychain import (
     ChainProvider,
     EnvProvider,
     FileProvider,

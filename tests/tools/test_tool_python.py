@@ -292,8 +292,8 @@ async def test_fork_in_user_code_does_not_corrupt_response(call: ToolCall) -> No
 async def test_a_secret_cut_by_the_output_limit_is_masked_before_the_cut(call: ToolCall, offset: int) -> None:
     """Issue 24: stdout was cut to 64 KB, then masked; a secret across the cut stayed
     partly visible (22 of 25 characters in Temporal history)."""
+    from noetl_temporal.keychain import Scrubber, secret_values
     from noetl_temporal.tools import python as python_tool
-    from noetl_temporal.tools.keychain import Scrubber, secret_values
 
     secret = "s3cr3t-V4lue-0123456789xyz"
     call.secrets = Scrubber(secret_values({"api": {"token": secret}})).secrets
