@@ -1,5 +1,5 @@
 """What the fork server prepares once so that no task's process pays for it again
-(``_pyrunner.preload``), checked in a fresh interpreter started as the fork server is
+(``runner.preload``), checked in a fresh interpreter started as the fork server is
 (``python -S``), with the runner loaded from its bytecode, as an installed package is."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from noetl_temporal.tools import _pyrunner
+from noetl_temporal.tools.python import runner
 
 PROBE = textwrap.dedent("""\
     import gc, json, marshal, sys, types
@@ -32,7 +32,7 @@ PROBE = textwrap.dedent("""\
 
 
 def test_preload_builds_the_compiler_types_and_imports_only_what_tasks_use(tmp_path: Path) -> None:
-    pyc = py_compile.compile(_pyrunner.__file__, cfile=str(tmp_path / "_pyrunner.pyc"), doraise=True)
+    pyc = py_compile.compile(runner.__file__, cfile=str(tmp_path / "runner.pyc"), doraise=True)
     done = subprocess.run([sys.executable, "-S", "-B", "-c", PROBE, pyc],
                           capture_output=True, text=True, timeout=60, check=True)
     got = json.loads(done.stdout)

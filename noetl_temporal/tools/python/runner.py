@@ -1,5 +1,5 @@
 """Child side of the python tool: run as ``python -S -c <this file's text> <fd> <ppid>``, or
-loaded by the fork server (``_pyzygote``), whose forked children call :func:`serve`.
+loaded by the fork server (``zygote``), whose forked children call :func:`serve`.
 
 Standard library only, and as few imports as possible before the user code runs:
 a spawned runner pays its start-up time on every task.
@@ -18,7 +18,7 @@ process serves exactly one request; one that reads EOF instead of a request (its
 gave up or died) exits quietly.
 
 ``_run`` (one request to a response dict) is also used in the worker itself by the
-opt-in in-worker mode (``_pyinworker``).
+opt-in in-worker mode (``inworker``).
 """
 
 import _collections_abc  # loaded by every interpreter at start-up (os uses it)
@@ -296,7 +296,7 @@ def _die_with_parent(parent):
 
     Every runner asks for the signal itself, before anything else: a spawned one is
     started without a ``preexec_fn`` (so the worker can use ``vfork``), and a forked
-    one (``_pyzygote``) asks for it towards the fork server it came from.
+    one (``zygote``) asks for it towards the fork server it came from.
     """
     prctl = _prctl()
     if prctl:

@@ -1,10 +1,10 @@
 """The python tool's fork server ("zygote"), run as
 ``python -S -c <this file's text> <runner path> <worker pid> <control fd> <tasks fd>``
-(``-S``: ``site`` runs from ``_pyrunner.start_site``, which keeps ``.pth`` hooks out of it).
+(``-S``: ``site`` runs from ``runner.start_site``, which keeps ``.pth`` hooks out of it).
 
 Started once per worker event loop as a fresh interpreter (never a fork of the worker:
 no asyncio loop, threads, sockets or Temporal state to inherit), it loads the runner
-(``_pyrunner``), imports what the runner may need, and then only forks. It never runs
+(``runner``), imports what the runner may need, and then only forks. It never runs
 user code itself, so every task starts from the same clean, pre-imported state.
 
 Forking is kept off the task's path: ``SPARES`` children are forked ahead of time, each
@@ -12,7 +12,7 @@ already in its own session with its parent-death signal set, blocked on the *tas
 socket. The worker sends ``run <id>`` there with four descriptors (the task's stdin,
 stdout, stderr and response pipe ends); exactly one waiting child receives it, reports
 ``<id> <pid>`` to the zygote (which replaces it, see ``REPLACE_AFTER``), drops everything
-of the server and serves the task (``_pyrunner.serve``). The worker never needs the pid:
+of the server and serves the task (``runner.serve``). The worker never needs the pid:
 signals go through the zygote.
 
 On the control socket (``SOCK_SEQPACKET``, one message per datagram):
@@ -59,7 +59,7 @@ RETRY_FORK = 0.1  # seconds before forking again after a failed fork
 def _spare(zygote, warm):
     """In a forked child: get ready, wait for one task, serve it, never return.
 
-    ``warm``: touch what a task touches before it arrives (``_pyrunner.warm``), unless a
+    ``warm``: touch what a task touches before it arrives (``runner.warm``), unless a
     task is already waiting for this child."""
     try:
         os.setsid()  # its own process group: a timeout kills everything the code started
