@@ -38,7 +38,7 @@ ROOT = "noetl_temporal"
 #: submodules). Every module of the package belongs to exactly one part.
 PARTS: dict[str, tuple[str, ...]] = {
     "package": ("noetl_temporal",),  # the lazy public API (__init__: importlib, no imports)
-    "helpers": ("noetl_temporal.errors", "noetl_temporal.status", "noetl_temporal.templates",
+    "helpers": ("noetl_temporal.errors", "noetl_temporal.status_layers", "noetl_temporal.templates",
                 "noetl_temporal.template_limits", "noetl_temporal.template_undefined", "noetl_temporal.locations",
                 "noetl_temporal.redact",
                 "noetl_temporal.tool_kinds", "noetl_temporal.oneline"),
@@ -83,7 +83,7 @@ NARROW: dict[tuple[str, str], str] = {
     ("dsl", "noetl_temporal.engine.graph"): "validation and runs share one reachability rule",
     ("tools", "noetl_temporal.engine.envelopes"): "a tool builds the typed task outcome the engine reads",
     ("tools", "noetl_temporal.store.large_results"): "the result tool reads a stored result back",
-    ("helpers", "noetl_temporal.engine.states"): "status.py's transition() also guards the engine's tables",
+    ("helpers", "noetl_temporal.engine.state_machines"): "status_layers.py's transition() also guards the engine's tables",
 }
 
 #: Standard-library modules the engine must not import: I/O, processes, clocks, threads,
@@ -386,9 +386,9 @@ def test_engine_checks_allow_pure_code(snippet: str) -> None:
     ("noetl_temporal.api.example", "def f():\n    from noetl_temporal.cli import main"),
     ("noetl_temporal.dsl.example", "from ..temporal import client"),
     ("noetl_temporal.dsl.example", "from ..engine import machine"),
-    ("noetl_temporal.engine.example", "from ..store import events"),
+    ("noetl_temporal.engine.example", "from ..store import event_store"),
     ("noetl_temporal.engine.example", "from ..tools import http"),
-    ("noetl_temporal.tools.example", "from ..store import events"),
+    ("noetl_temporal.tools.example", "from ..store import event_store"),
     ("noetl_temporal.keychain.example", "from ..tools import base"),
     ("noetl_temporal.dsl.example", "from ..keychain import prepare"),
 ])

@@ -19,7 +19,7 @@ from .diagnostics import Reporter, did_you_mean, kind_of
 from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS
 from .origins import Origins
 from .patches import collect_patches
-from .policies import guard, normalize_admit
+from .policy_rules import guard, normalize_admit
 from .rejections import reject_root_keys, reject_step_keys
 from .tasks import TaskNormalizer
 

@@ -51,12 +51,12 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from .. import keychain
-from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
+from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
-from ..engine.policy import evaluate_policy, retry_delay
+from ..engine.policy_evaluation import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
 from ..store import large_results
 from ..tool_kinds import READS_RESULT_REFS

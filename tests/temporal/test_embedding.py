@@ -232,7 +232,7 @@ async def _start_and_read_through_the_api(cluster: EmbeddedTemporal, queue: str,
 
     from noetl_temporal.api import Settings, create_app
     from noetl_temporal.store.catalog import Catalog
-    from noetl_temporal.store.events import open_event_store
+    from noetl_temporal.store.event_store import open_event_store
     from noetl_temporal.temporal.client import Target
 
     target = Target(address=cluster.address, namespace=NAMESPACE, task_queue=queue, codec=CODEC)
