@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 ENV_SWITCH = "NOETL_PYTHON_FORKSERVER"
 ZYGOTE = (Path(__file__).with_name("zygote.py")).read_text(encoding="utf-8")
-RUNNER_PATH = str(Path(__file__).with_name("runner.py"))
+RUNNER_PATH = str(Path(__file__).with_name("runner") / "__init__.py")
 #: where the fork server waits: a directory no task owns (children enter theirs)
 IDLE_CWD = os.path.abspath(os.sep)
 #: how long to wait for the fork server to leave when it is closed

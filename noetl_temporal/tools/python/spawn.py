@@ -20,7 +20,20 @@ from pathlib import Path
 
 from .. import _proc
 
-RUNNER = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
+#: the runner package (``runner/``), loaded by path: it runs outside ``noetl_temporal``
+RUNNER_PATH = str(Path(__file__).with_name("runner") / "__init__.py")
+#: a spawned runner's program: load the runner package by path under a private name (its
+#: modules import each other relatively; nothing comes from ``sys.path``) and run it. The
+#: loader functions are the frozen importlib's, loaded at start-up: ``importlib.util``
+#: is not, and each import is start-up time every spawned task pays.
+RUNNER = f"""import sys
+from _frozen_importlib import module_from_spec
+from _frozen_importlib_external import spec_from_file_location
+spec = spec_from_file_location("_noetl_pyrunner", {RUNNER_PATH!r}, submodule_search_locations=[{str(Path(RUNNER_PATH).parent)!r}])
+runner = sys.modules[spec.name] = module_from_spec(spec)
+spec.loader.exec_module(runner)
+runner.child_main()
+"""
 #: ``0`` in a runner's environment: start it as a plain interpreter, ``.pth`` hooks and all
 LAZY_PTH_SWITCH = "NOETL_PYTHON_LAZY_PTH"
 

@@ -40,10 +40,13 @@ import time
 def _load_runner(path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_noetl_pyrunner", path)
+    # A package (its __init__.py): registered under its name before it runs, as its modules
+    # import each other relatively, and found in its own directory, never on sys.path.
+    spec = importlib.util.spec_from_file_location("_noetl_pyrunner", path,
+                                                  submodule_search_locations=[os.path.dirname(path)])
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the python tool runner from {path}")
-    runner = importlib.util.module_from_spec(spec)
+    runner = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     return runner
 
