@@ -48,7 +48,7 @@ _WHERE = {
     "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.converter",
     "registration": "temporal.registration", "Registration": "temporal.registration",
     "read_status": "observe", "read_events": "observe", "follow_events": "observe",
-    "open_event_store": "store.events",
+    "open_event_store": "store.event_store",
     "NoetlError": "errors", "PlaybookInvalid": "errors", "TemplateError": "errors", "ConfigError": "errors",
     "NotFound": "errors", "InvalidTransition": "errors",
 }

@@ -10,8 +10,8 @@
     ├── ToolError                   a tool invocation failed; becomes an error *outcome*
     │   ├── ToolConfigError         the task's configuration is unusable (not retryable)
     │   ├── ToolTimeout             the attempt ran past its timeout (retryable)
-    │   ├── KeychainError           tools.keychain: an entry cannot be resolved (not retryable)
-    │   └── ResultRefError          tools.results: a result reference cannot be read
+    │   ├── KeychainError           keychain: an entry cannot be resolved (not retryable)
+    │   └── ResultRefError          store.large_results: a result reference cannot be read
     ├── ConfigError                 the runtime (CLI/API/worker) is misconfigured
     ├── NotFound                    no execution (or catalog entry) with that id
     ├── ExecutionFinished           temporal.control: the execution already ended (HTTP 409)

@@ -24,8 +24,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from .engine.envelopes import RunOutput
 from .engine.event_types import LAST_EVENT_TYPES
 from .errors import NotFound
-from .status import ExecutionStatus
-from .store.events import EventStore
+from .status_layers import ExecutionStatus
+from .store.event_store import EventStore
 from .store.legacy import expand_types
 from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, WITH_OUTPUT, execution_state
 from .temporal.playbook_result import workflow_output

@@ -24,8 +24,8 @@ from .engine.envelopes import RunOutput
 from .errors import NoetlError
 from .observe import QUERY_PAGE, read_events
 from .oneline import one_line
-from .status import ExecutionStatus
-from .store.events import EventStore, open_event_store
+from .status_layers import ExecutionStatus
+from .store.event_store import EventStore, open_event_store
 from .temporal.client import Target, connect, start_execution
 from .temporal.devserver import EmbeddedTemporal
 from .temporal.hosting import hosted_worker

@@ -21,18 +21,20 @@ import importlib.util
 import json
 import os
 import resource
+import sys
 import time
 from pathlib import Path
 
-RUNNER = Path(__file__).resolve().parents[1] / "noetl_temporal" / "tools" / "_pyrunner.py"
+RUNNER = Path(__file__).resolve().parents[1] / "noetl_temporal" / "tools" / "python" / "runner" / "__init__.py"
 TASK = {"code": 'def main(i):\n    return {"i": i + 1}\n', "filename": "<fork floor>", "params": {"i": 1}}
 
 
 def _load_runner():
-    # As _pyzygote._load_runner does; not imported from there: under -S the package is not
+    # As zygote._load_runner does; not imported from there: under -S the package is not
     # on the path, and importing it would load the worker's modules into this stand-in.
-    spec = importlib.util.spec_from_file_location("_noetl_pyrunner", RUNNER)
-    runner = importlib.util.module_from_spec(spec)
+    spec = importlib.util.spec_from_file_location("_noetl_pyrunner", RUNNER,
+                                                  submodule_search_locations=[str(RUNNER.parent)])
+    runner = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     return runner
 

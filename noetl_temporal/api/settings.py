@@ -18,7 +18,7 @@ from temporalio.client import Client
 
 from noetl_temporal.errors import ConfigError
 from noetl_temporal.store.catalog import Catalog
-from noetl_temporal.store.events import EventStore
+from noetl_temporal.store.event_store import EventStore
 from noetl_temporal.temporal.client import Target, connect
 from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
 

@@ -54,7 +54,7 @@ async def _client(args: argparse.Namespace):
 
 
 def _store(args: argparse.Namespace):
-    from ..store.events import open_event_store
+    from ..store.event_store import open_event_store
 
     return open_event_store(args.event_store)
 

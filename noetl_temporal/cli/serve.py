@@ -105,7 +105,7 @@ def _settings(args: argparse.Namespace, **kwargs: Any) -> Any:
     from noetl_temporal.api.settings import Settings
 
     from ..store.catalog import Catalog
-    from ..store.events import open_event_store
+    from ..store.event_store import open_event_store
 
     return Settings(catalog=Catalog.from_config(args.catalog_dsn, args.catalog_path), token=args.token,
                     event_store=open_event_store(args.event_store),

@@ -20,7 +20,7 @@ from .keys import COPIED_STEP_KEYS, ROOT_KEYS, STEP_KEYS
 from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS
 from .origins import Origins
 from .patches import collect_patches
-from .policies import guard, normalize_admit
+from .policy_rules import guard, normalize_admit
 from .rejections import reject_root_keys, reject_step_keys
 from .tasks import TaskNormalizer
 

@@ -27,7 +27,7 @@ from .models import KNOWN_TOOL_KINDS
 from .noetl_only import NOETL_TOOL_KINDS, tool_kind_message
 from .origins import Origins
 from .patches import PATCH_KEYS, collect_patches
-from .policies import normalize_task_policy
+from .policy_rules import normalize_task_policy
 from .rejections import reject_task_keys
 from .task_output import normalize_output
 from .tool_check import check_keys

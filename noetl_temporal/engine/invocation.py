@@ -15,7 +15,7 @@ from .context import Scope, deep_merge
 from .failure import task_timeout_default
 from .messages import RunTask
 from .numbers import render_retry_numbers
-from .policy import max_policy_attempts
+from .policy_evaluation import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
 
 __all__ = ["render_config", "render_attempt", "reads_attempt", "run_task_command", "task_rules"]

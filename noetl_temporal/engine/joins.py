@@ -18,7 +18,7 @@ from typing import Any
 from .common import add_token
 from .context import deep_merge
 from .state import ExecutionState, Token
-from .states import TokenState, move
+from .state_machines import TokenState, move
 
 __all__ = ["UPSTREAMS_KEY", "waits_at_join", "fire_joins", "joined_args"]
 

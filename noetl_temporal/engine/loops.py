@@ -5,7 +5,7 @@ most ``max_in_flight`` at once); ``loop.done`` closes the step with
 Starting iterations is a chain of ``FillLoop`` completions, one iteration each; the end of
 an iteration is an ``IterationDone`` and the end of the loop a ``StepRunDone``, all
 returned to the completer, which dispatches them (this module never calls up into step
-runs). The loop's state moves by the "loop" table (``states.py``).
+runs). The loop's state moves by the "loop" table (``state_machines.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .failure import failure_mode
 from .messages import CancelTasks, Command
 from .numbers import render_number
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
-from .states import LoopState, move
+from .state_machines import LoopState, move
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "begin_fill", "fill_loop", "iteration_finished"]
 

@@ -31,13 +31,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..dsl.models import AdmitPolicy, Playbook, Step
-from ..status import ExecutionStatus, StepStatus, WorkflowStatus, transition
+from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..templates import evaluate_condition
 from . import budget, ctx_size, joins, loops, pipeline, steps
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
 from .context import deep_merge
-from .events import EventLog
+from .event_log import EventLog
 from .graph import StepGraph
 from .loops import DEFAULT_MAX_IN_FLIGHT
 from .messages import (
@@ -57,7 +57,7 @@ from .messages import (
 from .pipeline import INLINE_KINDS
 from .routing import EventName
 from .state import ExecutionState, Token
-from .states import TokenState, move
+from .state_machines import TokenState, move
 
 __all__ = ["new_state", "step_graph", "step", "INLINE_KINDS", "DEFAULT_MAX_IN_FLIGHT", "EventName"]
 

@@ -35,9 +35,9 @@ from .context import outcome_view, set_path
 from .envelopes import Outcome
 from .failure import timeout_message
 from .messages import Command, TaskFinished
-from .policy import evaluate_policy
+from .policy_evaluation import evaluate_policy
 from .state import ExecutionState, PipelineRun, StepRun
-from .states import PipelineAction, PipelineState, move
+from .state_machines import PipelineAction, PipelineState, move
 
 __all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome"]
 

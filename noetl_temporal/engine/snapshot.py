@@ -13,11 +13,11 @@ import dataclasses
 from typing import Any
 
 from ..dsl.models import Playbook
-from ..status import ExecutionStatus, StepStatus, WorkflowStatus
-from .events import EventLog
+from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus
+from .event_log import EventLog
 from .graph import StepGraph
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun, Token
-from .states import LoopState, PipelineState, TokenState
+from .state_machines import LoopState, PipelineState, TokenState
 
 __all__ = ["snapshot", "restore"]
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dsl.models import Playbook
-from ..status import ExecutionStatus, StepStatus, WorkflowStatus
-from .events import EventLog
+from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus
+from .event_log import EventLog
 from .graph import StepGraph
-from .states import LoopState, PipelineState, TokenState
+from .state_machines import LoopState, PipelineState, TokenState
 
 __all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "ExecutionState"]
 
@@ -30,7 +30,7 @@ class Token:
     step: str
     args: dict[str, Any] = field(default_factory=dict)
     source: str | None = None          # the step whose arc produced it
-    state: TokenState = TokenState.READY   # moves only by the "token" table (states.py)
+    state: TokenState = TokenState.READY   # moves only by the "token" table (state_machines.py)
     evaluated_ctx_version: int = -1
     joined: bool = False               # already passed its join barrier
     final: bool = False                # the once-after-quiescence final_step token
@@ -90,7 +90,7 @@ class LoopRun:
     results: list[Any] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     done_count: int = 0
-    state: LoopState = LoopState.FILLING   # moves only by the "loop" table (states.py)
+    state: LoopState = LoopState.FILLING   # moves only by the "loop" table (state_machines.py)
     halted: bool = False   # fail_fast: an iteration failed, start no more (the step will fail)
 
 

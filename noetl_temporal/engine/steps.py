@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..status import StepStatus, transition
+from ..status_layers import StepStatus, transition
 from . import budget, loops, pipeline, routing
 from .common import emit, error_outcome, record_failure, short, step_definition
 from .completions import Completion, StepRunDone

@@ -1,6 +1,7 @@
-"""Durable stores: the event log (and, in ``catalog``, playbook versions)."""
+"""Durable stores: the event log (and, in ``catalog``, playbook versions; in ``large_results``,
+task results too large for workflow history)."""
 
-from .events import (
+from .event_store import (
            EventStore,
            PostgresEventStore,
            SqliteEventStore,

@@ -20,11 +20,11 @@ attempt number (the engine leaves them unrendered), so a retried or re-run task 
 2, 3 ... including attempts lost with their worker (on the fast path, the workflow's attempt number).
 
 Secrets and large results are handled here, and only here: the keychain entries a task
-reads are resolved in the activity (``noetl_temporal.tools.keychain``), rendered into its
+reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
 configuration, and scrubbed out of the outcome (``***``) before anything is returned,
 heartbeated or logged; ResultRefs in the configuration are read back into their bodies
 before the tool runs, and a result larger than ``inline_max_bytes`` leaves as a ResultRef
-(``noetl_temporal.tools.results``), with ``outcome["result_ref"]`` set for ``result.stored``.
+(``noetl_temporal.store.large_results``), with ``outcome["result_ref"]`` set for ``result.stored``.
 
 What an invocation reports is a :class:`~noetl_temporal.engine.envelopes.TaskResult`; it
 crosses the boundary as its JSON (``to_dict``), the object recorded histories hold, and
@@ -50,15 +50,17 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
+from .. import keychain
+from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
-from ..engine.policy import evaluate_policy, retry_delay
+from ..engine.policy_evaluation import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
+from ..store import large_results
 from ..tool_kinds import READS_RESULT_REFS
-from ..tools import ToolCall, keychain, results, run_tool
+from ..tools import ToolCall, run_tool
 from ..tools.base import error_outcome
 from .converter import oversized
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
@@ -108,7 +110,7 @@ _READS_REFS = READS_RESULT_REFS
 
 async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keychain.Scrubber]:
     """``_attempt`` and secrets rendered in, ResultRefs read back: the configuration the tool gets."""
-    results.check_result_spec(cmd.result_spec)
+    large_results.check_result_spec(cmd.result_spec)
     knobs = cmd.spec.get(cmd.kind)
     if isinstance(knobs, dict):  # `spec.<kind>:` defaults from executor/step/loop/task layers
         cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
@@ -129,7 +131,7 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     else:
         config, scrubber = dict(cmd.config), keychain.Scrubber()
     if cmd.kind not in _READS_REFS:
-        config = await results.resolve_refs(config)
+        config = await large_results.resolve_refs(config)
     return config, scrubber
 
 
@@ -153,10 +155,10 @@ async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     except ToolError as err:
         return Outcome.from_dict(keychain.Scrubber(call.secrets)(error_outcome(err, call, started=started)))
     outcome = _located(scrubber(await run_tool(cmd.kind, config, call)), cmd)
-    if results.surely_inline(outcome.get("result"), cmd.result_spec):
+    if large_results.surely_inline(outcome.get("result"), cmd.result_spec):
         return Outcome.from_dict(outcome)  # the usual small result: no thread, no store
     try:
-        outcome = await asyncio.to_thread(results.externalize, outcome, cmd.result_spec,
+        outcome = await asyncio.to_thread(large_results.externalize, outcome, cmd.result_spec,
                                           execution_id=cmd.execution_id, task_run_id=cmd.task_run_id,
                                           attempt=call.attempt)
     except ToolError as err:

@@ -15,7 +15,7 @@ from typing import Any
 
 from temporalio import activity
 
-from ..store.events import EventStore
+from ..store.event_store import EventStore
 from .metrics import record_events_written
 
 __all__ = ["EventSink", "PERSIST_EVENTS_ACTIVITY", "persist_summary"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from temporalio.worker import Interceptor
 
-from ..store.events import EventStore, open_event_store
+from ..store.event_store import EventStore, open_event_store
 from .activities import ACTIVITIES
 from .metrics import MetricsInterceptor
 from .pacing import YIELD_ACTIVITY, yield_activation

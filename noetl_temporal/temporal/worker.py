@@ -29,7 +29,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .. import sealing
-from ..store.events import EventStore
+from ..store.event_store import EventStore
 from .converter import users_codec, warn_without_claim_check
 from .registration import SANDBOX_ENV, registration, sandbox_requested
 from .types import DEFAULT_TASK_QUEUE
@@ -45,7 +45,7 @@ __all__ = ["build_worker", "sandbox_runner", "workflow_runner", "PASSTHROUGH_MOD
 PASSTHROUGH_MODULES = (
     "jinja2", "markupsafe", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
     "noetl_temporal.templates", "noetl_temporal.template_limits", "noetl_temporal.template_undefined",
-    "noetl_temporal.errors", "noetl_temporal.status",
+    "noetl_temporal.errors", "noetl_temporal.status_layers",
     "noetl_temporal.dsl.models", "noetl_temporal.engine",
     # the tracing interceptor's workflow side (only used when tracing is on)
     "opentelemetry",

@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
     from ..engine import behaviours, ctx_size, machine, progress, snapshot
     from ..engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
-    from ..engine.events import EventLog
+    from ..engine.event_log import EventLog
     from ..engine.graph import StepGraph
     from ..engine.messages import (
         Cancel,
@@ -56,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
         Yield,
     )
     from ..engine.state import ExecutionState
-    from ..status import ExecutionStatus
+    from ..status_layers import ExecutionStatus
     from ..tool_kinds import WORKFLOW_KINDS
     from . import labels
     from .activities import INTERNAL_ERROR, POLICY_RETRY

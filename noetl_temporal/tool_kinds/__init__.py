@@ -45,7 +45,7 @@ REGISTRY_KINDS: tuple[str, ...] = tuple(k for k in TOOL_KINDS if k not in WORKFL
 READS_RESULT_REFS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items() if d.reads_result_refs)
 
 #: kinds the activity always prepares the keychain for
-CREDENTIAL_KINDS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items() if d.credentials)
+CREDENTIAL_KINDS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items() if d.credentials is not None)
 
 #: kinds the loader resolves away (``workbook``: replaced by the entry it names)
 LOAD_TIME_KINDS: tuple[str, ...] = ("workbook",)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Setting", "ToolKind", "COMMON", "accepts", "value_type", "type_names"]
+__all__ = ["Setting", "Credentials", "ToolKind", "COMMON", "accepts", "value_type", "type_names"]
 
 #: JSON types a setting may have
 Type = Literal["string", "number", "integer", "boolean", "mapping", "list", "null", "any"]
@@ -39,6 +39,20 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class Credentials:
+    """How a kind takes its connection from the keychain (the keychain's ``prepare`` reads
+    it; a kind that declares it always has its keychain prepared).
+
+    ``auth``: the key naming an entry, resolved even when no template reads it.
+    ``connection``: keys (with a mapping ``auth``) that may only come from a keychain
+    template: written in the playbook, the credentials would be stored in workflow history.
+    """
+
+    auth: str = "auth"
+    connection: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ToolKind:
     """A kind's settings and traits (see the module docstring)."""
 
@@ -58,7 +72,7 @@ class ToolKind:
     #: the tool reads ResultRefs itself; the activity leaves them unresolved
     reads_result_refs: bool = False
     #: the activity always prepares the keychain for it (a connection from ``auth``)
-    credentials: bool = False
+    credentials: Credentials | None = None
 
     def setting(self, key: str) -> Setting | None:
         """The setting ``key`` names (directly or as an alias), common ones included."""

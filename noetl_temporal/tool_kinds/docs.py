@@ -21,7 +21,7 @@ def _traits(decl: ToolKind) -> str:
         traits.append("inline (no activity, no history cost)")
     if decl.reads_result_refs:
         traits.append("reads ResultRefs itself")
-    if decl.credentials:
+    if decl.credentials is not None:
         traits.append("always resolves its keychain `auth`")
     return "; ".join(traits)
 

@@ -1,6 +1,6 @@
 """``kind: postgres`` (tools/postgres.py): SQL on PostgreSQL, credentials from the keychain."""
 
-from .declaration import Setting, ToolKind
+from .declaration import Credentials, Setting, ToolKind
 from .python import TIMEOUT
 from .sql import AUTOCOMMIT, PARAMS, STATEMENTS
 
@@ -20,5 +20,7 @@ POSTGRES = ToolKind(
     ignored={"credential": "NoETL's older name for the connection; write `auth: <keychain entry>`",
              "pool": "each task opens its own connection; pool settings do not apply",
              "script": "SQL from a file, bucket or URL is not fetched; inline it with `command:`"},
-    credentials=True,
+    # `auth: <entry>` names the connection; a DSN written in the playbook would land in
+    # workflow history, so `dsn`/`connection` only come from keychain templates
+    credentials=Credentials(auth="auth", connection=("dsn", "connection")),
 )

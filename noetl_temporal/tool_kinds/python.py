@@ -1,4 +1,4 @@
-"""``kind: python`` (tools/python.py): Python code in a sandboxed subprocess."""
+"""``kind: python`` (tools/python/): Python code in a sandboxed subprocess."""
 
 from .declaration import Setting, ToolKind
 

@@ -6,7 +6,6 @@ returns the outcome envelope for every invocation (``status``, ``result``, ``err
 """
 
 from . import _workdirs
-from ._pyfork import aclose_forkserver
 from .base import (
     TOOLS,
     Tool,
@@ -24,6 +23,7 @@ from .http import aclose_clients as _aclose_http_clients
 from .noop import NoopTool
 from .postgres import PostgresTool
 from .python import PythonTool
+from .python.forkserver import aclose_forkserver
 from .result import ResultTool
 from .shell import ShellTool
 

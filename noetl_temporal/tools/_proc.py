@@ -12,8 +12,8 @@ background is in the child's process group, which a live worker kills on timeout
 cancel, but it is not covered after a worker crash.) The signal is tied to the thread
 that spawned the child, the event loop's thread, which lives as long as the worker.
 The python tool's runners ask for it themselves (``start_on(...,
-child_sets_pdeathsig=True)``, see ``_pyspawn``); its fork server's children ask the fork
-server's death for it, and the fork server asks the worker's (``_pyzygote``).
+child_sets_pdeathsig=True)``, see ``python.spawn``); its fork server's children ask the fork
+server's death for it, and the fork server asks the worker's (``python.zygote``).
 
 The output pipes are created here rather than by asyncio (``stdout=PIPE``): asyncio's
 ``Process.wait()`` only returns once every pipe it owns is closed, so a background
@@ -102,7 +102,7 @@ def capture(limit: int, secrets: Sequence[str] = ()) -> Capture:
     """A :class:`Capture` that masks a task's ``secrets`` (``ToolCall.secrets``) before cutting."""
     if not secrets:
         return Capture(limit)
-    from .keychain import Scrubber  # lazily: keychain imports templates, most tasks have no secrets
+    from ..keychain import Scrubber  # lazily: the keychain imports templates, most tasks have no secrets
 
     return Capture(limit, Scrubber(secrets).text, margin=max(len(s.encode()) for s in secrets))
 

@@ -240,7 +240,7 @@ async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
     except Exception as exc:  # noqa: BLE001 - the envelope is the contract
         status, error = "error", _internal_error(exc)
         if call.secrets:  # the traceback may quote a secret: log the scrubbed text only
-            from .keychain import Scrubber
+            from ..keychain import Scrubber
 
             log.error("tool %s crashed in %s/%s: %s", kind, call.step, call.task,
                       Scrubber(call.secrets).text((error.details or {})["traceback"]))

@@ -3,7 +3,7 @@
 ``ref`` is a ResultRef (``ref: "{{ fetch }}"``) or its ``noetl://`` string; a value that
 is not a reference passes through, so the task works whether or not the upstream
 result was large enough to be stored. ``select: {name: expression | dotted.path}`` (expressions without ``{{ }}``, which the engine would render first)
-returns ``{name: value}`` instead of the whole body (see ``results.select_values``).
+returns ``{name: value}`` instead of the whole body (see ``large_results.select_values``).
 
 The activity does not pre-resolve references for this kind: the tool reads them itself.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ToolConfigError
+from ..store import large_results
 from ..tool_kinds.result import RESULT
-from . import results
 from .base import ToolCall
 
 
@@ -26,13 +26,13 @@ class ResultTool:
         if "ref" not in config:
             raise ToolConfigError("result task has no 'ref'", fix='add ref: "{{ <step or task name> }}"')
         ref = config["ref"]
-        if results.is_ref(ref) or (isinstance(ref, str) and ref.startswith("noetl://")):
-            value = await results.aresolve_ref(ref)
+        if large_results.is_ref(ref) or (isinstance(ref, str) and ref.startswith("noetl://")):
+            value = await large_results.aresolve_ref(ref)
         else:
-            value = await results.resolve_refs(ref)
+            value = await large_results.resolve_refs(ref)
         select = config.get("select")
         if select is None:
             return value
         if not isinstance(select, dict):
             raise ToolConfigError("result 'select' must map names to expressions or dotted paths")
-        return results.select_values(value, select)
+        return large_results.select_values(value, select)

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from noetl_temporal.store.events import PostgresEventStore, SqliteEventStore
+from noetl_temporal.store.event_store import PostgresEventStore, SqliteEventStore
 
 from .conftest import app_client, make_settings
 

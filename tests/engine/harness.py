@@ -21,7 +21,7 @@ from noetl_temporal.engine.messages import (
     TaskFinished,
     Yield,
 )
-from noetl_temporal.engine.policy import evaluate_policy
+from noetl_temporal.engine.policy_evaluation import evaluate_policy
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -7,7 +7,7 @@ import pytest
 
 from noetl_temporal.engine.budget import WORK_BUDGET
 from noetl_temporal.engine.context import build_context
-from noetl_temporal.engine.events import EventLog
+from noetl_temporal.engine.event_log import EventLog
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Cancel, Proceed, Start, Yield
 from tests.engine.harness import NOW, playbook, run

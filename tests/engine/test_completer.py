@@ -10,7 +10,7 @@ from noetl_temporal.engine.completer import complete, dispatch
 from noetl_temporal.engine.completions import FillLoop, IterationDone, PipelineDone, StepRunDone
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Proceed, Start
-from noetl_temporal.engine.states import LoopState, PipelineState
+from noetl_temporal.engine.state_machines import LoopState, PipelineState
 from noetl_temporal.errors import InvalidTransition
 
 from .harness import NOW, playbook, run

@@ -91,7 +91,7 @@ def test_find_cycle_finds_cycles(graph, cycle):
 
 def test_the_import_graph_is_read_from_the_source():
     graph = import_graph()
-    assert {"machine", "completer", "steps", "loops", "pipeline", "states", "completions"} <= set(graph)
+    assert {"machine", "completer", "steps", "loops", "pipeline", "state_machines", "completions"} <= set(graph)
     assert {"completer", "steps", "loops", "pipeline", "joins", "budget"} <= graph["machine"]
     assert "pipeline" in graph["loops"] and "loops" in graph["steps"]
 
@@ -107,7 +107,7 @@ def test_engine_modules_import_each_other_without_a_cycle():
     ("steps", {"completer", "machine"}),
     ("completer", {"machine"}),
     ("completions", {"pipeline", "loops", "steps", "completer", "machine"}),
-    ("states", set(import_graph()) - {"states"}),
+    ("state_machines", set(import_graph()) - {"state_machines"}),
 ])
 def test_lower_layers_never_import_upper_ones(lower, upper):
     """machine -> completer -> steps -> loops -> pipeline: ends travel up as completions."""
@@ -159,10 +159,10 @@ def test_the_engine_control_flow_does_not_recurse():
 
 
 def test_the_status_module_does_not_import_the_engine_at_load_time():
-    """The engine imports ``noetl_temporal.status``; the reverse only inside the docs
+    """The engine imports ``noetl_temporal.status_layers``; the reverse only inside the docs
     generator, so importing either first never meets a half-initialised module."""
-    tree = ast.parse((ENGINE.parent / "status.py").read_text())
+    tree = ast.parse((ENGINE.parent / "status_layers.py").read_text())
     top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
     modules = [getattr(node, "module", None) or "" for node in top_level]
     assert not [m for m in modules if m.startswith("engine") or ".engine" in m]
-    assert any(isinstance(node, ast.ImportFrom) and node.module == "engine.states" for node in ast.walk(tree))
+    assert any(isinstance(node, ast.ImportFrom) and node.module == "engine.state_machines" for node in ast.walk(tree))

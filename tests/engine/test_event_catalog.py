@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from noetl_temporal.engine.event_log import alias_of
 from noetl_temporal.engine.event_types import (
     CALL_DONE,
     CALL_ERROR,
@@ -23,7 +24,6 @@ from noetl_temporal.engine.event_types import (
     TERMINAL_EVENT_TYPES,
     WORKER_EVENTS,
 )
-from noetl_temporal.engine.events import alias_of
 from noetl_temporal.engine.messages import Cancel, Pause, Resume
 from noetl_temporal.engine.routing import boundary_event
 from noetl_temporal.store.legacy import expand_types
@@ -194,7 +194,7 @@ def test_control_and_failure_paths_emit_only_catalog_names():
 
 
 def test_status_tables_signal_catalog_events():
-    from noetl_temporal.status import TABLES
+    from noetl_temporal.status_layers import TABLES
 
     signals = {signal for table in TABLES.values() for signal in table.values()}
     assert signals <= set(EVENT_TYPES), signals - set(EVENT_TYPES)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from noetl_temporal.engine.events import PAYLOAD_CAP_BYTES, _surely_small_and_plain, cap_payload
+from noetl_temporal.engine.event_log import PAYLOAD_CAP_BYTES, _surely_small_and_plain, cap_payload
 
 
 def _by_encoding(payload):
@@ -46,11 +46,11 @@ def test_same_answer_as_encoding(payload, shortcut):
 
 
 def test_the_shortcut_bound_holds_for_the_worst_flat_payload():
-    from noetl_temporal.engine import events
+    from noetl_temporal.engine import event_log
 
-    keys = [f"k{i:02d}" for i in range(events._FLAT_KEYS)]
+    keys = [f"k{i:02d}" for i in range(event_log._FLAT_KEYS)]
     worst = {k: -1.2345678901234567e-300 for k in keys}
-    worst[keys[0]] = "\U0001F600" * (events._FLAT_CHARS - sum(map(len, keys)))
-    worst[keys[1]] = -(events._BIG_INT - 1)
+    worst[keys[0]] = "\U0001F600" * (event_log._FLAT_CHARS - sum(map(len, keys)))
+    worst[keys[1]] = -(event_log._BIG_INT - 1)
     assert _surely_small_and_plain(worst)
     assert len(json.dumps(worst, separators=(",", ":"))) < PAYLOAD_CAP_BYTES

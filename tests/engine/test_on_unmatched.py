@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from noetl_temporal.dsl import validate_text
-from noetl_temporal.engine.policy import evaluate_policy
+from noetl_temporal.engine.policy_evaluation import evaluate_policy
 
 from .harness import err, ok, run
 

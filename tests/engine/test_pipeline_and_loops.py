@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.engine.policy import evaluate_policy, max_policy_attempts, retry_delay
+from noetl_temporal.engine.policy_evaluation import evaluate_policy, max_policy_attempts, retry_delay
 
 from .harness import err, ok, run
 

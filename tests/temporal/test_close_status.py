@@ -13,7 +13,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 
 from noetl_temporal.observe import state_from_close
-from noetl_temporal.status import ExecutionStatus
+from noetl_temporal.status_layers import ExecutionStatus
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import normalized_state
 from noetl_temporal.temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, execution_state

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from noetl_temporal.store.events import open_event_store
+from noetl_temporal.store.event_store import open_event_store
 from tests.support import history as history_json
 from tests.support import postgres as pg
 from tests.support.history import CLAIM_CHECK

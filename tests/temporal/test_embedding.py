@@ -154,7 +154,7 @@ def stores(request, monkeypatch, tmp_path) -> dict[str, str]:
 
 def _rows_at_rest(stores: dict[str, str], execution_id: str) -> tuple[list[bytes], list[bytes]]:
     """Every stored event row and every stored result body of the execution, as raw bytes."""
-    from noetl_temporal.tools.results import PostgresResultStore
+    from noetl_temporal.store.large_results import PostgresResultStore
 
     url = stores["NOETL_EVENT_STORE"]
     if url.startswith("postgresql://"):
@@ -232,7 +232,7 @@ async def _start_and_read_through_the_api(cluster: EmbeddedTemporal, queue: str,
 
     from noetl_temporal.api import Settings, create_app
     from noetl_temporal.store.catalog import Catalog
-    from noetl_temporal.store.events import open_event_store
+    from noetl_temporal.store.event_store import open_event_store
     from noetl_temporal.temporal.client import Target
 
     target = Target(address=cluster.address, namespace=NAMESPACE, task_queue=queue, codec=CODEC)

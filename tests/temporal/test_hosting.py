@@ -10,8 +10,9 @@ import pytest
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.hosting import hosted_worker
-from noetl_temporal.tools import _pyfork, aclose_clients
+from noetl_temporal.tools import aclose_clients
 from noetl_temporal.tools import http as http_tool
+from noetl_temporal.tools.python import forkserver
 from tests.support.processes import pid_alive, wait_dead
 
 pytestmark = pytest.mark.temporal
@@ -38,8 +39,8 @@ async def _run_hosted(temporal, task_queue, http_server, *, owns_tools: bool):
                                        task_queue=task_queue, worker=False, execution_timeout_s=60)
         assert report.state == "COMPLETED", report.error
         clients = list(http_tool._CLIENTS.get(loop, {}).values())
-        fork_server = _pyfork.server_pid()
-        if _pyfork.enabled():
+        fork_server = forkserver.server_pid()
+        if forkserver.enabled():
             assert fork_server is not None and pid_alive(fork_server)
     assert clients, "the http task pooled no client"
     return clients, fork_server
@@ -50,7 +51,7 @@ async def test_stopping_a_hosted_worker_closes_the_tools_resources(temporal, tas
     loop = asyncio.get_running_loop()
     assert all(client.is_closed for client in clients)
     assert not http_tool._CLIENTS.get(loop)
-    assert _pyfork.server_pid() is None
+    assert forkserver.server_pid() is None
     if fork_server is not None:
         assert await wait_dead(fork_server), "the python fork server outlived its worker"
 
@@ -59,7 +60,7 @@ async def test_a_worker_that_does_not_own_the_tools_leaves_them_open(temporal, t
     clients, fork_server = await _run_hosted(temporal, task_queue, http_server, owns_tools=False)
     try:
         assert not any(client.is_closed for client in clients)
-        assert _pyfork.server_pid() == fork_server
+        assert forkserver.server_pid() == fork_server
     finally:
         await aclose_clients()
     assert all(client.is_closed for client in clients)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.store.events import open_event_store
+from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.claimcheck import DEFAULT_THRESHOLD, default_payload_store
 from tests.support.history import claim_check_keys
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
-from noetl_temporal.store.events import PostgresEventStore
+from noetl_temporal.store.event_store import PostgresEventStore
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from tests.api.test_cli_api import Proc, fresh_env
 from tests.support.postgres import execute, require_dsn

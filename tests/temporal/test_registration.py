@@ -8,7 +8,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import UnsandboxedWorkflowRunner, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from noetl_temporal.store.events import SqliteEventStore
+from noetl_temporal.store.event_store import SqliteEventStore
 from noetl_temporal.temporal.metrics import MetricsInterceptor
 from noetl_temporal.temporal.registration import REQUIRED_ACTIVITIES, SANDBOX_ENV, registration
 from noetl_temporal.temporal.types import WORKFLOW_NAME

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from noetl_temporal import sealing
-from noetl_temporal.store.events import SqliteEventStore
+from noetl_temporal.store.event_store import SqliteEventStore
 from tests.support.user_codec import EncryptingCodec
 
 SECRET = "sealed-secret-42"

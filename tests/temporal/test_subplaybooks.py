@@ -11,7 +11,7 @@ from temporalio.client import WorkflowExecutionStatus
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.observe import read_events
 from noetl_temporal.runner import run_with_client
-from noetl_temporal.store.events import open_event_store
+from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.naming import child_execution_id
 from noetl_temporal.temporal.worker import build_worker

@@ -18,7 +18,7 @@ from temporalio.exceptions import ApplicationError
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.observe import read_status
 from noetl_temporal.runner import run_with_client
-from noetl_temporal.store.events import open_event_store
+from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.control import cancel, describe, list_executions, read_detail
 from noetl_temporal.temporal.devserver import temporal_cli_path

@@ -29,7 +29,7 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.dsl.models import playbook_definition
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.store.catalog import Catalog
-from noetl_temporal.store.events import open_event_store
+from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal import labels
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.devserver import EmbeddedTemporal

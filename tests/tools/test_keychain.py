@@ -9,9 +9,9 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from noetl_temporal import keychain
 from noetl_temporal.errors import ToolConfigError, ToolError
-from noetl_temporal.tools import keychain
-from noetl_temporal.tools.keychain import (
+from noetl_temporal.keychain import (
     ChainProvider,
     EnvProvider,
     FileProvider,
@@ -157,6 +157,24 @@ def test_prepare_postgres_auth_and_literal_connections(monkeypatch: pytest.Monke
     monkeypatch.setenv("NOETL_KEYCHAIN_SELECTOR_NAME", "pg")
     chosen = prepare("postgres", {"auth": "{{ keychain.selector.name }}", "query": "SELECT 1"})
     assert "pg" in chosen.entries
+
+
+def test_what_a_kind_needs_from_the_keychain_is_its_declared_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    # prepare asks the kind's declaration, never tests a kind name: a kind declaring
+    # Credentials gets its auth entry resolved and its connection keys guarded.
+    from noetl_temporal.tool_kinds import DECLARATIONS
+    from noetl_temporal.tool_kinds.declaration import Credentials, ToolKind
+
+    declared = ToolKind(kind="warehouse", summary="a test kind", settings=(),
+                        credentials=Credentials(auth="account", connection=("url",)))
+    monkeypatch.setitem(DECLARATIONS, "warehouse", declared)
+    monkeypatch.setenv("NOETL_KEYCHAIN_WH", json.dumps({"url": "wh://u:pw-4321@h"}))
+    assert keychain.needs_keychain("warehouse", {})
+    assert prepare("warehouse", {"account": "wh"}).entries["wh"]["url"] == "wh://u:pw-4321@h"
+    with pytest.raises(ToolConfigError, match="warehouse 'url' is written in the playbook") as info:
+        prepare("warehouse", {"url": "wh://u:pw@h"})
+    assert "'account: <name>'" in (info.value.fix or "")
+    assert prepare("warehouse", {"auth": "wh"}).entries == {}  # `auth` is not this kind's key
 
 
 def test_prepare_errors(monkeypatch: pytest.MonkeyPatch) -> None:

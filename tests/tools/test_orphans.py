@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from noetl_temporal.tools import _proc
-from noetl_temporal.tools._pyzygote import SPARES
+from noetl_temporal.tools.python.zygote import SPARES
 from tests.support.processes import pid_alive, wait_dead
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -49,8 +49,9 @@ PARENT = textwrap.dedent("""
 # after the worker dies: only the parent-death signals can end it and its children.
 FORK_PARENT = textwrap.dedent("""
     import asyncio, json, os, sys, time
-    from noetl_temporal.tools import ToolCall, _pyfork, run_tool
-    from noetl_temporal.tools._pyzygote import SPARES
+    from noetl_temporal.tools import ToolCall, run_tool
+    from noetl_temporal.tools.python import forkserver
+    from noetl_temporal.tools.python.zygote import SPARES
 
     def children(pid):
         out = []
@@ -67,7 +68,7 @@ FORK_PARENT = textwrap.dedent("""
     async def main(path):
         out = await run_tool("python", {"code": "result = 1"}, ToolCall(execution_id="e", step="s", task="t"))
         assert out["status"] == "ok", out
-        server = _pyfork.server_pid()
+        server = forkserver.server_pid()
         # The task's process leaves, then its spare is replaced: wait for a set that stays.
         spares = []
         while len(spares) < SPARES or children(server) != spares:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.tools import ToolCall, _pyfork, _workdirs, aclose_clients, run_tool
+from noetl_temporal.tools import ToolCall, _workdirs, aclose_clients, run_tool
+from noetl_temporal.tools.python import forkserver
 from tests.support.processes import pid_alive, wait_dead
 
 PROBE = ("import os, sys, threading\n"
@@ -52,7 +53,7 @@ def children_of(pid: int) -> list[int]:
 
 async def test_a_forked_child_serves_one_task_in_a_clean_process(call: ToolCall) -> None:
     first = await probe(call)
-    server = _pyfork.server_pid()
+    server = forkserver.server_pid()
     assert server is not None and first["ppid"] == server  # forked by the fork server, not the worker
     assert first["ppid"] != os.getpid()
     assert first["sid"] == first["pid"]  # a session (and process group) of its own
@@ -70,7 +71,7 @@ async def test_a_forked_child_serves_one_task_in_a_clean_process(call: ToolCall)
 
 
 async def test_the_warm_up_leaves_nothing_a_task_can_see(call: ToolCall) -> None:
-    """Spares go through a small task before theirs (``_pyrunner.warm``), off its path."""
+    """Spares go through a small task before theirs (``runner.warm``), off its path."""
     code = ("import sys\n"
             "mod = sys.modules['__noetl_task__']\n"
             "print('only this')\n"
@@ -120,7 +121,7 @@ async def test_leaked_globals_and_module_state_do_not_reach_the_next_task(call: 
 
 async def test_crash_exit_and_hang_leave_the_server_and_the_next_task_unharmed(call: ToolCall) -> None:
     await probe(call)
-    server = _pyfork.server_pid()
+    server = forkserver.server_pid()
     seg = await py(call, "import ctypes\nctypes.string_at(0)")  # a real segfault in C code
     assert seg["error"]["code"] == "SIGSEGV", seg
     exited = await py(call, "import os\nos._exit(9)")
@@ -130,7 +131,7 @@ async def test_crash_exit_and_hang_leave_the_server_and_the_next_task_unharmed(c
     t0 = time.monotonic()
     hung = await py(call, "while True:\n    pass", timeout=1)
     assert hung["error"]["kind"] == "timeout" and time.monotonic() - t0 < 5
-    assert _pyfork.server_pid() == server and pid_alive(server)  # the same fork server throughout
+    assert forkserver.server_pid() == server and pid_alive(server)  # the same fork server throughout
     after = await probe(call)
     assert after["ppid"] == server
 
@@ -144,23 +145,23 @@ async def test_a_task_with_its_own_env_gets_its_own_process(call: ToolCall) -> N
 async def test_an_environment_change_starts_a_new_server_and_retires_the_old(
         call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
     await probe(call)
-    old = _pyfork.server_pid()
+    old = forkserver.server_pid()
     monkeypatch.setenv("NOETL_FORK_MARK", "after")
     out = await py(call, "import os\nresult = [os.getppid(), os.environ.get('NOETL_FORK_MARK')]")
-    new = _pyfork.server_pid()
+    new = forkserver.server_pid()
     assert new != old and out["result"] == [new, "after"]
     assert await wait_dead(old, 15), "the retired fork server was kept"
 
 
 async def test_disabled_fork_server_starts_a_process_per_task(call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(_pyfork.ENV_SWITCH, "0")
+    monkeypatch.setenv(forkserver.ENV_SWITCH, "0")
     out = await probe(call)
     assert out["ppid"] == os.getpid() and out["sid"] == out["pid"]
 
 
 async def test_a_killed_server_is_replaced_and_its_running_task_fails(call: ToolCall, tmp_path: Path) -> None:
     await probe(call)
-    server = _pyfork.server_pid()
+    server = forkserver.server_pid()
     call.workdir = str(tmp_path)
     task = asyncio.ensure_future(py(call, "import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(60)"))
     pid_file = tmp_path / "pid"
@@ -175,7 +176,7 @@ async def test_a_killed_server_is_replaced_and_its_running_task_fails(call: Tool
     assert await wait_dead(child), "a forked child outlived its fork server"
     call.workdir = None
     after = await probe(call)
-    assert after["ppid"] not in (server, os.getpid()) and after["ppid"] == _pyfork.server_pid()
+    assert after["ppid"] not in (server, os.getpid()) and after["ppid"] == forkserver.server_pid()
 
 
 async def test_timeout_kills_a_forked_process_and_its_group(call: ToolCall, tmp_path: Path) -> None:
@@ -196,7 +197,7 @@ async def test_timeout_kills_a_forked_process_and_its_group(call: ToolCall, tmp_
 
 async def test_closing_leaves_no_process(call: ToolCall) -> None:
     await probe(call)
-    server = _pyfork.server_pid()
+    server = forkserver.server_pid()
     end = time.monotonic() + 10
     while not (spares := children_of(server)):
         assert time.monotonic() < end, "the fork server keeps children forked ahead of time"
@@ -206,14 +207,14 @@ async def test_closing_leaves_no_process(call: ToolCall) -> None:
     for pid in spares:
         assert await wait_dead(pid), f"spare {pid} survived the fork server's shutdown"
     assert (await py(call, "result = 'again'"))["result"] == "again"  # the next task starts a new one
-    assert _pyfork.server_pid() not in (None, server)
+    assert forkserver.server_pid() not in (None, server)
 
 
 async def test_a_finished_event_loop_takes_its_server_along(call: ToolCall) -> None:
     async def worker() -> int:
         c = ToolCall(execution_id="e", step="s", task="t")
         assert (await run_tool("python", {"code": "result = 1"}, c))["result"] == 1
-        return _pyfork.server_pid()
+        return forkserver.server_pid()
 
     server = await asyncio.to_thread(asyncio.run, worker())  # no explicit close
     assert await wait_dead(server, 15), "a fork server outlived its event loop"
@@ -250,7 +251,7 @@ async def test_in_worker_errors_keep_the_envelope(call: ToolCall) -> None:
 
 
 async def test_in_worker_task_cancelled_before_a_thread_takes_it_never_runs(call: ToolCall, tmp_path: Path) -> None:
-    from noetl_temporal.tools._pyinworker import IN_WORKER_THREADS
+    from noetl_temporal.tools.python.inworker import IN_WORKER_THREADS
 
     # every thread busy for a while, then one more task, cancelled while it queues
     busy = [asyncio.ensure_future(py(call, "import time\ntime.sleep(0.8)\nresult = 1", in_worker=True))

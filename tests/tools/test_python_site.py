@@ -1,6 +1,6 @@
 """Python task processes start with ``-S`` and run ``site`` themselves, deferring the
 ``import`` lines of ``.pth`` files to the first import nothing else can satisfy
-(``_pyrunner.start_site``). Real interpreters, a real user site directory
+(``runner.start_site``). Real interpreters, a real user site directory
 (``PYTHONUSERBASE``) holding ``.pth`` files of the three kinds found in the wild:
 a path line, an import line that installs a finder (as editable installs do), and an
 import line that reads ``sitedir`` from the ``site`` frame running it (old namespace
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.tools import ToolCall, _pyfork, _pyspawn, aclose_clients, run_tool
+from noetl_temporal.tools import ToolCall, aclose_clients, run_tool
+from noetl_temporal.tools.python import forkserver, spawn
 
 HOOK = textwrap.dedent("""\
     import importlib.abc, importlib.util, sys
@@ -88,7 +89,7 @@ def user_site(tmp_path: Path, empty_site: Path) -> Path:
 @pytest.mark.parametrize("fork_server", ["1", "0"], ids=["fork-server", "process-per-task"])
 async def test_pth_hooks_wait_for_an_import_only_they_can_satisfy(
         user_site: Path, fork_server: str, call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
+    monkeypatch.setenv(forkserver.ENV_SWITCH, fork_server)
     try:
         out = await run_tool("python", {"code": PROBE}, call)
         assert out["status"] == "ok", out
@@ -111,8 +112,8 @@ async def test_pth_hooks_wait_for_an_import_only_they_can_satisfy(
 @pytest.mark.parametrize("fork_server", ["1", "0"], ids=["fork-server", "process-per-task"])
 async def test_pth_hooks_run_at_start_when_deferring_is_switched_off(
         user_site: Path, fork_server: str, call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
-    monkeypatch.setenv(_pyspawn.LAZY_PTH_SWITCH, "0")  # a plain interpreter: site at start-up
+    monkeypatch.setenv(forkserver.ENV_SWITCH, fork_server)
+    monkeypatch.setenv(spawn.LAZY_PTH_SWITCH, "0")  # a plain interpreter: site at start-up
     try:
         out = await run_tool("python", {"code": PROBE}, call)
         assert out["status"] == "ok", out
@@ -174,7 +175,7 @@ async def test_a_thread_that_misses_while_another_runs_the_hooks_waits_for_them(
     sitedir = empty_site
     (sitedir / "noetl_pth_slow.py").write_text(SLOW_HOOK)
     (sitedir / "slow.pth").write_text("import noetl_pth_slow; noetl_pth_slow.install()\n")
-    monkeypatch.setenv(_pyfork.ENV_SWITCH, fork_server)
+    monkeypatch.setenv(forkserver.ENV_SWITCH, fork_server)
     try:
         out = await run_tool("python", {"code": THREADS}, call)
         assert out["status"] == "ok", out

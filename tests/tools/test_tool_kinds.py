@@ -81,9 +81,9 @@ def test_each_tool_points_at_its_kinds_declaration():
 
 
 def test_the_traits_the_runtime_reads_come_from_the_declarations():
+    from noetl_temporal import keychain
     from noetl_temporal.engine import pipeline
     from noetl_temporal.temporal import activities
-    from noetl_temporal.tools import keychain
 
     assert pipeline.INLINE_KINDS == {"noop"}
     assert pipeline._RENDERED_IN_WORKFLOW == {"noop", "playbook"}  # replay: unchanged sets

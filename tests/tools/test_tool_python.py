@@ -239,7 +239,7 @@ async def test_prebound_modules_and_what_a_task_does_not_pay_for(call: ToolCall)
     out = await py(call, "result = [datetime.date(2024, 1, 2).isoformat(), len(str(uuid.uuid4()))]")
     assert out["result"] == ["2024-01-02", 36]
     # Named only in pieces, so the code does not ask for them: what only errors and odd
-    # callables need is not in a task's process unless it imports it (_pyrunner.preload).
+    # callables need is not in a task's process unless it imports it (runner.preload).
     out = await py(call, "import sys\nresult = [m in sys.modules for m in ('in' + 'spect', 'trace' + 'back')]")
     assert out["result"] == [False, False]
 
@@ -292,8 +292,8 @@ async def test_fork_in_user_code_does_not_corrupt_response(call: ToolCall) -> No
 async def test_a_secret_cut_by_the_output_limit_is_masked_before_the_cut(call: ToolCall, offset: int) -> None:
     """Issue 24: stdout was cut to 64 KB, then masked; a secret across the cut stayed
     partly visible (22 of 25 characters in Temporal history)."""
-    from noetl_temporal.tools import python as python_tool
-    from noetl_temporal.tools.keychain import Scrubber, secret_values
+    from noetl_temporal.keychain import Scrubber, secret_values
+    from noetl_temporal.tools.python import tool as python_tool
 
     secret = "s3cr3t-V4lue-0123456789xyz"
     call.secrets = Scrubber(secret_values({"api": {"token": secret}})).secrets

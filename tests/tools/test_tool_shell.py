@@ -150,7 +150,7 @@ async def test_cancellation_kills_the_command(call: ToolCall, tmp_path: Path) ->
 async def test_a_secret_reaches_the_command_through_the_environment_not_argv(call: ToolCall, tmp_path: Path,
                                                                             word: str, secret: str) -> None:
     """Issue 24: a keychain value inside ``cmd`` was visible in ``ps`` while the task ran."""
-    from noetl_temporal.tools.keychain import Scrubber, secret_values
+    from noetl_temporal.keychain import Scrubber, secret_values
 
     call.secrets = Scrubber(secret_values({"api": {"token": secret}})).secrets
     word = word.format(s=secret)
@@ -166,7 +166,7 @@ async def test_a_secret_reaches_the_command_through_the_environment_not_argv(cal
 async def test_a_rendered_command_that_is_itself_a_secret_keeps_its_shape(call: ToolCall) -> None:
     """The keychain also masks each value a template rendered to: for a shell task, the whole
     ``cmd``. Only the secret inside it moves to the environment."""
-    from noetl_temporal.tools.keychain import Scrubber, secret_values
+    from noetl_temporal.keychain import Scrubber, secret_values
 
     cmd = "printf '%s' 'k3y-V4lue-0123' | wc -c"
     call.secrets = Scrubber(secret_values({"api": {"token": "k3y-V4lue-0123"}}, rendered=[cmd])).secrets

@@ -31,7 +31,7 @@ import queue
 import threading
 from typing import Any
 
-from . import _pyrunner
+from . import runner
 
 IN_WORKER_THREADS = 8
 
@@ -44,11 +44,11 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     import sys
 
     try:
-        return _pyrunner._run(request)
+        return runner._run(request)
     finally:
         # _run registers the task's module (dataclasses and pickle look it up); in a
         # worker that would keep the last task's globals alive.
-        sys.modules.pop(_pyrunner.MODULE, None)
+        sys.modules.pop(runner.MODULE, None)
 
 
 def _deliver(future: asyncio.Future, result: Any, error: BaseException | None) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from noetl_temporal.engine.messages import RunTask
+from noetl_temporal.store import large_results
 from noetl_temporal.temporal.activities import execute
-from noetl_temporal.tools import ToolCall, results, run_tool
+from noetl_temporal.tools import ToolCall, run_tool
 from tests.support import postgres as pg
 
 
@@ -28,14 +29,14 @@ def outcome_of(value) -> dict:
 
 
 def test_small_results_stay_inline() -> None:
-    out = results.externalize(outcome_of({"a": 1}), {}, execution_id="exec-1", task_run_id="s:run:1:task:t:1",
+    out = large_results.externalize(outcome_of({"a": 1}), {}, execution_id="exec-1", task_run_id="s:run:1:task:t:1",
                               attempt=1)
     assert out["result"] == {"a": 1} and "result_ref" not in out
 
 
 def test_large_result_goes_to_the_fs_store(store_dir: Path) -> None:
     value = {"items": [{"id": i, "name": f"n{i}"} for i in range(20000)], "total": 20000}
-    out = results.externalize(outcome_of(value),
+    out = large_results.externalize(outcome_of(value),
                               {"select": {"total": "total", "first": "items.0.name", "n": "{{ items | length }}",
                                           "bare": "items | length"},
                                "preview": 50},
@@ -48,47 +49,47 @@ def test_large_result_goes_to_the_fs_store(store_dir: Path) -> None:
     body = path.read_bytes()
     assert ref["meta"] == {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest(),
                            "content_type": "application/json"}
-    assert ref["meta"]["bytes"] > results.DEFAULT_INLINE_MAX_BYTES
+    assert ref["meta"]["bytes"] > large_results.DEFAULT_INLINE_MAX_BYTES
     assert ref["extracted"] == {"total": 20000, "first": "n0", "n": 20000, "bare": 20000}
     assert ref["preview"] == json.dumps(value)[:50]
     assert len(json.dumps(ref)) < 1000
-    assert results.resolve_ref(ref) == value
-    assert results.resolve_ref(ref["ref"]) == value
+    assert large_results.resolve_ref(ref) == value
+    assert large_results.resolve_ref(ref["ref"]) == value
     # tampering is detected
     path.write_bytes(body.replace(b'"n0"', b'"XX"'))
-    with pytest.raises(results.ResultRefError, match="sha256"):
-        results.resolve_ref(ref)
+    with pytest.raises(large_results.ResultRefError, match="sha256"):
+        large_results.resolve_ref(ref)
 
 
 def test_thresholds_and_preview() -> None:
     small = {"x": "y" * 100}
-    assert results.externalize(outcome_of(small), {"inline_max_bytes": 10}, execution_id="e", task_run_id="t",
+    assert large_results.externalize(outcome_of(small), {"inline_max_bytes": 10}, execution_id="e", task_run_id="t",
                                attempt=1)["result"]["kind"] == "result_ref"
-    assert results.make_preview(list(range(100)), True) == list(range(10))
-    assert results.make_preview("abcdef", 3) == "abc"
-    assert results.make_preview("abc", None) is None
+    assert large_results.make_preview(list(range(100)), True) == list(range(10))
+    assert large_results.make_preview("abcdef", 3) == "abc"
+    assert large_results.make_preview("abc", None) is None
 
 
 def test_malformed_and_unknown_refs() -> None:
     for bad in ("noetl://fs/../etc/passwd", "noetl://fs/exec-1/../../x", "noetl://s3/a/b", "http://x"):
-        with pytest.raises(results.ResultRefError):
-            results.resolve_ref(bad)
-    with pytest.raises(results.ResultRefError, match="not found"):
-        results.resolve_ref("noetl://fs/exec-1/missing.json")
+        with pytest.raises(large_results.ResultRefError):
+            large_results.resolve_ref(bad)
+    with pytest.raises(large_results.ResultRefError, match="not found"):
+        large_results.resolve_ref("noetl://fs/exec-1/missing.json")
 
 
 async def test_resolve_refs_in_a_config() -> None:
     value = ["x" * 300_000]
-    ref = results.externalize(outcome_of(value), {}, execution_id="e", task_run_id="t", attempt=1)["result"]
+    ref = large_results.externalize(outcome_of(value), {}, execution_id="e", task_run_id="t", attempt=1)["result"]
     config = {"input": {"doc": ref, "again": [ref], "n": 1}, "plain": {"kind": "result_ref"}}
-    resolved = await results.resolve_refs(config)
+    resolved = await large_results.resolve_refs(config)
     assert resolved["input"] == {"doc": value, "again": [value], "n": 1}
     assert resolved["plain"] == {"kind": "result_ref"}  # not a reference: no noetl:// ref
 
 
 async def test_result_tool(call: ToolCall) -> None:
     value = {"data": {"rows": [{"id": 1}, {"id": 2}]}, "blob": "z" * 300_000}
-    ref = results.externalize(outcome_of(value), {}, execution_id="e", task_run_id="t", attempt=1)["result"]
+    ref = large_results.externalize(outcome_of(value), {}, execution_id="e", task_run_id="t", attempt=1)["result"]
     whole = await run_tool("result", {"ref": ref}, call)
     assert whole["status"] == "ok" and whole["result"] == value
     picked = await run_tool("result", {"ref": ref["ref"], "select": {"ids": "data.rows", "n": "data.rows | length"}},
@@ -105,17 +106,17 @@ async def test_postgres_result_store(monkeypatch: pytest.MonkeyPatch) -> None:
     dsn = pg.require_dsn()
     monkeypatch.setenv("NOETL_RESULT_STORE_DSN", dsn)
     value = {"blob": "p" * 300_000}
-    out = results.externalize(outcome_of(value), {"store": "postgres"}, execution_id="exec-pg",
+    out = large_results.externalize(outcome_of(value), {"store": "postgres"}, execution_id="exec-pg",
                               task_run_id=pg.unique_name("ref"), attempt=1)
     ref = out["result"]
     assert ref["store"] == "postgres" and ref["ref"].startswith("noetl://postgres/exec-pg/")
     try:
-        assert results.resolve_ref(ref) == value
+        assert large_results.resolve_ref(ref) == value
     finally:
         pg.execute(dsn, f"DELETE FROM noetl_result_store WHERE ref = '{ref['ref']}'")
     monkeypatch.delenv("NOETL_RESULT_STORE_DSN")
     with pytest.raises(Exception, match="NOETL_RESULT_STORE_DSN"):
-        results.check_result_spec({"store": "postgres"})
+        large_results.check_result_spec({"store": "postgres"})
 
 
 # ----------------------------------------------------------- the activity's preparation
@@ -188,7 +189,7 @@ async def test_execute_resolves_refs_and_stores_large_results(http_server, store
     ({"a": "b"}, 0, False),                 # inline_max_bytes: 0 stores everything
 ])
 def test_surely_inline(value, limit, expected) -> None:
-    assert results.surely_inline(value, {"inline_max_bytes": limit}) is expected
+    assert large_results.surely_inline(value, {"inline_max_bytes": limit}) is expected
 
 
 @pytest.mark.parametrize("value", [
@@ -197,6 +198,6 @@ def test_surely_inline(value, limit, expected) -> None:
 def test_surely_inline_never_says_yes_to_a_body_over_the_limit(value) -> None:
     size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
     for limit in range(0, 2 * size + 400, 7):
-        if results.surely_inline(value, {"inline_max_bytes": limit}):
+        if large_results.surely_inline(value, {"inline_max_bytes": limit}):
             assert size <= limit, (limit, size)
-    assert results.surely_inline(value, {"inline_max_bytes": 1 << 20})
+    assert large_results.surely_inline(value, {"inline_max_bytes": 1 << 20})

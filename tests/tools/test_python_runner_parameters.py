@@ -7,8 +7,8 @@ import functools
 
 import pytest
 
-from noetl_temporal.tools import _pyrunner
-from noetl_temporal.tools._pyrunner import _call_main, _parameters_by_inspect, parameters
+from noetl_temporal.tools.python import runner
+from noetl_temporal.tools.python.runner import _call_main, _parameters_by_inspect, parameters
 
 SOURCES = [
     "def main(): pass",
@@ -79,6 +79,6 @@ def test_kinds_match_inspect_numbering():
 
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
              inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
-    ours = (_pyrunner.POSITIONAL_ONLY, _pyrunner.POSITIONAL_OR_KEYWORD, _pyrunner.VAR_POSITIONAL,
-            _pyrunner.KEYWORD_ONLY, _pyrunner.VAR_KEYWORD)
+    ours = (runner.POSITIONAL_ONLY, runner.POSITIONAL_OR_KEYWORD, runner.VAR_POSITIONAL,
+            runner.KEYWORD_ONLY, runner.VAR_KEYWORD)
     assert [int(k) for k in kinds] == list(ours)

@@ -12,7 +12,7 @@ import pytest
 
 from noetl_temporal.dsl.models import TaskAction
 from noetl_temporal.engine.snapshot import restore, snapshot
-from noetl_temporal.engine.states import (
+from noetl_temporal.engine.state_machines import (
     ENGINE_TABLES,
     ENGINE_TERMINAL,
     LoopState,
@@ -22,7 +22,7 @@ from noetl_temporal.engine.states import (
     move,
 )
 from noetl_temporal.errors import InvalidTransition
-from noetl_temporal.status import mermaid, render_docs
+from noetl_temporal.status_layers import mermaid, render_docs
 
 from .harness import feed, finished, ok, playbook, run
 

@@ -1,7 +1,7 @@
 """A runner process started for one python task (``python -S -c RUNNER``), and the pipes
 every runner is served through.
 
-The fork server (``_pyfork``) serves most tasks; a process of its own is started for a
+The fork server (``forkserver``) serves most tasks; a process of its own is started for a
 task whose environment differs from the fork server's (``env:`` of its own), and for
 every task when the fork server is unavailable or disabled (``NOETL_PYTHON_FORKSERVER=0``).
 It costs a fresh interpreter per task (about 17 ms) but isolates exactly alike: its own
@@ -18,16 +18,29 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import _proc
+from .. import _proc
 
-RUNNER = (Path(__file__).with_name("_pyrunner.py")).read_text(encoding="utf-8")
+#: the runner package (``runner/``), loaded by path: it runs outside ``noetl_temporal``
+RUNNER_PATH = str(Path(__file__).with_name("runner") / "__init__.py")
+#: a spawned runner's program: load the runner package by path under a private name (its
+#: modules import each other relatively; nothing comes from ``sys.path``) and run it. The
+#: loader functions are the frozen importlib's, loaded at start-up: ``importlib.util``
+#: is not, and each import is start-up time every spawned task pays.
+RUNNER = f"""import sys
+from _frozen_importlib import module_from_spec
+from _frozen_importlib_external import spec_from_file_location
+spec = spec_from_file_location("_noetl_pyrunner", {RUNNER_PATH!r}, submodule_search_locations=[{str(Path(RUNNER_PATH).parent)!r}])
+runner = sys.modules[spec.name] = module_from_spec(spec)
+spec.loader.exec_module(runner)
+runner.child_main()
+"""
 #: ``0`` in a runner's environment: start it as a plain interpreter, ``.pth`` hooks and all
 LAZY_PTH_SWITCH = "NOETL_PYTHON_LAZY_PTH"
 
 
 def interpreter_flags(env: dict[str, str]) -> list[str]:
     """``-S`` for a runner or fork server: it runs ``site`` itself and leaves the import
-    hooks of ``.pth`` files until an import needs them (``_pyrunner.start_site``), unless
+    hooks of ``.pth`` files until an import needs them (``runner.start_site``), unless
     its environment says ``NOETL_PYTHON_LAZY_PTH=0``."""
     if env.get(LAZY_PTH_SWITCH, "").strip().lower() in ("0", "false", "no", "off"):
         return []

@@ -3,10 +3,10 @@
 A process per task, not ``exec`` in the worker: a crash, ``os._exit``, ``sys.exit``, a
 segfault, a leaked thread or an endless loop in user code must not take the worker (and
 every other activity on it) down. The process is forked from the loop's fork server
-(``_pyfork``/``_pyzygote``, about a millisecond) or, for a task with an environment of
-its own, started for it (``_pyspawn``); see ``_pyrunner`` for the child side and the
+(``forkserver``/``zygote``, about a millisecond) or, for a task with an environment of
+its own, started for it (``spawn``); see ``runner`` for the child side and the
 protocol. ``in_worker: true`` opts a tiny trusted task out of the process boundary
-(``_pyinworker``).
+(``inworker``).
 
 Semantics (NoETL's, per the corpus): ``input`` and ``args`` are merged (``args`` wins),
 bound as globals by name and as ``input_data``/``args``; the code sets ``result`` or
@@ -26,11 +26,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ToolConfigError, ToolError, ToolTimeout
-from ..tool_kinds.python import PYTHON
-from . import _proc, _pyfork, _pyinworker, _pyspawn, _workdirs
-from ._pyspawn import RUNNER  # noqa: F401 - the child's program, re-exported
-from .base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
+from ...errors import ToolConfigError, ToolError, ToolTimeout
+from ...tool_kinds.python import PYTHON
+from .. import _proc, _workdirs
+from ..base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
+from . import forkserver, inworker, spawn
+from .spawn import RUNNER  # noqa: F401 - the child's program, re-exported
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def _env(config: dict) -> tuple[dict[str, str], dict[str, str]]:
     extra = config.get("env") or {}
     if not isinstance(extra, dict):
         raise ToolConfigError("python task 'env' must be a mapping")
-    base = _pyspawn.base_env()  # the worker's environment, PYTHONIOENCODING=utf-8 by default
+    base = spawn.base_env()  # the worker's environment, PYTHONIOENCODING=utf-8 by default
     if not extra:
         return base, base
     env = dict(base)
@@ -139,7 +140,7 @@ class PythonTool:
 
     async def _in_worker(self, request: dict, timeout: float) -> Any:
         try:
-            resp = await _pyinworker.run(request, timeout)
+            resp = await inworker.run(request, timeout)
         except TimeoutError:
             raise ToolTimeout(f"python code ran past its {timeout:g} s timeout; in_worker mode cannot stop "
                               "it, its thread runs on") from None
@@ -148,21 +149,21 @@ class PythonTool:
         empty = _proc.Capture(0)
         return self._answer(resp, empty, empty, None)
 
-    async def _start(self, env: dict, base: dict, cwd: str, pipes: _pyspawn.TaskPipes) -> Any:
+    async def _start(self, env: dict, base: dict, cwd: str, pipes: spawn.TaskPipes) -> Any:
         """A forked child when the fork server serves this environment, else a process of its own."""
-        if _pyfork.enabled() and env == base:
+        if forkserver.enabled() and env == base:
             try:
-                return await _pyfork.fork_runner(env, pipes)
+                return await forkserver.fork_runner(env, pipes)
             except OSError as exc:
                 log.warning("python fork server unavailable (%s); starting a process for the task", exc)
-        return await _pyspawn.spawn_runner(env, cwd, pipes)
+        return await spawn.spawn_runner(env, cwd, pipes)
 
     async def _execute(self, payload: bytes, timeout: float, env: dict, base: dict, cwd: str,
                        call: ToolCall) -> Any:
         deadline = time.monotonic() + timeout
         out, err = _proc.capture(OUTPUT_LIMIT, call.secrets), _proc.capture(OUTPUT_LIMIT, call.secrets)
         response = bytearray()
-        pipes = _pyspawn.TaskPipes()
+        pipes = spawn.TaskPipes()
         try:
             # The request's head goes into the pipe before the runner exists, so it need
             # not wait for this loop to come round to feeding it.
@@ -172,7 +173,7 @@ class PythonTool:
             pipes.close()
             raise
         pumps = pipes.attach(out.feed, err.feed, response.extend)
-        if isinstance(proc, _pyfork.ForkedChild):  # done once answered: its teardown is not our wait
+        if isinstance(proc, forkserver.ForkedChild):  # done once answered: its teardown is not our wait
             pumps.tasks[-1].add_done_callback(lambda _: proc.answered() if response else None)
         # The usual small request went in whole: close stdin now, without a feeding task.
         feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest)) if rest else None

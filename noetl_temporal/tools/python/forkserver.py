@@ -1,4 +1,4 @@
-"""Worker side of the python tool's fork server (``_pyzygote``): one per event loop.
+"""Worker side of the python tool's fork server (``zygote``): one per event loop.
 
 Starting an interpreter costs tens of milliseconds; forking a small one that has
 already imported the runner costs about one. So each event loop starts one fork server
@@ -11,7 +11,7 @@ with the fork server, which dies with the worker.
 The fork server is started when the first task needs it, and again when it died (the
 next task starts a new one; tasks in flight at its death fail as killed). Its
 environment is fixed at start, so only tasks whose environment equals it are served
-(a task with ``env:`` of its own gets a process of its own, ``_pyspawn``); after a
+(a task with ``env:`` of its own gets a process of its own, ``spawn``); after a
 change of the worker's ``os.environ`` a new one is started and the old one retires once
 its tasks are done.
 
@@ -32,14 +32,14 @@ import sys
 import weakref
 from pathlib import Path
 
-from . import _proc
-from ._pyspawn import TaskPipes, interpreter_flags
+from .. import _proc
+from .spawn import TaskPipes, interpreter_flags
 
 log = logging.getLogger(__name__)
 
 ENV_SWITCH = "NOETL_PYTHON_FORKSERVER"
-ZYGOTE = (Path(__file__).with_name("_pyzygote.py")).read_text(encoding="utf-8")
-RUNNER_PATH = str(Path(__file__).with_name("_pyrunner.py"))
+ZYGOTE = (Path(__file__).with_name("zygote.py")).read_text(encoding="utf-8")
+RUNNER_PATH = str(Path(__file__).with_name("runner") / "__init__.py")
 #: where the fork server waits: a directory no task owns (children enter theirs)
 IDLE_CWD = os.path.abspath(os.sep)
 #: how long to wait for the fork server to leave when it is closed

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
+from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..templates import evaluate_condition
 
 __all__ = ["Decision", "evaluate_policy", "retry_delay", "max_policy_attempts"]

@@ -1,10 +1,10 @@
 """The python tool's fork server ("zygote"), run as
 ``python -S -c <this file's text> <runner path> <worker pid> <control fd> <tasks fd>``
-(``-S``: ``site`` runs from ``_pyrunner.start_site``, which keeps ``.pth`` hooks out of it).
+(``-S``: ``site`` runs from ``runner.start_site``, which keeps ``.pth`` hooks out of it).
 
 Started once per worker event loop as a fresh interpreter (never a fork of the worker:
 no asyncio loop, threads, sockets or Temporal state to inherit), it loads the runner
-(``_pyrunner``), imports what the runner may need, and then only forks. It never runs
+(``runner``), imports what the runner may need, and then only forks. It never runs
 user code itself, so every task starts from the same clean, pre-imported state.
 
 Forking is kept off the task's path: ``SPARES`` children are forked ahead of time, each
@@ -12,7 +12,7 @@ already in its own session with its parent-death signal set, blocked on the *tas
 socket. The worker sends ``run <id>`` there with four descriptors (the task's stdin,
 stdout, stderr and response pipe ends); exactly one waiting child receives it, reports
 ``<id> <pid>`` to the zygote (which replaces it, see ``REPLACE_AFTER``), drops everything
-of the server and serves the task (``_pyrunner.serve``). The worker never needs the pid:
+of the server and serves the task (``runner.serve``). The worker never needs the pid:
 signals go through the zygote.
 
 On the control socket (``SOCK_SEQPACKET``, one message per datagram):
@@ -40,10 +40,13 @@ import time
 def _load_runner(path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_noetl_pyrunner", path)
+    # A package (its __init__.py): registered under its name before it runs, as its modules
+    # import each other relatively, and found in its own directory, never on sys.path.
+    spec = importlib.util.spec_from_file_location("_noetl_pyrunner", path,
+                                                  submodule_search_locations=[os.path.dirname(path)])
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the python tool runner from {path}")
-    runner = importlib.util.module_from_spec(spec)
+    runner = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     return runner
 
@@ -59,7 +62,7 @@ RETRY_FORK = 0.1  # seconds before forking again after a failed fork
 def _spare(zygote, warm):
     """In a forked child: get ready, wait for one task, serve it, never return.
 
-    ``warm``: touch what a task touches before it arrives (``_pyrunner.warm``), unless a
+    ``warm``: touch what a task touches before it arrives (``runner.warm``), unless a
     task is already waiting for this child."""
     try:
         os.setsid()  # its own process group: a timeout kills everything the code started
