@@ -87,6 +87,11 @@ class ErrorInfo:
     extra: Mapping[str, Any] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def is_empty(self) -> bool:
+        """Read from ``{}``: an error object that names nothing (the engine treats it as absent)."""
+        return self.keys == ()
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ErrorInfo:
         data = _mapping(data, "an outcome's error")

@@ -10,6 +10,7 @@ The pipeline's state moves by the "pipeline" table (``states.py``); a task polic
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ from . import budget, ctx_size, invocation
 from .common import (
     emit,
     ended_outcome,
-    error_envelope,
+    engine_error,
     error_outcome,
     patch_ctx,
     record_failure,
@@ -32,7 +33,7 @@ from .common import (
 )
 from .completions import IterationDone, PipelineDone
 from .context import outcome_view, set_path
-from .envelopes import Outcome
+from .envelopes import ErrorInfo, Outcome
 from .failure import timeout_message
 from .messages import Command, TaskFinished
 from .policy import evaluate_policy
@@ -51,6 +52,9 @@ INLINE_KINDS = tool_kinds.INLINE_KINDS
 #: undefined-value warnings kept per task run (a loop over a typo would repeat one)
 _MAX_WARNINGS = 10
 _RENDERED_IN_WORKFLOW = tool_kinds.IN_WORKFLOW_KINDS
+#: the error of a cancelled task that reported none (an ``ok`` outcome that arrived after
+#: the cancel): the empty error object the step's failure always carried then
+_NO_ERROR = ErrorInfo.from_dict({})
 
 
 def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
@@ -64,8 +68,9 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
     while not pipe.finished:
         if run.cancelled or run.timed_out:
             return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled,
-                                 error={"kind": "timeout" if run.timed_out else "cancelled",
-                                        "message": "step timed out" if run.timed_out else "cancelled"})
+                                 error=ErrorInfo(kind="timeout" if run.timed_out else "cancelled",
+                                                 message="step timed out" if run.timed_out else "cancelled",
+                                                 keys=("kind", "message")))
         if pipe.pc >= len(tasks):
             return _end_pipeline(state, run, pipe, failed=False, error=None)
         task = tasks[pipe.pc]
@@ -94,7 +99,7 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
             continue
         if task.kind in INLINE_KINDS:
             outcome = _inline_outcome(task, config)
-            too_big = ctx_size.inline_overflow(state, outcome.get("result"), f"{run.step}.tool.{task.name}")
+            too_big = ctx_size.inline_overflow(state, outcome.result, f"{run.step}.tool.{task.name}")
             if too_big is not None:
                 outcome = error_outcome("limit", too_big)
             end = _apply_outcome(state, run, pipe, task, task_run_id, outcome, attempts=[], decision=None)
@@ -114,9 +119,9 @@ def _move(pipe: PipelineRun, target: PipelineState) -> None:
     pipe.state = move("pipeline", pipe.state, target)
 
 
-def _pipeline_extra(pipe: PipelineRun, task: Task, outcome: dict[str, Any] | None = None,
+def _pipeline_extra(pipe: PipelineRun, task: Task, view: dict[str, Any] | None = None,
                     attempt: int = 1) -> dict[str, Any]:
-    view = outcome_view(outcome) if outcome is not None else None
+    """The pipeline's names for a task's templates; ``view`` is its outcome as templates see it."""
     return {"_prev": pipe.prev, "_task": task.name, "_attempt": attempt, "output": view, "outcome": view}
 
 
@@ -141,13 +146,13 @@ def _add_warnings(event: dict[str, Any], found: list[undefined.Undefined]) -> No
                             "warnings": [u.to_dict() for u in found[:_MAX_WARNINGS]]}
 
 
-def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:
+def _inline_outcome(task: Task, config: dict[str, Any]) -> Outcome:
     if "result" in config:
         result = config["result"]
     else:
         merged = {**(config.get("input") or {}), **(config.get("args") or {})}
         result = merged or None
-    return Outcome.ok(result, attempt=1, duration_ms=0).to_dict()
+    return Outcome.ok(result, attempt=1, duration_ms=0)
 
 
 def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> PipelineEnd | None:
@@ -208,29 +213,30 @@ def _decide(rules: list[Any], status: str, context: Mapping[str, Any], *, cancel
 
 
 def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
-                   outcome: dict[str, Any], *, attempts: list[dict[str, Any]],
+                   outcome: Outcome, *, attempts: list[dict[str, Any]],
                    decision: tuple[int | None, PipelineAction] | None) -> PipelineEnd | None:
     """Record a task's outcome, apply its patches and policy action; the completion if
     the action ended the pipeline."""
     step_def = step_definition(state, run.step)
-    envelope = Outcome.from_dict(outcome)
-    status = envelope.status
-    attempt = envelope.meta.get("attempt") or max(1, len(attempts))
+    status = outcome.status
+    attempt = outcome.meta.get("attempt") or max(1, len(attempts))
     rules = task.spec.policy.rules if task.spec.policy else []
-    cancelled = envelope.error_kind == "cancelled" or run.cancelled or run.timed_out
-    context = template_context(state, step_def, args=run.args, pipe=pipe,
-                               extra=_pipeline_extra(pipe, task, outcome, attempt))
+    cancelled = outcome.error_kind == "cancelled" or run.cancelled or run.timed_out
+    data = outcome.to_dict()   # the outcome's JSON: the templates' view and the event's payload
+    view = outcome_view(data)
+    scope = _pipeline_extra(pipe, task, view, attempt)
+    context = template_context(state, step_def, args=run.args, pipe=pipe, extra=scope)
     rule_index, action = _decide(rules, status, context, cancelled=cancelled, decision=decision,
                                  on_unmatched=task.spec.policy.on_unmatched if task.spec.policy else None)
     then = rules[rule_index].then if rule_index is not None else None
-    result = envelope.result
+    result = outcome.result
     pipe.last_outcome = outcome
     pipe.vars[task.name] = result
     ended = emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
          step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
-         status="success" if status == "ok" else "error", duration_ms=envelope.meta.get("duration_ms"),
-         attempt=attempt, payload={"outcome": short_outcome(outcome)})
-    ref = envelope.result_ref
+         status="success" if status == "ok" else "error", duration_ms=outcome.meta.get("duration_ms"),
+         attempt=attempt, payload={"outcome": short_outcome(data)})
+    ref = outcome.result_ref
     if ref is not None:
         emit(state, "result.stored", entity_id=f"task:{task.name}:attempt:{attempt}", parent_id=task_run_id,
              task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
@@ -242,7 +248,6 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
              payload={"matched_rule_index": rule_index, "action": {"do": action.value,
                                                                     **({"to": then.to} if then and then.to else {})}})
     # set_* patches apply before the action: the task's own, then the matched rule's.
-    scope = _pipeline_extra(pipe, task, outcome, attempt)
     # NoETL's task sequences bind a task's own plain-name `set:` (`fetch_result: "{{ output }}"`)
     # to the task's *result*; its `ctx.`/`iter.` keys and policy `then.set` see the envelope.
     result_scope = dict(scope, output=result, outcome=result)
@@ -254,9 +259,9 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
                           where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
     _add_warnings(ended, found)
     if cancelled:
-        err = envelope.error.to_dict() if envelope.error is not None else {}
+        err = outcome.error or _NO_ERROR
         if run.timed_out:
-            err = error_envelope("timeout", timeout_message(state, run))
+            err = engine_error("timeout", timeout_message(state, run))
         return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled, error=err)
     if action is PipelineAction.CONTINUE:
         pipe.prev = result
@@ -268,12 +273,13 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
         pipe.prev = result
         return _jump(state, run, pipe, step_def, then.to if then else None)
     else:  # fail, or retry with nothing left
-        error = envelope.error.to_dict() if envelope.error is not None else {}
-        if not error:
-            error = error_envelope("policy", f"task '{task.name}' failed by policy"
-                                   + (f" (rule {rule_index})" if rule_index is not None else ""))
+        error = outcome.error
+        if error is None or error.is_empty:
+            error = engine_error("policy", f"task '{task.name}' failed by policy"
+                                 + (f" (rule {rule_index})" if rule_index is not None else ""))
         if decision is not None and decision[1] == "fail" and attempts and attempts[-1].get("action") == "retry":
-            error["message"] = f"retries exhausted after {len(attempts)} attempts: {error.get('message')}"
+            error = dataclasses.replace(
+                error, message=f"retries exhausted after {len(attempts)} attempts: {error.message}")
         return _end_pipeline(state, run, pipe, failed=True, error=error)
     return None
 
@@ -285,7 +291,7 @@ def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step
     limit = state.playbook.executor.spec.max_jumps
     if pipe.jumps > limit:
         return _end_pipeline(state, run, pipe, failed=True,
-                             error=error_envelope("jump_limit", f"task policy jumped more than {limit} times in one "
+                             error=engine_error("jump_limit", f"task policy jumped more than {limit} times in one "
                                                   f"run of '{run.step}' (executor.spec.max_jumps); add a guard that "
                                                   "ends the cycle with do: break"))
     if target == "previous":
@@ -294,19 +300,20 @@ def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step
         pipe.pc = names.index(target)
     else:
         return _end_pipeline(state, run, pipe, failed=True,
-                             error=error_envelope("policy", f"jump target {target!r} is not a task of step '{run.step}'"))
+                             error=engine_error("policy", f"jump target {target!r} is not a task of step '{run.step}'"))
     return None
 
 
 def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepRun,
-                  pipe: PipelineRun | None, outcome: dict[str, Any] | None, where: str,
+                  pipe: PipelineRun | None, outcome: Outcome | None, where: str,
                   extra: dict[str, Any] | None = None, vars_extra: dict[str, Any] | None = None) -> None:
     """Render and apply ``set_ctx``/``set_iter``/``set_vars``; ``vars_extra`` (if given) is
     the scope for the plain names instead of ``extra``."""
     if holder.is_empty():
         return
     if extra is None:
-        extra = {"output": outcome_view(outcome), "outcome": outcome_view(outcome)}
+        view = outcome_view(outcome)
+        extra = {"output": view, "outcome": view}
         if pipe is not None:
             extra["_prev"] = pipe.prev
     context = template_context(state, step_def, args=run.args, pipe=pipe, extra=extra)
@@ -336,7 +343,7 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
 
 
 def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, failed: bool,
-                  error: dict[str, Any] | None, cancelled: bool = False) -> PipelineEnd | None:
+                  error: ErrorInfo | None, cancelled: bool = False) -> PipelineEnd | None:
     """Close the pipeline; its owner learns from the completion returned (never a call up)."""
     if pipe.finished:
         return None
@@ -350,8 +357,9 @@ def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, fai
     return PipelineDone(step_run_id=run.id)
 
 
-def step_outcome(pipe: PipelineRun) -> dict[str, Any]:
+def step_outcome(pipe: PipelineRun) -> Outcome:
     """The outcome a step run ends with when its own pipeline ended."""
     failed = pipe.failed
-    result = pipe.prev if not failed else (pipe.last_outcome or {}).get("result")
+    last = pipe.last_outcome
+    result = pipe.prev if not failed else (last.result if last is not None else None)
     return ended_outcome(pipe.last_outcome, ok=not failed, result=result, error=pipe.error if failed else None)

@@ -14,6 +14,7 @@ from ..templates import evaluate_condition, render_value
 from . import ctx_size
 from .common import add_token, emit, patch_ctx, record_failure, template_context
 from .context import Scope, outcome_view, set_path
+from .envelopes import Outcome
 from .event_types import CALL_DONE, CALL_ERROR
 from .state import ExecutionState, StepRun
 
@@ -54,7 +55,7 @@ def boundary_event(step: str, *, ok: bool, loop_done: bool, error: dict[str, Any
 
 
 def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
-          outcome: dict[str, Any] | None) -> bool:
+          outcome: Outcome | None) -> bool:
     """Evaluate ``next.arcs``; return True when a guarded arc handled a failure."""
     router = step_def.next
     if router is None or not router.arcs:
@@ -97,11 +98,11 @@ def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, 
                            message="no arc of next matched (executor.spec.no_next_is_error is set)")
     if event["status"] != "error":
         return False
-    return any(_guard_is_failure_specific(f["when"], context, event, outcome) for f in fired)
+    return any(_guard_is_failure_specific(f["when"], context, event) for f in fired)
 
 
 def failure_handled(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
-                    outcome: dict[str, Any] | None) -> bool:
+                    outcome: Outcome | None) -> bool:
     """Will ``route`` handle this failure? The same guards on the same state, evaluated
     before the step's terminal event is emitted (its status says whether it was handled);
     guard evaluation is pure, so ``route`` then selects exactly the same arcs."""
@@ -111,14 +112,13 @@ def failure_handled(state: ExecutionState, run: StepRun, step_def: Step, event: 
     context = _guard_context(state, run, step_def, event, outcome)
     matched, _ = _match(run, step_def, context)
     selected = matched if router.spec.mode == "inclusive" else matched[:1]
-    return any(_guard_is_failure_specific(router.arcs[i].when, context, event, outcome) for i in selected)
+    return any(_guard_is_failure_specific(router.arcs[i].when, context, event) for i in selected)
 
 
 def _guard_context(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
-                   outcome: dict[str, Any] | None) -> Scope:
-    return template_context(state, step_def, args=run.args,
-                            extra={"event": event, "output": outcome_view(outcome),
-                                   "outcome": outcome_view(outcome)})
+                   outcome: Outcome | None) -> Scope:
+    view = outcome_view(outcome)
+    return template_context(state, step_def, args=run.args, extra={"event": event, "output": view, "outcome": view})
 
 
 def _match(run: StepRun, step_def: Step, context: Scope) -> tuple[list[int], list[str]]:
@@ -138,8 +138,7 @@ def _match(run: StepRun, step_def: Step, context: Scope) -> tuple[list[int], lis
     return matched, errors
 
 
-def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str, Any],
-                               outcome: dict[str, Any] | None) -> bool:
+def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str, Any]) -> bool:
     """A fired arc handles a failure when its guard matched *because* of the failure.
 
     The guard is evaluated once more against the same boundary as a success; if it
@@ -151,7 +150,8 @@ def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str
     name = str(event["name"])
     ok_name = "loop.done" if name == "loop.done" else "step.done"
     ok_event = dict(event, name=EventName(ok_name, (CALL_DONE, "step.done")), status="ok", error=None)
-    ok_outcome = outcome_view(dict(outcome or {}, status="ok", error=None))
+    view = context["output"]   # the failed outcome as the guards saw it
+    ok_outcome = outcome_view(dict(view or {}, status="ok", error=None))
     ok_context = context.with_names({"event": ok_event, "output": ok_outcome, "outcome": ok_outcome})
     matched_on_success, _ = evaluate_condition(when, ok_context)
     return not matched_on_success

@@ -9,11 +9,13 @@ itself is not carried: earlier events are in the event store, and the log contin
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
 from ..dsl.models import Playbook
 from ..status import ExecutionStatus, StepStatus, WorkflowStatus
+from .envelopes import ErrorInfo, Outcome
 from .events import EventLog
 from .graph import StepGraph
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun, Token
@@ -26,6 +28,10 @@ _SKIP = {"playbook", "graph", "log", "tokens", "join_buffers", "step_runs", "pip
 
 def _pipe(data: dict[str, Any], parked: bool = False) -> PipelineRun:
     data = dict(data)
+    if data.get("last_outcome") is not None:
+        data["last_outcome"] = Outcome.from_dict(data["last_outcome"])
+    if data.get("error") is not None:
+        data["error"] = ErrorInfo.from_dict(data["error"])
     if "state" in data:
         data["state"] = PipelineState(data["state"])
     else:  # a snapshot written before pipelines had a state: its three flags say it
@@ -81,14 +87,22 @@ def _step_run(data: dict[str, Any], parked_pipes: set[tuple[str, int | None]],
 def _plain_run(run: StepRun) -> dict[str, Any]:
     data = dataclasses.asdict(run)
     data["status"] = run.status.value
-    for pipe in [data["main"], *data["iterations"].values()]:
+    pipes = [(data["main"], run.main), *((data["iterations"][k], p) for k, p in run.iterations.items())]
+    for plain, pipe in pipes:
         if pipe is not None:
-            pipe["state"] = PipelineState(pipe["state"]).value
+            plain["state"] = pipe.state.value
+            # the envelopes' JSON (``asdict`` would write their fields, not the objects they read)
+            plain["last_outcome"] = _json(pipe.last_outcome)
+            plain["error"] = _json(pipe.error)
     if run.loop is not None:
         data["loop"]["state"] = run.loop.state.value
         data["loop"]["running"] = sorted(run.loop.running)
     data["iterations"] = {str(k): v for k, v in data["iterations"].items()}
     return data
+
+
+def _json(envelope: Outcome | ErrorInfo | None) -> dict[str, Any] | None:
+    return copy.deepcopy(envelope.to_dict()) if envelope is not None else None
 
 
 def _plain_token(token: Token) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..dsl.models import Playbook
 from ..status import ExecutionStatus, StepStatus, WorkflowStatus
+from .envelopes import ErrorInfo, Outcome
 from .events import EventLog
 from .graph import StepGraph
 from .states import LoopState, PipelineState, TokenState
@@ -59,12 +60,12 @@ class PipelineRun:
     pc: int = 0
     vars: dict[str, Any] = field(default_factory=dict)
     prev: Any = None
-    last_outcome: dict[str, Any] | None = None
+    last_outcome: Outcome | None = None   # the last task's, typed (JSON only in snapshots)
     jumps: int = 0
     runs: dict[str, int] = field(default_factory=dict)
     in_flight: str | None = None       # task_run_id of the running task
     state: PipelineState = PipelineState.RUNNING   # moves only by the "pipeline" table
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
 
     @property
     def finished(self) -> bool:
