@@ -68,7 +68,9 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
         # Before the terminal event (the patches emit none): routing guards see them.
         pipeline.apply_patches(state, step_def, step_def, run, None, outcome, where=f"{run.step}.set")
     event = routing.boundary_event(run.step, ok=ok, loop_done=loop_done, error=error_json, result=result)
-    target = _end_status(state, run, step_def, ok=ok, cancelled=cancelled, event=event, outcome=outcome)
+    # Matched once, before the terminal event: its status says whether an arc handles the failure.
+    decision = None if run.final or cancelled else routing.decide(state, run, step_def, event, outcome)
+    target = _end_status(ok=ok, cancelled=cancelled, decision=decision)
     run.status = transition("step", run.status, target)
     record_step(state, run.step, target, result)
     # A handled failure keeps the seed's event type and status (`step.failed`, `error`: the
@@ -87,7 +89,8 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
     if cancelled:
         record_failure(state, run.step, run.id, handled=True, kind="cancelled", message="cancelled")
         return
-    handled = routing.route(state, run, step_def, event, outcome)
+    assert decision is not None
+    handled = routing.route(state, run, step_def, decision)
     if not ok:
         record_failure(state, run.step, run.id, handled=handled, kind=_kind(error), message=_message(error))
         if not handled and failure_mode(state, run.step) == "fail_fast":
@@ -102,15 +105,14 @@ def _message(error: ErrorInfo | None) -> str | None:
     return error.message if error is not None and not error.is_empty else None
 
 
-def _end_status(state: ExecutionState, run: StepRun, step_def: Any, *, ok: bool, cancelled: bool,
-                event: dict[str, Any], outcome: Outcome | None) -> StepStatus:
+def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | None) -> StepStatus:
     """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: seed 000
     counts only a failure "without handled recovery" as FAILED) or FAILED."""
     if ok:
         return StepStatus.COMPLETED
     if cancelled:
         return StepStatus.CANCELLED
-    if not run.final and routing.failure_handled(state, run, step_def, event, outcome):
+    if decision is not None and decision.handles_failure:
         return StepStatus.HANDLED
     return StepStatus.FAILED
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.engine import routing
 from noetl_temporal.engine.messages import PatchCtx
 
 from .harness import NOW, err, feed, ok, run
@@ -318,6 +319,23 @@ def test_handled_vs_unhandled_failures(arcs, started, status, step_state):
     assert event["status"] == "error"
     assert event["payload"]["handled"] is (step_state == "HANDLED")
     assert event["payload"]["meta"]["step_status"] == step_state
+
+
+def test_a_step_end_matches_each_guard_once(monkeypatch):
+    """The step's status (handled?) and its routing read one match of the guards: each guard
+    is evaluated once, plus once more as a success for an arc that fired on a failure."""
+    calls: list[str] = []
+    real = routing.evaluate_condition
+
+    def counting(when, *args, **kwargs):
+        calls.append(when)
+        return real(when, *args, **kwargs)
+
+    monkeypatch.setattr(routing, "evaluate_condition", counting)
+    guard = "{{ event.name == 'step.failed' }}"
+    r = run(HANDLED % f"- {{step: recover, when: \"{guard}\"}}\n        - {{step: end}}", tool=lambda c: err())
+    assert r.state.steps["fetch"]["status"] == "HANDLED" and r.status == "COMPLETED"
+    assert calls.count(guard) == 2   # matched, then re-read as a success (failure-specific)
 
 
 def test_payload_deep_merges_over_workload_and_workload_is_immutable():
