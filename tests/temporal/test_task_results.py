@@ -7,7 +7,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from noetl_temporal.temporal.activities import POLICY_RETRY
-from noetl_temporal.temporal.workflow import PlaybookWorkflow
+from noetl_temporal.temporal.task_runs import failed_activity
 
 
 def _activity_failure(cause: BaseException) -> ActivityError:
@@ -18,7 +18,7 @@ def _activity_failure(cause: BaseException) -> ActivityError:
 
 
 def _failed(cause: BaseException):
-    return PlaybookWorkflow()._failed_activity(_activity_failure(cause))
+    return failed_activity(_activity_failure(cause))
 
 
 class SlowTimeoutLookalike(ApplicationError):
