@@ -15,7 +15,7 @@ from typing import Any
 from ..dsl.models import Step
 from .context import Scope, build_context, set_path
 from .envelopes import ErrorInfo, Outcome
-from .state import ExecutionState, PipelineRun, Token
+from .state import ExecutionState, Failure, PipelineRun, Token
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
            "engine_error", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
@@ -67,9 +67,9 @@ def patch_ctx(state: ExecutionState, patch: dict[str, Any]) -> None:
 
 
 def record_failure(state: ExecutionState, step: str, step_run_id: str | None, *, handled: bool,
-                   kind: str | None, message: str | None, **extra: Any) -> None:
-    state.failures.append({"step": step, "step_run_id": step_run_id, "handled": handled,
-                           "kind": kind, "message": message, **extra})
+                   kind: str | None, message: str | None, final_step: bool = False) -> None:
+    state.failures.append(Failure(step=step, step_run_id=step_run_id, handled=handled, kind=kind,
+                                  message=message, final_step=final_step))
 
 
 def add_token(state: ExecutionState, step_name: str, args: dict[str, Any], source: str | None,

@@ -287,18 +287,18 @@ def _summary(state: ExecutionState) -> dict[str, Any]:
         "step_runs": state.total_step_runs,
         "failed_steps_count": len({f["step"] for f in failed}),
         "failed_steps": failed,
-        "steps": {name: info["status"] for name, info in state.steps.items()},
+        "steps": {name: record.status for name, record in state.steps.items()},
         "denied_steps": sorted({t.step for t in state.tokens if t.denied}),
         "discarded_steps": sorted(set(state.discarded_steps)),
     }
 
 
 def _failed_steps(state: ExecutionState) -> list[dict[str, Any]]:
-    return [dict(f) for f in state.failures]
+    return [f.to_dict() for f in state.failures]
 
 
 def _finish(state: ExecutionState, commands: list[Command]) -> None:
-    unhandled = [f for f in state.failures if not f["handled"]]
+    unhandled = [f for f in state.failures if not f.handled]
     ok = not unhandled and state.stopping is None
     status = ExecutionStatus.COMPLETED if ok else ExecutionStatus.FAILED
     reason = None
@@ -306,7 +306,7 @@ def _finish(state: ExecutionState, commands: list[Command]) -> None:
         reason = state.stopping_reason
         if unhandled:
             first = unhandled[0]
-            reason = reason or f"step '{first['step']}' failed: {first.get('message') or first.get('reason')}"
+            reason = reason or f"step '{first.step}' failed: {first.message}"
     wf_status = WorkflowStatus.COMPLETED if ok else WorkflowStatus.FAILED
     state.workflow_status = transition("workflow", state.workflow_status, wf_status)
     emit(state, "workflow.finished", entity_id=state.execution_id,

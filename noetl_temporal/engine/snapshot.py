@@ -18,7 +18,7 @@ from ..status import ExecutionStatus, StepStatus, WorkflowStatus
 from .envelopes import ErrorInfo, Outcome
 from .events import EventLog
 from .graph import StepGraph
-from .state import ExecutionState, LoopRun, PipelineRun, StepRun, Token
+from .state import ExecutionState, Failure, LoopRun, PipelineRun, StepRecord, StepRun, Token
 from .states import LoopState, PipelineState, TokenState
 
 __all__ = ["snapshot", "restore"]
@@ -116,6 +116,8 @@ def snapshot(state: ExecutionState) -> dict[str, Any]:
     fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state) if f.name not in _SKIP}
     fields["status"] = state.status.value
     fields["workflow_status"] = state.workflow_status.value
+    fields["steps"] = {name: record.to_dict() for name, record in state.steps.items()}
+    fields["failures"] = [failure.to_dict() for failure in state.failures]
     return {
         "fields": fields,
         "log": {"base": state.log.seq, "parent_execution_id": state.log.parent_execution_id},
@@ -131,6 +133,8 @@ def restore(playbook: Playbook, data: dict[str, Any], graph: StepGraph | None = 
     fields = dict(data["fields"])
     fields["status"] = ExecutionStatus(fields["status"])
     fields["workflow_status"] = WorkflowStatus(fields["workflow_status"])
+    fields["steps"] = {name: StepRecord.from_dict(record) for name, record in fields.get("steps", {}).items()}
+    fields["failures"] = [Failure.from_dict(failure) for failure in fields.get("failures", [])]
     log = EventLog(fields["execution_id"])
     log.base = int(data["log"]["base"])
     log.parent_execution_id = data["log"].get("parent_execution_id")

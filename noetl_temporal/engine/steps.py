@@ -18,7 +18,7 @@ from .completions import Completion, StepRunDone
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode, step_timeout, stop, timeout_message
 from .messages import CancelTasks, Command, StartTimer
-from .state import ExecutionState, PipelineRun, StepRun, Token
+from .state import ExecutionState, PipelineRun, StepRecord, StepRun, Token
 
 __all__ = ["start_step_run", "finish_step_run", "record_step", "step_timed_out"]
 
@@ -118,10 +118,12 @@ def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | 
 
 
 def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any) -> None:
-    info = state.steps.setdefault(name, {"status": None, "runs": 0, "result": None})
-    info["status"] = status.value
-    info["runs"] += 1
-    info["result"] = result
+    record = state.steps.get(name)
+    if record is None:
+        record = state.steps[name] = StepRecord()
+    record.status = status.value
+    record.runs += 1
+    record.result = result
 
 
 def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> StepRunDone | None:

@@ -224,7 +224,8 @@ class PlaybookWorkflow:
     def _output(self) -> RunOutput:
         state = self.engine
         return RunOutput(execution_id=state.execution_id, state=state.status, result=state.result,
-                         ctx=state.ctx, steps=state.steps, started_at=state.started_at,
+                         ctx=state.ctx, steps={name: record.to_dict() for name, record in state.steps.items()},
+                         started_at=state.started_at,
                          ended_at=state.ended_at, terminal_event=state.terminal_event,
                          event_count=state.log.seq)
 

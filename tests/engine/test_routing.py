@@ -148,7 +148,7 @@ def test_guarded_cycle_runs_until_guard_fails_and_is_not_a_join():
     r = run(CYCLE)
     assert r.steps_started() == ["init", "fetch", "fetch", "fetch", "done"]
     assert r.state.ctx["page"] == 3
-    assert r.state.steps["fetch"]["runs"] == 3
+    assert r.state.steps["fetch"].runs == 3
     assert "fetch" not in r.state.graph.joins
 
 
@@ -314,7 +314,7 @@ def test_handled_vs_unhandled_failures(arcs, started, status, step_state):
     assert failed[0]["handled"] is (step_state == "HANDLED")
     assert r.state.result["failed_steps_count"] == 1
     # seed 000: only a failure without handled recovery is a FAILED step
-    assert r.state.steps["fetch"]["status"] == step_state
+    assert r.state.steps["fetch"].status == step_state
     (event,) = [e for e in r.events if e["event_type"] == "step.failed"]
     assert event["status"] == "error"
     assert event["payload"]["handled"] is (step_state == "HANDLED")
@@ -334,7 +334,7 @@ def test_a_step_end_matches_each_guard_once(monkeypatch):
     monkeypatch.setattr(routing, "evaluate_condition", counting)
     guard = "{{ event.name == 'step.failed' }}"
     r = run(HANDLED % f"- {{step: recover, when: \"{guard}\"}}\n        - {{step: end}}", tool=lambda c: err())
-    assert r.state.steps["fetch"]["status"] == "HANDLED" and r.status == "COMPLETED"
+    assert r.state.steps["fetch"].status == "HANDLED" and r.status == "COMPLETED"
     assert calls.count(guard) == 2   # matched, then re-read as a success (failure-specific)
 
 
@@ -388,7 +388,7 @@ def test_fail_fast_cancels_in_flight_branches_then_runs_final_step():
     assert "after" not in r.steps_started()
     assert r.steps_started()[-1] == "wrap"
     assert r.status == "FAILED"
-    assert r.state.steps["slow"]["status"] == "CANCELLED"
+    assert r.state.steps["slow"].status == "CANCELLED"
 
 
 def test_cancel_stops_everything_and_is_terminal_once():
