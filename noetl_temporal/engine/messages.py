@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .behaviours import CURRENT
-from .envelopes import Outcome
+from .envelopes import Attempt, Outcome
 
 __all__ = [
     "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
@@ -46,7 +46,7 @@ class TaskFinished:
     task_run_id: str
     now: str
     outcome: Outcome
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     rule_index: int | None = None
     action: str | None = None
     decided: bool = False

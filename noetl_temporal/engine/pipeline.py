@@ -33,7 +33,7 @@ from .common import (
 )
 from .completions import IterationDone, PipelineDone
 from .context import outcome_view, set_path
-from .envelopes import ErrorInfo, Outcome
+from .envelopes import Attempt, ErrorInfo, Outcome
 from .failure import timeout_message
 from .messages import Command, TaskFinished
 from .policy import evaluate_policy
@@ -180,17 +180,16 @@ def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Com
 
 
 def _emit_attempt(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
-                  attempt: dict[str, Any]) -> None:
-    number = attempt.get("attempt")
+                  attempt: Attempt) -> None:
     ids = dict(entity_id=task.name, parent_id=task_run_id, step_run_id=run.id, task_run_id=task_run_id,
-               iteration=pipe.iteration, attempt=number)
-    emit(state, "task.attempt.started", status="in_progress",
-         payload={"meta": {"started_at": attempt.get("started_at")}}, **ids)
-    ok = attempt.get("status") == "ok"
+               iteration=pipe.iteration, attempt=attempt.attempt)
+    emit(state, "task.attempt.started", status="in_progress", payload={"meta": {"started_at": attempt.started_at}},
+         **ids)
+    ok = attempt.ok
     emit(state, "task.attempt.done" if ok else "task.attempt.failed", status="success" if ok else "error",
-         duration_ms=attempt.get("duration_ms"),
-         payload={"error": attempt.get("error"), "meta": {"action": attempt.get("action"),
-                                                          "next_delay_s": attempt.get("next_delay_s")}},
+         duration_ms=attempt.duration_ms,
+         payload={"error": attempt.error.to_dict() if attempt.error is not None else None,
+                  "meta": {"action": attempt.action, "next_delay_s": attempt.next_delay_s}},
          **ids)
 
 
@@ -202,7 +201,7 @@ class TaskReport:
 
     task_run_id: str
     outcome: Outcome
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     decision: tuple[int | None, PipelineAction] | None = None
 
 
@@ -354,7 +353,7 @@ def _failure(end: _TaskEnd, verdict: _Verdict) -> ErrorInfo:
         error = engine_error("policy", f"task '{end.task.name}' failed by policy"
                              + (f" (rule {verdict.rule_index})" if verdict.rule_index is not None else ""))
     decision, attempts = end.report.decision, end.report.attempts
-    if decision is not None and decision[1] == "fail" and attempts and attempts[-1].get("action") == "retry":
+    if decision is not None and decision[1] == "fail" and attempts and attempts[-1].action == "retry":
         error = dataclasses.replace(error, message=f"retries exhausted after {len(attempts)} attempts: {error.message}")
     return error
 

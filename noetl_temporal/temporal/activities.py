@@ -52,7 +52,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from ..dsl.policies import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
-from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
+from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
 from ..engine.policy import evaluate_policy, retry_delay
@@ -220,23 +220,16 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     finally:
         if beats is not None:
             beats.stop()
-    record: dict[str, Any] = {
-        "attempt": attempt,
-        "status": outcome.status,
-        "started_at": started.isoformat().replace("+00:00", "Z"),
-        "duration_ms": int((time.monotonic() - clock) * 1000),
-        "error": outcome.error.to_dict() if outcome.error is not None else None,
-        "action": decision.action,
-        "rule_index": decision.rule_index,
-    }
+    record = Attempt(attempt=attempt, status=outcome.status, started_at=started.isoformat().replace("+00:00", "Z"),
+                     duration_ms=int((time.monotonic() - clock) * 1000), error=outcome.error,
+                     action=decision.action, rule_index=decision.rule_index)
     exhausted = False
     if decision.action == "retry" and decision.rule_index is not None:
         then = cmd.rules[decision.rule_index].get("then") or {}
         allowed = int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS)
         if attempt < allowed:
             delay = _delay(then, attempt, outcome.error)
-            record["next_delay_s"] = delay
-            history.append(record)
+            history.append(dataclasses.replace(record, next_delay_s=delay).to_dict())   # heartbeat JSON
             if not info.is_local:
                 activity.heartbeat(history)
             raise ApplicationError(
@@ -246,8 +239,8 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
                 # an expected retry, not a worker problem: no stack trace in the worker log
                 category=ApplicationErrorCategory.BENIGN)
         exhausted = True
-    history.append(record)
-    return TaskResult(outcome=outcome, attempts=tuple(history), rule_index=decision.rule_index,
+    attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
+    return TaskResult(outcome=outcome, attempts=attempts, rule_index=decision.rule_index,
                       action=decision.action, exhausted=exhausted)
 
 

@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
+    from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
     from ..engine.messages import RunTask
     from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .local_only import local_run_task
@@ -130,11 +130,11 @@ def _retries_exhausted(cause: ApplicationError) -> TaskResult:
     """Retries ran out on Temporal's side (RetryPolicy cap) while the policy still asked
     for more: the last attempt's error is the task's error."""
     details = cause.details[0] if cause.details else None
-    attempts: list[dict[str, Any]] = list(details) if isinstance(details, list) else []
-    last = attempts[-1] if attempts else {}
-    error = (ErrorInfo.from_dict(last["error"]) if last.get("error") else
+    attempts = tuple(Attempt.from_dict(a) for a in details) if isinstance(details, list) else ()
+    last = attempts[-1] if attempts else Attempt()
+    error = (last.error if last.error is not None and not last.error.is_empty else
              # written without a ``code`` key, as this error always was
              ErrorInfo(kind="retries_exhausted", message=str(cause.message),
                        keys=("kind", "retryable", "message")))
-    return TaskResult(outcome=Outcome.failed(error, attempt=last.get("attempt")), attempts=tuple(attempts),
-                      rule_index=last.get("rule_index"), action="fail", exhausted=True)
+    return TaskResult(outcome=Outcome.failed(error, attempt=last.attempt), attempts=attempts,
+                      rule_index=last.rule_index, action="fail", exhausted=True)

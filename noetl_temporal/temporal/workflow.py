@@ -333,7 +333,7 @@ class PlaybookWorkflow:
     def _report(self, cmd: RunTask, result: TaskResult) -> None:
         if not self.engine.finished:  # late results after the end change nothing
             self._feed(TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result.outcome,
-                                    attempts=[dict(a) for a in result.attempts], rule_index=result.rule_index,
+                                    attempts=list(result.attempts), rule_index=result.rule_index,
                                     action=result.action, decided=result.decided, exhausted=result.exhausted))
 
     async def _run_child(self, cmd: RunTask) -> None:
