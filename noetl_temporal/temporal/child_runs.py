@@ -25,8 +25,10 @@ with workflow.unsafe.imports_passed_through():
     from .playbook_result import output_in
     from .search_attributes import PLAYBOOK_NAME, has_attribute
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
-    from .task_runs import failure
     from .types import WORKFLOW_NAME, RunInput
+
+# Workflow code: re-imported with its importer in the sandbox, like the workflow module.
+from .task_runs import failure
 
 __all__ = ["child_outcome"]
 
