@@ -22,6 +22,7 @@ import uuid
 from typing import Any
 
 from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.engine.envelopes import Outcome
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Finish, Proceed, RunTask, Start, TaskFinished, Yield
 
@@ -88,7 +89,7 @@ def drive(text: str) -> dict[str, Any]:
             if isinstance(command, RunTask):
                 queue.append(TaskFinished(task_run_id=command.task_run_id, now=NOW, decided=True,
                                           action="continue",
-                                          outcome={"status": "ok", "result": 1, "error": None, "meta": {}}))
+                                          outcome=Outcome.ok(1)))
             elif isinstance(command, Yield):
                 queue.append(Proceed(now=NOW))
             elif isinstance(command, Finish):

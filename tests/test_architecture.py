@@ -93,6 +93,18 @@ NARROW: dict[tuple[str, str], str] = {
 #: standalone package its own modules).
 STANDALONE = ("noetl_temporal.tools.python.runner", "noetl_temporal.tools.python.zygote")
 
+#: The playbook workflow's own modules (``noetl_temporal.temporal.<name>``) -> those of them
+#: each may import: the run (``workflow``) uses its parts, a part never imports the run or
+#: a part above it (so no circle can form as the shell grows).
+WORKFLOW_SHELL: dict[str, frozenset[str]] = {
+    "variants": frozenset({"workflow"}),
+    "workflow": frozenset({"task_runs", "child_runs", "event_flush", "patches"}),
+    "child_runs": frozenset({"task_runs", "patches"}),
+    "task_runs": frozenset(),
+    "event_flush": frozenset({"patches"}),
+    "patches": frozenset(),
+}
+
 #: Standard-library modules the engine must not import: I/O, processes, clocks, threads,
 #: randomness, the environment.
 ENGINE_FORBIDDEN_STDLIB = frozenset({
@@ -187,6 +199,21 @@ def direction_violations(path: Path, module: str, tree: ast.AST) -> list[str]:
         if any(p == part and (imp.module == m or imp.module.startswith(m + ".")) for p, m in NARROW):
             continue
         found.append(f"{where(path, imp.line)}: {part} may not import {imp.module} ({target})")
+    return found
+
+
+def shell_violations(path: Path, module: str, tree: ast.AST) -> list[str]:
+    """Imports among the workflow's own modules that go against :data:`WORKFLOW_SHELL`."""
+    shell = f"{ROOT}.temporal."
+    name = module.removeprefix(shell)
+    if not module.startswith(shell) or name not in WORKFLOW_SHELL:
+        return []
+    found = []
+    for imp in imports(tree, module, False):
+        other = imp.module.removeprefix(shell)
+        if imp.module.startswith(shell) and other in WORKFLOW_SHELL and other != name \
+                and other not in WORKFLOW_SHELL[name]:
+            found.append(f"{where(path, imp.line)}: temporal.{name} may not import temporal.{other}")
     return found
 
 
@@ -353,6 +380,23 @@ def test_the_workflow_sandbox_shares_only_pure_parts() -> None:
     ours = [m for m in PASSTHROUGH_MODULES if m.startswith(ROOT)]
     assert "noetl_temporal.engine" in ours
     assert not [m for m in ours if part_of(m) not in pure]
+
+
+def test_the_workflow_imports_its_parts_and_they_never_import_it() -> None:
+    found = [v for path, module, tree in sources(PACKAGE / "temporal") for v in shell_violations(path, module, tree)]
+    assert not found, "imports against the workflow's own layering (WORKFLOW_SHELL):\n" + "\n".join(found)
+    shell = {module_name(p).removeprefix(f"{ROOT}.temporal.") for p in (PACKAGE / "temporal").glob("*.py")}
+    assert set(WORKFLOW_SHELL) <= shell, "WORKFLOW_SHELL names a module that does not exist"
+
+
+@pytest.mark.parametrize(("module", "snippet"), [
+    ("task_runs", "from .workflow import PlaybookWorkflow"),
+    ("event_flush", "from . import child_runs"),
+    ("child_runs", "from noetl_temporal.temporal import workflow"),
+])
+def test_shell_checks_catch_violations(module: str, snippet: str) -> None:
+    path = PACKAGE / "temporal" / f"{module}.py"
+    assert shell_violations(path, f"{ROOT}.temporal.{module}", ast.parse(snippet))
 
 
 def test_importing_the_dsl_loads_no_runtime() -> None:

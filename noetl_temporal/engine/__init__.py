@@ -6,10 +6,10 @@ travel as the typed envelopes of ``envelopes``.
 """
 
 from .behaviours import CURRENT as CURRENT_BEHAVIOURS
-from .envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
+from .envelopes import Attempt, ErrorInfo, Outcome, RunOutput, TaskResult
 from .machine import new_state, step
 from .messages import Command, Input
 from .state import ExecutionState
 
 __all__ = ["step", "new_state", "ExecutionState", "Input", "Command",
-           "Outcome", "ErrorInfo", "TaskResult", "RunOutput", "CURRENT_BEHAVIOURS"]
+           "Outcome", "ErrorInfo", "Attempt", "TaskResult", "RunOutput", "CURRENT_BEHAVIOURS"]

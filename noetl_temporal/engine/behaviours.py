@@ -37,7 +37,7 @@ BATCHED_EVENT_FLUSH = "batched-event-flush"
 DEFERRED_FIRST_FLUSH = "deferred-first-flush"
 
 #: The workflow shell's too: inline work (a noop loop, a noop chain) goes on only while
-#: fewer than ``workflow.MAX_EVENT_BACKLOG`` events wait for the event store, and a write
+#: fewer than ``event_flush.MAX_EVENT_BACKLOG`` events wait for the event store, and a write
 #: takes up to that many at once. Before, a 100,000-item noop loop produced events five
 #: times faster than batches of 500 were written: the workflow held nearly all of them
 #: (hundreds of MiB) until the loop ended.

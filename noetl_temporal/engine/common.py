@@ -15,10 +15,10 @@ from typing import Any
 from ..dsl.models import Step
 from .context import Scope, build_context, set_path
 from .envelopes import ErrorInfo, Outcome
-from .state import ExecutionState, PipelineRun, Token
+from .state import ExecutionState, Failure, PipelineRun, Token
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
-           "error_envelope", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
+           "engine_error", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
 
 
 def emit(state: ExecutionState, event_type: str, **fields: Any) -> dict[str, Any]:
@@ -67,9 +67,9 @@ def patch_ctx(state: ExecutionState, patch: dict[str, Any]) -> None:
 
 
 def record_failure(state: ExecutionState, step: str, step_run_id: str | None, *, handled: bool,
-                   kind: str | None, message: str | None, **extra: Any) -> None:
-    state.failures.append({"step": step, "step_run_id": step_run_id, "handled": handled,
-                           "kind": kind, "message": message, **extra})
+                   kind: str | None, message: str | None, final_step: bool = False) -> None:
+    state.failures.append(Failure(step=step, step_run_id=step_run_id, handled=handled, kind=kind,
+                                  message=message, final_step=final_step))
 
 
 def add_token(state: ExecutionState, step_name: str, args: dict[str, Any], source: str | None,
@@ -81,23 +81,25 @@ def add_token(state: ExecutionState, step_name: str, args: dict[str, Any], sourc
     return token
 
 
-def error_envelope(kind: str, message: str) -> dict[str, Any]:
+def engine_error(kind: str, message: str) -> ErrorInfo:
     """A failure the engine itself found (a template, a loop, a policy): never retryable."""
-    return ErrorInfo(kind=kind, message=message).to_dict()
+    return ErrorInfo(kind=kind, message=message)
 
 
-def error_outcome(kind: str, message: str) -> dict[str, Any]:
+def error_outcome(kind: str, message: str) -> Outcome:
     """The outcome of a task that failed in the engine, before any tool ran."""
-    return Outcome.failed(ErrorInfo(kind=kind, message=message), attempt=1, duration_ms=0).to_dict()
+    return Outcome.failed(engine_error(kind, message), attempt=1, duration_ms=0)
 
 
-def ended_outcome(last: dict[str, Any] | None, *, ok: bool, result: Any,
-                 error: dict[str, Any] | None) -> dict[str, Any]:
+#: the base of a step run's outcome when no task reported one (its pipeline ended before
+#: any did): the JSON ``{"meta": {}}`` it was always made from, keys in that order
+_NO_OUTCOME = Outcome.from_dict({"meta": {}})
+
+
+def ended_outcome(last: Outcome | None, *, ok: bool, result: Any, error: ErrorInfo | None) -> Outcome:
     """The outcome a step run ends with when its pipeline ended: its last task's outcome
     (meta, tool helpers) with the pipeline's status, result and error."""
-    base = Outcome.from_dict(last or {"meta": {}})
-    return base.updated(status="ok" if ok else "error", result=result,
-                        error=ErrorInfo.from_dict(error) if error is not None else None).to_dict()
+    return (last or _NO_OUTCOME).updated(status="ok" if ok else "error", result=result, error=error)
 
 
 def short(value: Any, limit: int = 2048) -> Any:
@@ -112,6 +114,7 @@ def short(value: Any, limit: int = 2048) -> Any:
 
 
 def short_outcome(outcome: dict[str, Any]) -> dict[str, Any]:
+    """An outcome's JSON for an event payload: its result summarized."""
     summary = {k: v for k, v in outcome.items() if k != "result"}
     summary["result"] = short(outcome.get("result"))
     return summary

@@ -53,5 +53,5 @@ def dispatch(state: ExecutionState, done: Completion, commands: list[Command]) -
 def _finish_from_pipeline(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
     assert run.main is not None
     outcome = pipeline.step_outcome(run.main)
-    steps.finish_step_run(state, run, ok=not run.main.failed, result=outcome["result"], outcome=outcome,
+    steps.finish_step_run(state, run, ok=not run.main.failed, result=outcome.result, outcome=outcome,
                           commands=commands)

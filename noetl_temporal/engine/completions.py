@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .envelopes import Outcome
+
 __all__ = ["PipelineDone", "IterationDone", "FillLoop", "StepRunDone", "Completion"]
 
 
@@ -53,7 +55,7 @@ class StepRunDone:
     step_run_id: str
     ok: bool
     result: Any
-    outcome: dict[str, Any] | None
+    outcome: Outcome | None
     loop_done: bool = False
 
 

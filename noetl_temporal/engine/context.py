@@ -16,18 +16,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from .envelopes import Outcome
+
 __all__ = ["outcome_view", "Scope", "build_context", "set_path", "deep_merge"]
 
 RESERVED = ("workload", "ctx", "iter", "args", "execution_id", "spec", "event", "output",
             "outcome", "_prev", "_task", "_attempt")
 
 
-def outcome_view(outcome: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def outcome_view(outcome: Outcome | Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The outcome envelope as templates see it: ``data`` is an alias of ``result``."""
     if outcome is None:
         return None
-    view = dict(outcome)
-    view.setdefault("data", outcome.get("result"))
+    view = outcome.to_dict() if isinstance(outcome, Outcome) else dict(outcome)
+    view.setdefault("data", view.get("result"))
     view.setdefault("error", None)
     return view
 

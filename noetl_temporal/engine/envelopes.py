@@ -3,6 +3,7 @@
 * :class:`ErrorInfo`  - the ``error`` of an outcome (``kind``, ``message``, ...)
 * :class:`Outcome`    - a task's outcome ``{status, result, error, meta}`` (tools build it,
   policies and the engine read it)
+* :class:`Attempt`    - one attempt of a task invocation, as the activity recorded it
 * :class:`TaskResult` - what the ``run_task`` activity hands back to the workflow
 * :class:`RunOutput`  - the workflow's output (runner, observe and control read it)
 
@@ -24,7 +25,7 @@ from typing import Any, Literal, cast
 
 from ..status_layers import ExecutionStatus
 
-__all__ = ["OutcomeStatus", "ErrorInfo", "Outcome", "TaskResult", "RunOutput"]
+__all__ = ["OutcomeStatus", "ErrorInfo", "Outcome", "Attempt", "TaskResult", "RunOutput"]
 
 OutcomeStatus = Literal["ok", "error"]
 _OUTCOME_STATUSES: tuple[OutcomeStatus, ...] = ("ok", "error")
@@ -86,6 +87,11 @@ class ErrorInfo:
     details: Mapping[str, Any] | None = None    # anything else the tool knows (a traceback ...)
     extra: Mapping[str, Any] = field(default_factory=dict)
     keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_empty(self) -> bool:
+        """Read from ``{}``: an error object that names nothing (the engine treats it as absent)."""
+        return self.keys == ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ErrorInfo:
@@ -177,6 +183,53 @@ class Outcome:
                          self.extra)
 
 
+# ----------------------------------------------------------------------------- Attempt
+
+_ATTEMPT_ALWAYS = ("attempt", "status", "started_at", "duration_ms", "error", "action", "rule_index")
+_ATTEMPT_OPTIONAL = ("next_delay_s",)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt of a task invocation as the activity recorded it: its number, outcome
+    status and error, timing, and the policy's ``action`` on it (``next_delay_s``: the wait
+    before the retry it asked for). The records travel as JSON in heartbeats and in a
+    ``PolicyRetry``'s details; the workflow reads them typed with the task's result."""
+
+    attempt: int | None = None
+    status: str | None = None
+    started_at: str | None = None
+    duration_ms: int | None = None
+    error: ErrorInfo | None = None
+    action: str | None = None
+    rule_index: int | None = None
+    next_delay_s: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Attempt:
+        data = _mapping(data, "a task attempt")
+        keys, extra = _layout(data, _ATTEMPT_ALWAYS + _ATTEMPT_OPTIONAL)
+        error = data.get("error")
+        return cls(attempt=data.get("attempt"), status=data.get("status"), started_at=data.get("started_at"),
+                   duration_ms=data.get("duration_ms"),
+                   error=ErrorInfo.from_dict(error) if error is not None else None, action=data.get("action"),
+                   rule_index=data.get("rule_index"), next_delay_s=data.get("next_delay_s"), extra=extra, keys=keys)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _assemble(self.keys,
+                         {"attempt": self.attempt, "status": self.status, "started_at": self.started_at,
+                          "duration_ms": self.duration_ms,
+                          "error": self.error.to_dict() if self.error is not None else None,
+                          "action": self.action, "rule_index": self.rule_index},
+                         {"next_delay_s": self.next_delay_s}, self.extra)
+
+
 # ----------------------------------------------------------------------------- TaskResult
 
 _TASK_ALWAYS = ("outcome", "attempts", "rule_index", "action", "exhausted")
@@ -194,7 +247,7 @@ class TaskResult:
     """
 
     outcome: Outcome
-    attempts: tuple[Mapping[str, Any], ...] = ()
+    attempts: tuple[Attempt, ...] = ()
     rule_index: int | None = None
     action: str | None = None
     exhausted: bool = False
@@ -211,7 +264,8 @@ class TaskResult:
         data = _mapping(data, "a task result")
         keys, extra = _layout(data, _TASK_ALWAYS + ("decided",))
         rule_index = data.get("rule_index")
-        return cls(outcome=Outcome.from_dict(data["outcome"]), attempts=tuple(data.get("attempts") or ()),
+        return cls(outcome=Outcome.from_dict(data["outcome"]),
+                   attempts=tuple(Attempt.from_dict(a) for a in data.get("attempts") or ()),
                    rule_index=int(rule_index) if rule_index is not None else None, action=data.get("action"),
                    exhausted=bool(data.get("exhausted")), decided=bool(data.get("decided", True)),
                    extra=extra, keys=keys)
@@ -219,7 +273,7 @@ class TaskResult:
     def to_dict(self) -> dict[str, Any]:
         decided = None if self.decided and "decided" not in (self.keys or ()) else self.decided
         return _assemble(self.keys,
-                         {"outcome": self.outcome.to_dict(), "attempts": [dict(a) for a in self.attempts],
+                         {"outcome": self.outcome.to_dict(), "attempts": [a.to_dict() for a in self.attempts],
                           "rule_index": self.rule_index, "action": self.action, "exhausted": self.exhausted},
                          {"decided": decided}, self.extra)
 

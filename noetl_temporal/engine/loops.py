@@ -128,7 +128,7 @@ def iteration_finished(state: ExecutionState, run: StepRun, index: int,
         loop.failed.append(index)
     emit(state, "loop.iteration.failed" if pipe.failed else "loop.iteration.done", entity_id=run.step,
          step_run_id=run.id, iteration=index, status="error" if pipe.failed else "success",
-         payload={"error": pipe.error} if pipe.failed else {"meta": {"result": short(pipe.prev)}})
+         payload={"error": pipe.error.to_dict() if pipe.error is not None else None} if pipe.failed else {"meta": {"result": short(pipe.prev)}})
     run.iterations.pop(index, None)
     if pipe.failed and not pipe.cancelled and failure_mode(state, run.step) == "fail_fast":
         if LOOP_FAIL_FAST_FAILS_STEP in state.behaviours:
@@ -155,5 +155,5 @@ def _finish_loop(state: ExecutionState, run: StepRun) -> StepRunDone:
     if not ok:
         error = ErrorInfo(kind="loop", message=f"{len(loop.failed)} of {len(loop.items)} iterations failed"
                           if loop.failed else "loop cancelled")
-    outcome = Outcome(status="ok" if ok else "error", result=result, error=error).to_dict()
+    outcome = Outcome(status="ok" if ok else "error", result=result, error=error)
     return StepRunDone(run.id, ok=ok, result=result, outcome=outcome, loop_done=True)

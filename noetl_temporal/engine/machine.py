@@ -287,18 +287,18 @@ def _summary(state: ExecutionState) -> dict[str, Any]:
         "step_runs": state.total_step_runs,
         "failed_steps_count": len({f["step"] for f in failed}),
         "failed_steps": failed,
-        "steps": {name: info["status"] for name, info in state.steps.items()},
+        "steps": {name: record.status for name, record in state.steps.items()},
         "denied_steps": sorted({t.step for t in state.tokens if t.denied}),
         "discarded_steps": sorted(set(state.discarded_steps)),
     }
 
 
 def _failed_steps(state: ExecutionState) -> list[dict[str, Any]]:
-    return [dict(f) for f in state.failures]
+    return [f.to_dict() for f in state.failures]
 
 
 def _finish(state: ExecutionState, commands: list[Command]) -> None:
-    unhandled = [f for f in state.failures if not f["handled"]]
+    unhandled = [f for f in state.failures if not f.handled]
     ok = not unhandled and state.stopping is None
     status = ExecutionStatus.COMPLETED if ok else ExecutionStatus.FAILED
     reason = None
@@ -306,30 +306,36 @@ def _finish(state: ExecutionState, commands: list[Command]) -> None:
         reason = state.stopping_reason
         if unhandled:
             first = unhandled[0]
-            reason = reason or f"step '{first['step']}' failed: {first.get('message') or first.get('reason')}"
+            reason = reason or f"step '{first.step}' failed: {first.message}"
     wf_status = WorkflowStatus.COMPLETED if ok else WorkflowStatus.FAILED
     state.workflow_status = transition("workflow", state.workflow_status, wf_status)
-    summary = _summary(state)
     emit(state, "workflow.finished", entity_id=state.execution_id,
          status="success" if ok else "error", payload={"meta": {"status": wf_status.value}})
     state.status = transition("execution", state.status, status)
-    result = {
-        "status": status.value,
-        "reason": reason,
-        "total_steps": summary["total_steps"],
-        "failed_steps_count": summary["failed_steps_count"],
-        "failed_steps": summary["failed_steps"],
-        "unhandled_failures": len(unhandled),
-        "denied_steps": summary["denied_steps"],
-        "final_step": state.playbook.executor.spec.final_step,
-    }
+    result = _run_result(state, reason, unhandled=len(unhandled),
+                         denied_steps=sorted({t.step for t in state.tokens if t.denied}))
     emit(state, "playbook.finished", entity_id=state.execution_id, status="success" if ok else "error",
          payload={"meta": result})
     emit(state, "playbook.processed", entity_id=state.execution_id, status="success" if ok else "error")
+    _close(state, "playbook.finished", result, commands)
+
+
+def _run_result(state: ExecutionState, reason: str | None, *, unhandled: int,
+                denied_steps: list[str]) -> dict[str, Any]:
+    """The run's result (``Finish``, the workflow's output, ``playbook.finished``), one shape
+    for every end: the execution's status (already set), why, and its failed steps."""
+    failed = _failed_steps(state)
+    return {"status": state.status.value, "reason": reason, "total_steps": len(state.steps),
+            "failed_steps_count": len({f["step"] for f in failed}), "failed_steps": failed,
+            "unhandled_failures": unhandled, "denied_steps": denied_steps,
+            "final_step": state.playbook.executor.spec.final_step}
+
+
+def _close(state: ExecutionState, terminal_event: str, result: dict[str, Any], commands: list[Command]) -> None:
     state.ended_at = state.now
-    state.terminal_event = "playbook.finished"
+    state.terminal_event = terminal_event
     state.result = result
-    commands.append(Finish(status=status.value, result=result))
+    commands.append(Finish(status=state.status.value, result=result))
 
 
 def _cancel(state: ExecutionState, reason: str | None, commands: list[Command]) -> None:
@@ -349,16 +355,11 @@ def _cancel(state: ExecutionState, reason: str | None, commands: list[Command]) 
     emit(state, "workflow.finished", entity_id=state.execution_id, status="error",
          payload={"meta": {"status": "CANCELLED"}})
     state.status = transition("execution", state.status, ExecutionStatus.CANCELLED)
-    result = {"status": "CANCELLED", "reason": reason or "cancelled", "total_steps": len(state.steps),
-              "failed_steps_count": len({f['step'] for f in state.failures}),
-              "failed_steps": _failed_steps(state), "unhandled_failures": 0,
-              "denied_steps": [], "final_step": state.playbook.executor.spec.final_step}
+    # A cancel counts no failure as unhandled and no step as denied: the run did not decide them.
+    result = _run_result(state, reason or "cancelled", unhandled=0, denied_steps=[])
     emit(state, "execution.cancelled", entity_id=state.execution_id, status="error",
          payload={"reason": reason, "cancelled_tasks": in_flight})
-    state.ended_at = state.now
-    state.terminal_event = "execution.cancelled"
-    state.result = result
     for token in state.tokens:
         _move(token, TokenState.DROPPED)
     state.tokens.clear()
-    commands.append(Finish(status="CANCELLED", result=result))
+    _close(state, "execution.cancelled", result, commands)

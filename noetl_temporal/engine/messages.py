@@ -1,6 +1,7 @@
 """What goes into the engine (inputs) and what comes out (commands).
 
-Plain dataclasses of JSON values, so the Temporal shell can log, replay and test them.
+Plain dataclasses of JSON values, so the Temporal shell can log, replay and test them;
+a task's outcome arrives typed (:class:`~.envelopes.Outcome`).
 Every input carries ``now`` (RFC 3339, workflow time): the engine never reads a clock.
 """
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .behaviours import CURRENT
+from .envelopes import Attempt, Outcome
 
 __all__ = [
     "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
@@ -37,14 +39,14 @@ class TaskFinished:
     policy decision the activity took on the final outcome (``decided=False`` when the
     activity could not decide, e.g. it was cancelled: the engine decides then).
 
-    The shell builds it from a :class:`~.envelopes.TaskResult`; ``outcome`` is that
-    :class:`~.envelopes.Outcome`'s JSON, the form the engine keeps in its state, its
-    snapshots and its events (it reads it back through ``Outcome.from_dict``)."""
+    The shell builds it from a :class:`~.envelopes.TaskResult`, whose typed outcome the
+    engine keeps to the end of the step; it becomes JSON again only in event payloads and
+    snapshots (``Outcome.to_dict`` writes back exactly the object the activity returned)."""
 
     task_run_id: str
     now: str
-    outcome: dict[str, Any]
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    outcome: Outcome
+    attempts: list[Attempt] = field(default_factory=list)
     rule_index: int | None = None
     action: str | None = None
     decided: bool = False

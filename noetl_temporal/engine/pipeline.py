@@ -4,13 +4,14 @@ inline); each task's outcome goes through its policy (``continue``, ``jump``, ``
 the pipeline's end is a completion (``PipelineDone`` / ``IterationDone``) returned to the
 caller: this module never calls the step or loop that owns the pipeline.
 
-The pipeline's state moves by the "pipeline" table (``states.py``); a task policy's action
+The pipeline's state moves by the "pipeline" table (``state_machines.py``); a task policy's action
 (``PipelineAction``) picks the move.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import template_undefined as undefined
@@ -22,7 +23,7 @@ from . import budget, ctx_size, invocation
 from .common import (
     emit,
     ended_outcome,
-    error_envelope,
+    engine_error,
     error_outcome,
     patch_ctx,
     record_failure,
@@ -32,7 +33,7 @@ from .common import (
 )
 from .completions import IterationDone, PipelineDone
 from .context import outcome_view, set_path
-from .envelopes import Outcome
+from .envelopes import Attempt, ErrorInfo, Outcome
 from .failure import timeout_message
 from .messages import Command, TaskFinished
 from .policy_evaluation import evaluate_policy
@@ -51,6 +52,9 @@ INLINE_KINDS = tool_kinds.INLINE_KINDS
 #: undefined-value warnings kept per task run (a loop over a typo would repeat one)
 _MAX_WARNINGS = 10
 _RENDERED_IN_WORKFLOW = tool_kinds.IN_WORKFLOW_KINDS
+#: the error of a cancelled task that reported none (an ``ok`` outcome that arrived after
+#: the cancel): the empty error object the step's failure always carried then
+_NO_ERROR = ErrorInfo.from_dict({})
 
 
 def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
@@ -64,8 +68,9 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
     while not pipe.finished:
         if run.cancelled or run.timed_out:
             return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled,
-                                 error={"kind": "timeout" if run.timed_out else "cancelled",
-                                        "message": "step timed out" if run.timed_out else "cancelled"})
+                                 error=ErrorInfo(kind="timeout" if run.timed_out else "cancelled",
+                                                 message="step timed out" if run.timed_out else "cancelled",
+                                                 keys=("kind", "message")))
         if pipe.pc >= len(tasks):
             return _end_pipeline(state, run, pipe, failed=False, error=None)
         task = tasks[pipe.pc]
@@ -87,17 +92,16 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
             config, secret_context = _render_task(state, step_def, task, context, started)
             rules = [] if task.kind in INLINE_KINDS else invocation.task_rules(run, task, context)
         except TemplateError as exc:
-            end = _apply_outcome(state, run, pipe, task, task_run_id, error_outcome("template", str(exc)),
-                                 attempts=[], decision=None)
+            end = _apply_outcome(state, run, pipe, task, TaskReport(task_run_id, error_outcome("template", str(exc))))
             if end is not None:
                 return end
             continue
         if task.kind in INLINE_KINDS:
             outcome = _inline_outcome(task, config)
-            too_big = ctx_size.inline_overflow(state, outcome.get("result"), f"{run.step}.tool.{task.name}")
+            too_big = ctx_size.inline_overflow(state, outcome.result, f"{run.step}.tool.{task.name}")
             if too_big is not None:
                 outcome = error_outcome("limit", too_big)
-            end = _apply_outcome(state, run, pipe, task, task_run_id, outcome, attempts=[], decision=None)
+            end = _apply_outcome(state, run, pipe, task, TaskReport(task_run_id, outcome))
             if end is not None:
                 return end
             continue
@@ -114,9 +118,9 @@ def _move(pipe: PipelineRun, target: PipelineState) -> None:
     pipe.state = move("pipeline", pipe.state, target)
 
 
-def _pipeline_extra(pipe: PipelineRun, task: Task, outcome: dict[str, Any] | None = None,
+def _pipeline_extra(pipe: PipelineRun, task: Task, view: dict[str, Any] | None = None,
                     attempt: int = 1) -> dict[str, Any]:
-    view = outcome_view(outcome) if outcome is not None else None
+    """The pipeline's names for a task's templates; ``view`` is its outcome as templates see it."""
     return {"_prev": pipe.prev, "_task": task.name, "_attempt": attempt, "output": view, "outcome": view}
 
 
@@ -141,13 +145,13 @@ def _add_warnings(event: dict[str, Any], found: list[undefined.Undefined]) -> No
                             "warnings": [u.to_dict() for u in found[:_MAX_WARNINGS]]}
 
 
-def _inline_outcome(task: Task, config: dict[str, Any]) -> dict[str, Any]:
+def _inline_outcome(task: Task, config: dict[str, Any]) -> Outcome:
     if "result" in config:
         result = config["result"]
     else:
         merged = {**(config.get("input") or {}), **(config.get("args") or {})}
         result = merged or None
-    return Outcome.ok(result, attempt=1, duration_ms=0).to_dict()
+    return Outcome.ok(result, attempt=1, duration_ms=0)
 
 
 def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> PipelineEnd | None:
@@ -169,113 +173,189 @@ def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Com
         decision = (event.rule_index, PipelineAction(event.action or "continue"))
         if event.exhausted:
             decision = (event.rule_index, PipelineAction.FAIL)
-    end = _apply_outcome(state, run, pipe, task, event.task_run_id, event.outcome, attempts=event.attempts,
-                         decision=decision)
+    end = _apply_outcome(state, run, pipe, task, TaskReport(event.task_run_id, event.outcome, event.attempts, decision))
     if end is not None or pipe.finished:
         return end
     return run_pipeline(state, run, pipe, commands)
 
 
 def _emit_attempt(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
-                  attempt: dict[str, Any]) -> None:
-    number = attempt.get("attempt")
+                  attempt: Attempt) -> None:
     ids = dict(entity_id=task.name, parent_id=task_run_id, step_run_id=run.id, task_run_id=task_run_id,
-               iteration=pipe.iteration, attempt=number)
-    emit(state, "task.attempt.started", status="in_progress",
-         payload={"meta": {"started_at": attempt.get("started_at")}}, **ids)
-    ok = attempt.get("status") == "ok"
+               iteration=pipe.iteration, attempt=attempt.attempt)
+    emit(state, "task.attempt.started", status="in_progress", payload={"meta": {"started_at": attempt.started_at}},
+         **ids)
+    ok = attempt.ok
     emit(state, "task.attempt.done" if ok else "task.attempt.failed", status="success" if ok else "error",
-         duration_ms=attempt.get("duration_ms"),
-         payload={"error": attempt.get("error"), "meta": {"action": attempt.get("action"),
-                                                          "next_delay_s": attempt.get("next_delay_s")}},
+         duration_ms=attempt.duration_ms,
+         payload={"error": attempt.error.to_dict() if attempt.error is not None else None,
+                  "meta": {"action": attempt.action, "next_delay_s": attempt.next_delay_s}},
          **ids)
 
 
-def _decide(rules: list[Any], status: str, context: Mapping[str, Any], *, cancelled: bool,
-            decision: tuple[int | None, PipelineAction] | None,
-            on_unmatched: str | None = None) -> tuple[int | None, PipelineAction]:
+@dataclass(frozen=True)
+class TaskReport:
+    """A task's end as the pipeline applies it: its outcome, its attempt records, and the
+    policy decision the activity took on it (None: the pipeline decides, for inline tasks,
+    template errors and tasks no activity could decide for)."""
+
+    task_run_id: str
+    outcome: Outcome
+    attempts: list[Attempt] = field(default_factory=list)
+    decision: tuple[int | None, PipelineAction] | None = None
+
+
+@dataclass(frozen=True)
+class _TaskEnd:
+    """One task end being applied: where the task ran and what it reported, with the names
+    its patches and policy see (its outcome's JSON is written once, for those and the event)."""
+
+    state: ExecutionState
+    run: StepRun
+    pipe: PipelineRun
+    task: Task
+    step_def: Step
+    report: TaskReport
+    attempt: int
+    data: dict[str, Any]      # the outcome's JSON
+    scope: dict[str, Any]     # the pipeline's names with the outcome's view
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.report.outcome
+
+    @property
+    def rules(self) -> list[Any]:
+        return self.task.spec.policy.rules if self.task.spec.policy else []
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """The policy's decision on a task end: the matched rule (and its ``then``) and the action;
+    a cancelled task fails whatever its policy says."""
+
+    rule_index: int | None
+    action: PipelineAction
+    then: Any
+    cancelled: bool
+
+
+def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task,
+                   report: TaskReport) -> PipelineEnd | None:
+    """Apply a task's end: judge it, record it, apply its patches, then carry out the action;
+    the completion if the action ended the pipeline."""
+    end = _task_end(state, run, pipe, task, report)
+    verdict = _judge(end)
+    event = _record(end, verdict)
+    _apply_task_patches(end, verdict, event)
+    return _act(end, verdict)
+
+
+def _task_end(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, report: TaskReport) -> _TaskEnd:
+    attempt = report.outcome.meta.get("attempt") or max(1, len(report.attempts))
+    data = report.outcome.to_dict()
+    return _TaskEnd(state=state, run=run, pipe=pipe, task=task, step_def=step_definition(state, run.step),
+                    report=report, attempt=attempt, data=data,
+                    scope=_pipeline_extra(pipe, task, outcome_view(data), attempt))
+
+
+def _judge(end: _TaskEnd) -> _Verdict:
     """The matched rule and action: none for a cancelled task, the activity's decision when
     it made one, else the policy evaluated here (inline tasks and template errors)."""
+    run, outcome, rules = end.run, end.outcome, end.rules
+    cancelled = outcome.error_kind == "cancelled" or run.cancelled or run.timed_out
     if cancelled:
-        return None, PipelineAction.FAIL
-    if decision is not None:
-        return decision
-    d = evaluate_policy([r.model_dump() for r in rules], status, context, on_unmatched)
-    action = PipelineAction(d.action)
-    if action is PipelineAction.RETRY:
-        return d.rule_index, PipelineAction.FAIL  # inline tasks cannot retry: same outcome every time
-    return d.rule_index, action
-
-
-def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task: Task, task_run_id: str,
-                   outcome: dict[str, Any], *, attempts: list[dict[str, Any]],
-                   decision: tuple[int | None, PipelineAction] | None) -> PipelineEnd | None:
-    """Record a task's outcome, apply its patches and policy action; the completion if
-    the action ended the pipeline."""
-    step_def = step_definition(state, run.step)
-    envelope = Outcome.from_dict(outcome)
-    status = envelope.status
-    attempt = envelope.meta.get("attempt") or max(1, len(attempts))
-    rules = task.spec.policy.rules if task.spec.policy else []
-    cancelled = envelope.error_kind == "cancelled" or run.cancelled or run.timed_out
-    context = template_context(state, step_def, args=run.args, pipe=pipe,
-                               extra=_pipeline_extra(pipe, task, outcome, attempt))
-    rule_index, action = _decide(rules, status, context, cancelled=cancelled, decision=decision,
-                                 on_unmatched=task.spec.policy.on_unmatched if task.spec.policy else None)
+        rule_index, action = None, PipelineAction.FAIL
+    elif end.report.decision is not None:
+        rule_index, action = end.report.decision
+    else:
+        policy = end.task.spec.policy
+        context = template_context(end.state, end.step_def, args=run.args, pipe=end.pipe, extra=end.scope)
+        d = evaluate_policy([r.model_dump() for r in rules], outcome.status, context,
+                            policy.on_unmatched if policy else None)
+        rule_index, action = d.rule_index, PipelineAction(d.action)
+        if action is PipelineAction.RETRY:
+            action = PipelineAction.FAIL  # inline tasks cannot retry: same outcome every time
     then = rules[rule_index].then if rule_index is not None else None
-    result = envelope.result
+    return _Verdict(rule_index=rule_index, action=action, then=then, cancelled=cancelled)
+
+
+def _record(end: _TaskEnd, verdict: _Verdict) -> dict[str, Any]:
+    """Keep the outcome on the pipeline and emit what it says: ``task.done|failed``, a stored
+    result, the policy's evaluation. Returns the ``task.done|failed`` event (patch warnings
+    join its payload)."""
+    state, run, pipe, task, outcome = end.state, end.run, end.pipe, end.task, end.outcome
+    task_run_id, ok = end.report.task_run_id, outcome.status == "ok"
     pipe.last_outcome = outcome
-    pipe.vars[task.name] = result
-    ended = emit(state, "task.done" if status == "ok" else "task.failed", entity_id=task.name, parent_id=run.id,
-         step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
-         status="success" if status == "ok" else "error", duration_ms=envelope.meta.get("duration_ms"),
-         attempt=attempt, payload={"outcome": short_outcome(outcome)})
-    ref = envelope.result_ref
+    pipe.vars[task.name] = outcome.result
+    # (keyword order is the events' key order)
+    event = emit(state, "task.done" if ok else "task.failed", entity_id=task.name, parent_id=run.id,
+                 step_run_id=run.id, task_run_id=task_run_id, iteration=pipe.iteration,
+                 status="success" if ok else "error", duration_ms=outcome.meta.get("duration_ms"),
+                 attempt=end.attempt, payload={"outcome": short_outcome(end.data)})
+    ids = dict(task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration)
+    ref = outcome.result_ref
     if ref is not None:
-        emit(state, "result.stored", entity_id=f"task:{task.name}:attempt:{attempt}", parent_id=task_run_id,
-             task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
-             payload={"result_ref": {k: v for k, v in ref.items() if k != "preview"},
-                      "extracted": ref.get("extracted")})
-    if rules or decision is not None:
-        emit(state, "policy.task.evaluated", entity_id=f"task:{task.name}", parent_id=task_run_id,
-             task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration, status="success",
-             payload={"matched_rule_index": rule_index, "action": {"do": action.value,
-                                                                    **({"to": then.to} if then and then.to else {})}})
-    # set_* patches apply before the action: the task's own, then the matched rule's.
-    scope = _pipeline_extra(pipe, task, outcome, attempt)
-    # NoETL's task sequences bind a task's own plain-name `set:` (`fetch_result: "{{ output }}"`)
-    # to the task's *result*; its `ctx.`/`iter.` keys and policy `then.set` see the envelope.
-    result_scope = dict(scope, output=result, outcome=result)
-    with undefined.recording() as found:  # warnings only: strict covers the task's configuration
-        apply_patches(state, step_def, task, run, pipe, outcome, where=f"{run.step}.tool.{task.name}.set",
-                      extra=scope, vars_extra=result_scope)
+        emit(state, "result.stored", entity_id=f"task:{task.name}:attempt:{end.attempt}", parent_id=task_run_id,
+             **ids, status="success", payload={"result_ref": {k: v for k, v in ref.items() if k != "preview"},
+                                               "extracted": ref.get("extracted")})
+    if end.rules or end.report.decision is not None:
+        then = verdict.then
+        emit(state, "policy.task.evaluated", entity_id=f"task:{task.name}", parent_id=task_run_id, **ids,
+             status="success", payload={"matched_rule_index": verdict.rule_index, "action": {
+                 "do": verdict.action.value, **({"to": then.to} if then and then.to else {})}})
+    return event
+
+
+def _apply_task_patches(end: _TaskEnd, verdict: _Verdict, event: dict[str, Any]) -> None:
+    """The task's own ``set`` patches, then the matched rule's (before the action). NoETL's
+    task sequences bind a task's own plain-name ``set:`` (``fetch_result: "{{ output }}"``) to
+    the task's *result*; its ``ctx.``/``iter.`` keys and policy ``then.set`` see the envelope.
+    Undefined values are warnings in the task's event (strict covers its configuration)."""
+    state, run, task, result = end.state, end.run, end.task, end.outcome.result
+    result_scope = dict(end.scope, output=result, outcome=result)
+    with undefined.recording() as found:
+        apply_patches(state, end.step_def, task, run, end.pipe, end.outcome, where=f"{run.step}.tool.{task.name}.set",
+                      extra=end.scope, vars_extra=result_scope)
+        then = verdict.then
         if then is not None and not then.is_empty():
-            apply_patches(state, step_def, then, run, pipe, outcome,
-                          where=f"{run.step}.tool.{task.name}.spec.policy.rules[{rule_index}].then", extra=scope)
-    _add_warnings(ended, found)
-    if cancelled:
-        err = envelope.error.to_dict() if envelope.error is not None else {}
+            apply_patches(state, end.step_def, then, run, end.pipe, end.outcome, extra=end.scope,
+                          where=f"{run.step}.tool.{task.name}.spec.policy.rules[{verdict.rule_index}].then")
+    _add_warnings(event, found)
+
+
+def _act(end: _TaskEnd, verdict: _Verdict) -> PipelineEnd | None:
+    """Carry out the verdict's action on the pipeline; its completion if the action ended it."""
+    state, run, pipe, result = end.state, end.run, end.pipe, end.outcome.result
+    if verdict.cancelled:
+        error = end.outcome.error or _NO_ERROR
         if run.timed_out:
-            err = error_envelope("timeout", timeout_message(state, run))
-        return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled, error=err)
+            error = engine_error("timeout", timeout_message(state, run))
+        return _end_pipeline(state, run, pipe, failed=True, cancelled=run.cancelled, error=error)
+    action = verdict.action
     if action is PipelineAction.CONTINUE:
         pipe.prev = result
         pipe.pc += 1
-    elif action is PipelineAction.BREAK:
+        return None
+    if action is PipelineAction.BREAK:
         pipe.prev = result
         return _end_pipeline(state, run, pipe, failed=False, error=None)
-    elif action is PipelineAction.JUMP:
+    if action is PipelineAction.JUMP:
         pipe.prev = result
-        return _jump(state, run, pipe, step_def, then.to if then else None)
-    else:  # fail, or retry with nothing left
-        error = envelope.error.to_dict() if envelope.error is not None else {}
-        if not error:
-            error = error_envelope("policy", f"task '{task.name}' failed by policy"
-                                   + (f" (rule {rule_index})" if rule_index is not None else ""))
-        if decision is not None and decision[1] == "fail" and attempts and attempts[-1].get("action") == "retry":
-            error["message"] = f"retries exhausted after {len(attempts)} attempts: {error.get('message')}"
-        return _end_pipeline(state, run, pipe, failed=True, error=error)
-    return None
+        return _jump(state, run, pipe, end.step_def, verdict.then.to if verdict.then else None)
+    return _end_pipeline(state, run, pipe, failed=True, error=_failure(end, verdict))  # fail, or retry spent
+
+
+def _failure(end: _TaskEnd, verdict: _Verdict) -> ErrorInfo:
+    """The error a task's ``fail`` ends its pipeline with: the task's own, or the policy's."""
+    error = end.outcome.error
+    if error is None or error.is_empty:
+        error = engine_error("policy", f"task '{end.task.name}' failed by policy"
+                             + (f" (rule {verdict.rule_index})" if verdict.rule_index is not None else ""))
+    decision, attempts = end.report.decision, end.report.attempts
+    if decision is not None and decision[1] == "fail" and attempts and attempts[-1].action == "retry":
+        error = dataclasses.replace(error, message=f"retries exhausted after {len(attempts)} attempts: {error.message}")
+    return error
 
 
 def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step,
@@ -285,7 +365,7 @@ def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step
     limit = state.playbook.executor.spec.max_jumps
     if pipe.jumps > limit:
         return _end_pipeline(state, run, pipe, failed=True,
-                             error=error_envelope("jump_limit", f"task policy jumped more than {limit} times in one "
+                             error=engine_error("jump_limit", f"task policy jumped more than {limit} times in one "
                                                   f"run of '{run.step}' (executor.spec.max_jumps); add a guard that "
                                                   "ends the cycle with do: break"))
     if target == "previous":
@@ -294,19 +374,20 @@ def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step
         pipe.pc = names.index(target)
     else:
         return _end_pipeline(state, run, pipe, failed=True,
-                             error=error_envelope("policy", f"jump target {target!r} is not a task of step '{run.step}'"))
+                             error=engine_error("policy", f"jump target {target!r} is not a task of step '{run.step}'"))
     return None
 
 
 def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepRun,
-                  pipe: PipelineRun | None, outcome: dict[str, Any] | None, where: str,
+                  pipe: PipelineRun | None, outcome: Outcome | None, where: str,
                   extra: dict[str, Any] | None = None, vars_extra: dict[str, Any] | None = None) -> None:
     """Render and apply ``set_ctx``/``set_iter``/``set_vars``; ``vars_extra`` (if given) is
     the scope for the plain names instead of ``extra``."""
     if holder.is_empty():
         return
     if extra is None:
-        extra = {"output": outcome_view(outcome), "outcome": outcome_view(outcome)}
+        view = outcome_view(outcome)
+        extra = {"output": view, "outcome": view}
         if pipe is not None:
             extra["_prev"] = pipe.prev
     context = template_context(state, step_def, args=run.args, pipe=pipe, extra=extra)
@@ -336,7 +417,7 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
 
 
 def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, failed: bool,
-                  error: dict[str, Any] | None, cancelled: bool = False) -> PipelineEnd | None:
+                  error: ErrorInfo | None, cancelled: bool = False) -> PipelineEnd | None:
     """Close the pipeline; its owner learns from the completion returned (never a call up)."""
     if pipe.finished:
         return None
@@ -350,8 +431,9 @@ def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, fai
     return PipelineDone(step_run_id=run.id)
 
 
-def step_outcome(pipe: PipelineRun) -> dict[str, Any]:
+def step_outcome(pipe: PipelineRun) -> Outcome:
     """The outcome a step run ends with when its own pipeline ended."""
     failed = pipe.failed
-    result = pipe.prev if not failed else (pipe.last_outcome or {}).get("result")
+    last = pipe.last_outcome
+    result = pipe.prev if not failed else (last.result if last is not None else None)
     return ended_outcome(pipe.last_outcome, ok=not failed, result=result, error=pipe.error if failed else None)

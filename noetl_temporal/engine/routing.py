@@ -2,10 +2,13 @@
 
 Arcs are evaluated in YAML order (``exclusive`` fires the first match, ``inclusive``
 every match); a fired arc adds a token for its target and applies its ``set_ctx``.
+:func:`decide` matches the guards once per step end (a :class:`RouteDecision`); the step's
+status reads it (is the failure handled?) and :func:`route` fires its arcs.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..dsl.models import Step
@@ -14,10 +17,11 @@ from ..templates import evaluate_condition, render_value
 from . import ctx_size
 from .common import add_token, emit, patch_ctx, record_failure, template_context
 from .context import Scope, outcome_view, set_path
+from .envelopes import Outcome
 from .event_types import CALL_DONE, CALL_ERROR
 from .state import ExecutionState, StepRun
 
-__all__ = ["EventName", "boundary_event", "route", "failure_handled"]
+__all__ = ["EventName", "RouteDecision", "boundary_event", "decide", "route"]
 
 
 class EventName(str):
@@ -53,17 +57,56 @@ def boundary_event(step: str, *, ok: bool, loop_done: bool, error: dict[str, Any
             "error": error, "result": result}
 
 
-def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
-          outcome: dict[str, Any] | None) -> bool:
-    """Evaluate ``next.arcs``; return True when a guarded arc handled a failure."""
+@dataclass(frozen=True)
+class RouteDecision:
+    """Which arcs of ``next`` a step run's end fires, and which of them handle its failure.
+
+    Decided once, before the step's terminal event (whose status says whether the failure
+    was handled), and carried out by :func:`route` after it: the guards are evaluated once,
+    so the status and the routing read the same match. ``handling`` holds the selected arcs
+    whose guard matched *because* of the failure; the failure counts as handled for the
+    execution when one of them actually fires (its ``args``/``set`` rendered)."""
+
+    event: dict[str, Any]
+    context: Scope | None = None             # the guards' scope; arcs render their args in it
+    matched: tuple[int, ...] = ()            # arcs whose guard matched (the first, for exclusive)
+    selected: tuple[int, ...] = ()           # the arcs that fire (all matched, for inclusive)
+    errors: tuple[str, ...] = ()             # guard errors
+    handling: frozenset[int] = frozenset()   # selected arcs that handle the failure
+
+    @property
+    def handles_failure(self) -> bool:
+        return bool(self.handling)
+
+
+def decide(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
+           outcome: Outcome | None) -> RouteDecision:
+    """Match ``next.arcs`` against a step run's end (guard evaluation is pure: no event, no record)."""
     router = step_def.next
     if router is None or not router.arcs:
-        return False
-    context = _guard_context(state, run, step_def, event, outcome)
+        return RouteDecision(event)
+    view = outcome_view(outcome)
+    context = template_context(state, step_def, args=run.args,
+                               extra={"event": event, "output": view, "outcome": view})
     matched, errors = _match(run, step_def, context)
     selected = matched if router.spec.mode == "inclusive" else matched[:1]
+    handling: frozenset[int] = frozenset()
+    if event["status"] == "error":
+        handling = frozenset(i for i in selected
+                             if _guard_is_failure_specific(router.arcs[i].when, context, event, view))
+    return RouteDecision(event, context, tuple(matched), tuple(selected), tuple(errors), handling)
+
+
+def route(state: ExecutionState, run: StepRun, step_def: Step, decision: RouteDecision) -> bool:
+    """Fire the decided arcs (a token each, their ``set`` patched into ctx); return True when
+    a fired arc handled the failure."""
+    router = step_def.next
+    if router is None or not router.arcs or decision.context is None:
+        return False
+    context, errors = decision.context, list(decision.errors)
     fired: list[dict[str, Any]] = []
-    for index in selected:
+    handled = False
+    for index in decision.selected:
         arc = router.arcs[index]
         where = f"{run.step}.next.arcs[{index}]"
         try:
@@ -83,42 +126,19 @@ def route(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, 
             continue
         patch_ctx(state, patch)
         add_token(state, arc.step, args, source=run.step)
-        fired.append({"step": arc.step, "args": args, "when": arc.when})
+        fired.append({"step": arc.step, "args": args})
+        handled = handled or index in decision.handling
     emit(state, "next.evaluated", entity_id=f"step:{run.step}", parent_id=run.id, step_run_id=run.id,
          status="success" if fired else "skipped",
-         payload={"mode": router.spec.mode, "event": str(event["name"]),
-                  "matched": [{"step": router.arcs[i].step, "when": router.arcs[i].when} for i in matched],
-                  "selected": [{"step": f["step"], "args": f["args"]} for f in fired],
-                  "errors": errors or None})
+         payload={"mode": router.spec.mode, "event": str(decision.event["name"]),
+                  "matched": [{"step": router.arcs[i].step, "when": router.arcs[i].when} for i in decision.matched],
+                  "selected": fired, "errors": errors or None})
     if not fired:
         no_match = router.spec.on_no_match
         if no_match == "error" or (state.playbook.executor.spec.no_next_is_error and no_match != "quiet"):
             record_failure(state, run.step, run.id, handled=False, kind="no_next",
                            message="no arc of next matched (executor.spec.no_next_is_error is set)")
-    if event["status"] != "error":
-        return False
-    return any(_guard_is_failure_specific(f["when"], context, event, outcome) for f in fired)
-
-
-def failure_handled(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
-                    outcome: dict[str, Any] | None) -> bool:
-    """Will ``route`` handle this failure? The same guards on the same state, evaluated
-    before the step's terminal event is emitted (its status says whether it was handled);
-    guard evaluation is pure, so ``route`` then selects exactly the same arcs."""
-    router = step_def.next
-    if router is None or not router.arcs or event["status"] != "error":
-        return False
-    context = _guard_context(state, run, step_def, event, outcome)
-    matched, _ = _match(run, step_def, context)
-    selected = matched if router.spec.mode == "inclusive" else matched[:1]
-    return any(_guard_is_failure_specific(router.arcs[i].when, context, event, outcome) for i in selected)
-
-
-def _guard_context(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str, Any],
-                   outcome: dict[str, Any] | None) -> Scope:
-    return template_context(state, step_def, args=run.args,
-                            extra={"event": event, "output": outcome_view(outcome),
-                                   "outcome": outcome_view(outcome)})
+    return handled
 
 
 def _match(run: StepRun, step_def: Step, context: Scope) -> tuple[list[int], list[str]]:
@@ -139,7 +159,7 @@ def _match(run: StepRun, step_def: Step, context: Scope) -> tuple[list[int], lis
 
 
 def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str, Any],
-                               outcome: dict[str, Any] | None) -> bool:
+                               view: dict[str, Any] | None) -> bool:
     """A fired arc handles a failure when its guard matched *because* of the failure.
 
     The guard is evaluated once more against the same boundary as a success; if it
@@ -151,7 +171,7 @@ def _guard_is_failure_specific(when: str | None, context: Scope, event: dict[str
     name = str(event["name"])
     ok_name = "loop.done" if name == "loop.done" else "step.done"
     ok_event = dict(event, name=EventName(ok_name, (CALL_DONE, "step.done")), status="ok", error=None)
-    ok_outcome = outcome_view(dict(outcome or {}, status="ok", error=None))
+    ok_outcome = outcome_view(dict(view or {}, status="ok", error=None))
     ok_context = context.with_names({"event": ok_event, "output": ok_outcome, "outcome": ok_outcome})
     matched_on_success, _ = evaluate_condition(when, ok_context)
     return not matched_on_success

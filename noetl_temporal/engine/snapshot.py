@@ -9,14 +9,16 @@ itself is not carried: earlier events are in the event store, and the log contin
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
 from ..dsl.models import Playbook
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus
+from .envelopes import ErrorInfo, Outcome
 from .event_log import EventLog
 from .graph import StepGraph
-from .state import ExecutionState, LoopRun, PipelineRun, StepRun, Token
+from .state import ExecutionState, Failure, LoopRun, PipelineRun, StepRecord, StepRun, Token
 from .state_machines import LoopState, PipelineState, TokenState
 
 __all__ = ["snapshot", "restore"]
@@ -26,6 +28,10 @@ _SKIP = {"playbook", "graph", "log", "tokens", "join_buffers", "step_runs", "pip
 
 def _pipe(data: dict[str, Any], parked: bool = False) -> PipelineRun:
     data = dict(data)
+    if data.get("last_outcome") is not None:
+        data["last_outcome"] = Outcome.from_dict(data["last_outcome"])
+    if data.get("error") is not None:
+        data["error"] = ErrorInfo.from_dict(data["error"])
     if "state" in data:
         data["state"] = PipelineState(data["state"])
     else:  # a snapshot written before pipelines had a state: its three flags say it
@@ -81,14 +87,22 @@ def _step_run(data: dict[str, Any], parked_pipes: set[tuple[str, int | None]],
 def _plain_run(run: StepRun) -> dict[str, Any]:
     data = dataclasses.asdict(run)
     data["status"] = run.status.value
-    for pipe in [data["main"], *data["iterations"].values()]:
+    pipes = [(data["main"], run.main), *((data["iterations"][k], p) for k, p in run.iterations.items())]
+    for plain, pipe in pipes:
         if pipe is not None:
-            pipe["state"] = PipelineState(pipe["state"]).value
+            plain["state"] = pipe.state.value
+            # the envelopes' JSON (``asdict`` would write their fields, not the objects they read)
+            plain["last_outcome"] = _json(pipe.last_outcome)
+            plain["error"] = _json(pipe.error)
     if run.loop is not None:
         data["loop"]["state"] = run.loop.state.value
         data["loop"]["running"] = sorted(run.loop.running)
     data["iterations"] = {str(k): v for k, v in data["iterations"].items()}
     return data
+
+
+def _json(envelope: Outcome | ErrorInfo | None) -> dict[str, Any] | None:
+    return copy.deepcopy(envelope.to_dict()) if envelope is not None else None
 
 
 def _plain_token(token: Token) -> dict[str, Any]:
@@ -102,6 +116,8 @@ def snapshot(state: ExecutionState) -> dict[str, Any]:
     fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state) if f.name not in _SKIP}
     fields["status"] = state.status.value
     fields["workflow_status"] = state.workflow_status.value
+    fields["steps"] = {name: record.to_dict() for name, record in state.steps.items()}
+    fields["failures"] = [failure.to_dict() for failure in state.failures]
     return {
         "fields": fields,
         "log": {"base": state.log.seq, "parent_execution_id": state.log.parent_execution_id},
@@ -117,6 +133,8 @@ def restore(playbook: Playbook, data: dict[str, Any], graph: StepGraph | None = 
     fields = dict(data["fields"])
     fields["status"] = ExecutionStatus(fields["status"])
     fields["workflow_status"] = WorkflowStatus(fields["workflow_status"])
+    fields["steps"] = {name: StepRecord.from_dict(record) for name, record in fields.get("steps", {}).items()}
+    fields["failures"] = [Failure.from_dict(failure) for failure in fields.get("failures", [])]
     log = EventLog(fields["execution_id"])
     log.base = int(data["log"]["base"])
     log.parent_execution_id = data["log"].get("parent_execution_id")

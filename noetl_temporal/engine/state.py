@@ -11,11 +11,12 @@ from typing import Any
 
 from ..dsl.models import Playbook
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus
+from .envelopes import ErrorInfo, Outcome
 from .event_log import EventLog
 from .graph import StepGraph
 from .state_machines import LoopState, PipelineState, TokenState
 
-__all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "ExecutionState"]
+__all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "StepRecord", "Failure", "ExecutionState"]
 
 
 @dataclass(eq=False)
@@ -59,12 +60,12 @@ class PipelineRun:
     pc: int = 0
     vars: dict[str, Any] = field(default_factory=dict)
     prev: Any = None
-    last_outcome: dict[str, Any] | None = None
+    last_outcome: Outcome | None = None   # the last task's, typed (JSON only in snapshots)
     jumps: int = 0
     runs: dict[str, int] = field(default_factory=dict)
     in_flight: str | None = None       # task_run_id of the running task
     state: PipelineState = PipelineState.RUNNING   # moves only by the "pipeline" table
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
 
     @property
     def finished(self) -> bool:
@@ -109,6 +110,49 @@ class StepRun:
     timed_out: bool = False
 
 
+@dataclass(slots=True)
+class StepRecord:
+    """A step as the run's output reports it: the status its last run ended with, how many
+    runs ended, and the last one's result. JSON (the output, snapshots): ``to_dict``."""
+
+    status: str | None = None
+    runs: int = 0
+    result: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "runs": self.runs, "result": self.result}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepRecord:
+        return cls(status=data.get("status"), runs=int(data.get("runs") or 0), result=data.get("result"))
+
+
+@dataclass(slots=True)
+class Failure:
+    """A failure the run recorded (a step's, a template's, a limit's ...): ``handled`` when
+    an arc recovered from it; the unhandled ones fail the execution. ``final_step`` marks the
+    final step's own failure. JSON (the run's ``failed_steps``, snapshots): ``to_dict``."""
+
+    step: str
+    step_run_id: str | None
+    handled: bool
+    kind: str | None
+    message: str | None
+    final_step: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"step": self.step, "step_run_id": self.step_run_id, "handled": self.handled,
+                "kind": self.kind, "message": self.message}
+        if self.final_step:
+            data["final_step"] = True
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Failure:
+        return cls(step=data["step"], step_run_id=data.get("step_run_id"), handled=bool(data.get("handled")),
+                   kind=data.get("kind"), message=data.get("message"), final_step=bool(data.get("final_step")))
+
+
 @dataclass
 class ExecutionState:
     playbook: Playbook
@@ -132,8 +176,8 @@ class ExecutionState:
     total_step_runs: int = 0
     token_counter: int = 0
     step_results: dict[str, Any] = field(default_factory=dict)
-    steps: dict[str, dict[str, Any]] = field(default_factory=dict)   # per step: status, runs, result
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
     absorbed_final_tokens: int = 0
     discarded_steps: list[str] = field(default_factory=list)   # tokens dropped by on_deny: discard
     paused: bool = False

@@ -15,9 +15,10 @@ from ..status_layers import StepStatus, transition
 from . import budget, loops, pipeline, routing
 from .common import emit, error_outcome, record_failure, short, step_definition
 from .completions import Completion, StepRunDone
+from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode, step_timeout, stop, timeout_message
 from .messages import CancelTasks, Command, StartTimer
-from .state import ExecutionState, PipelineRun, StepRun, Token
+from .state import ExecutionState, PipelineRun, StepRecord, StepRun, Token
 
 __all__ = ["start_step_run", "finish_step_run", "record_step", "step_timed_out"]
 
@@ -57,16 +58,19 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
 
 
 def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: Any,
-                    outcome: dict[str, Any] | None, commands: list[Command], loop_done: bool = False) -> None:
+                    outcome: Outcome | None, commands: list[Command], loop_done: bool = False) -> None:
     step_def = step_definition(state, run.step)
     cancelled = run.cancelled and not ok
-    error = (outcome or {}).get("error") if not ok else None
+    error = outcome.error if outcome is not None and not ok else None
+    error_json = error.to_dict() if error is not None else None   # what guards and the event see
     state.step_results[run.step] = result
     if not cancelled:
         # Before the terminal event (the patches emit none): routing guards see them.
         pipeline.apply_patches(state, step_def, step_def, run, None, outcome, where=f"{run.step}.set")
-    event = routing.boundary_event(run.step, ok=ok, loop_done=loop_done, error=error, result=result)
-    target = _end_status(state, run, step_def, ok=ok, cancelled=cancelled, event=event, outcome=outcome)
+    event = routing.boundary_event(run.step, ok=ok, loop_done=loop_done, error=error_json, result=result)
+    # Matched once, before the terminal event: its status says whether an arc handles the failure.
+    decision = None if run.final or cancelled else routing.decide(state, run, step_def, event, outcome)
+    target = _end_status(ok=ok, cancelled=cancelled, decision=decision)
     run.status = transition("step", run.status, target)
     record_step(state, run.step, target, result)
     # A handled failure keeps the seed's event type and status (`step.failed`, `error`: the
@@ -74,44 +78,52 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
     failure = {} if ok else {"handled": target is StepStatus.HANDLED, "meta": {"step_status": target.value}}
     emit(state, "step.done" if ok else "step.failed", entity_id=run.step, parent_id=state.execution_id,
          step_run_id=run.id, status="success" if ok else "error",
-         payload={"outcome": {"status": "ok" if ok else "error", "result": short(result), "error": error},
+         payload={"outcome": {"status": "ok" if ok else "error", "result": short(result), "error": error_json},
                   **failure})
     state.step_runs.pop(run.id, None)
     if run.final:
         if not ok:
-            record_failure(state, run.step, run.id, handled=False, kind=(error or {}).get("kind"),
-                           message=(error or {}).get("message"), final_step=True)
+            record_failure(state, run.step, run.id, handled=False, kind=_kind(error), message=_message(error),
+                           final_step=True)
         return
     if cancelled:
         record_failure(state, run.step, run.id, handled=True, kind="cancelled", message="cancelled")
         return
-    handled = routing.route(state, run, step_def, event, outcome)
+    assert decision is not None
+    handled = routing.route(state, run, step_def, decision)
     if not ok:
-        record_failure(state, run.step, run.id, handled=handled, kind=(error or {}).get("kind"),
-                       message=(error or {}).get("message"))
+        record_failure(state, run.step, run.id, handled=handled, kind=_kind(error), message=_message(error))
         if not handled and failure_mode(state, run.step) == "fail_fast":
-            stop(state, "fail_fast", f"step '{run.step}' failed (fail_fast): "
-                 f"{(error or {}).get('message')}", commands)
+            stop(state, "fail_fast", f"step '{run.step}' failed (fail_fast): {_message(error)}", commands)
 
 
-def _end_status(state: ExecutionState, run: StepRun, step_def: Any, *, ok: bool, cancelled: bool,
-                event: dict[str, Any], outcome: dict[str, Any] | None) -> StepStatus:
+def _kind(error: ErrorInfo | None) -> str | None:
+    return error.kind if error is not None and not error.is_empty else None
+
+
+def _message(error: ErrorInfo | None) -> str | None:
+    return error.message if error is not None and not error.is_empty else None
+
+
+def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | None) -> StepStatus:
     """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: seed 000
     counts only a failure "without handled recovery" as FAILED) or FAILED."""
     if ok:
         return StepStatus.COMPLETED
     if cancelled:
         return StepStatus.CANCELLED
-    if not run.final and routing.failure_handled(state, run, step_def, event, outcome):
+    if decision is not None and decision.handles_failure:
         return StepStatus.HANDLED
     return StepStatus.FAILED
 
 
 def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any) -> None:
-    info = state.steps.setdefault(name, {"status": None, "runs": 0, "result": None})
-    info["status"] = status.value
-    info["runs"] += 1
-    info["result"] = result
+    record = state.steps.get(name)
+    if record is None:
+        record = state.steps[name] = StepRecord()
+    record.status = status.value
+    record.runs += 1
+    record.result = result
 
 
 def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> StepRunDone | None:

@@ -53,16 +53,16 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from .. import keychain
 from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
-from ..engine.envelopes import ErrorInfo, Outcome, TaskResult
+from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import render_attempt
 from ..engine.messages import RunTask
 from ..engine.policy_evaluation import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
 from ..store import large_results
 from ..tool_kinds import READS_RESULT_REFS
-from ..tools import ToolCall, run_tool
-from ..tools.base import error_outcome
-from .converter import oversized
+from ..tools import ToolCall
+from ..tools.base import error_outcome, run_outcome
+from .converter import has_claim_check, oversized
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
@@ -135,16 +135,28 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     return config, scrubber
 
 
-def _located(outcome: dict[str, Any], cmd: RunTask) -> dict[str, Any]:
+def _located(outcome: Outcome, cmd: RunTask) -> Outcome:
     """A configuration error names its task the way the engine's template errors do
     (``<step>.tool.<task>: ...``), so ``run`` turns it into the playbook's file:line:col."""
-    error = outcome.get("error")
-    if isinstance(error, dict) and error.get("kind") == "config":
+    error = outcome.error
+    if error is not None and error.kind == "config":
         where = f"{cmd.step}.tool.{cmd.task}"
-        message = str(error.get("message") or "")
-        if not message.startswith(where):
-            error["message"] = f"{where}: {message}"
+        if not error.message.startswith(where):
+            return dataclasses.replace(outcome, error=dataclasses.replace(error, message=f"{where}: {error.message}"))
     return outcome
+
+
+def _scrubbed(outcome: Outcome, scrub: keychain.Scrubber) -> Outcome:
+    """The outcome with the task's secrets replaced by ``***`` in every value it holds."""
+    if not scrub:
+        return outcome
+    error = outcome.error
+    if error is not None:
+        error = dataclasses.replace(error, kind=scrub(error.kind), message=scrub(error.message),
+                                    code=scrub(error.code), fix=scrub(error.fix), details=scrub(error.details),
+                                    extra=scrub(error.extra))
+    return dataclasses.replace(outcome, result=scrub(outcome.result), error=error, meta=scrub(outcome.meta),
+                               result_ref=scrub(outcome.result_ref), extra=scrub(outcome.extra))
 
 
 async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
@@ -153,21 +165,22 @@ async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     try:
         config, scrubber = await _prepare(cmd, call)
     except ToolError as err:
-        return Outcome.from_dict(keychain.Scrubber(call.secrets)(error_outcome(err, call, started=started)))
-    outcome = _located(scrubber(await run_tool(cmd.kind, config, call)), cmd)
-    if large_results.surely_inline(outcome.get("result"), cmd.result_spec):
-        return Outcome.from_dict(outcome)  # the usual small result: no thread, no store
+        return _scrubbed(error_outcome(err, call, started=started), keychain.Scrubber(call.secrets))
+    outcome = _located(_scrubbed(await run_outcome(cmd.kind, config, call), scrubber), cmd)
+    if large_results.surely_inline(outcome.result, cmd.result_spec):
+        return outcome  # the usual small result: no thread, no store
     try:
-        outcome = await asyncio.to_thread(large_results.externalize, outcome, cmd.result_spec,
-                                          execution_id=cmd.execution_id, task_run_id=cmd.task_run_id,
-                                          attempt=call.attempt)
+        # The store reads and extends the envelope's JSON (``result_ref`` after the rest).
+        stored = await asyncio.to_thread(large_results.externalize, outcome.to_dict(), cmd.result_spec,
+                                         execution_id=cmd.execution_id, task_run_id=cmd.task_run_id,
+                                         attempt=call.attempt)
+        return Outcome.from_dict(stored)
     except ToolError as err:
-        outcome = scrubber(error_outcome(err, call, started=started))
+        return _scrubbed(error_outcome(err, call, started=started), scrubber)
     except OSError as err:  # a full disk, an unreachable store: another attempt may do better
-        outcome = scrubber(error_outcome(
+        return _scrubbed(error_outcome(
             ToolError(f"cannot store the task result: {err}", kind="result_store", retryable=True),
-            call, started=started))
-    return Outcome.from_dict(outcome)
+            call, started=started), scrubber)
 
 
 @activity.defn(name=RUN_TASK_ACTIVITY)
@@ -197,7 +210,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
         outcome = await _fitting_history(await execute(cmd, call), cmd, call)
         outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
         context = dict(cmd.policy_context)
-        view = outcome_view(outcome.to_dict())
+        view = outcome_view(outcome)
         context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
         decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
     except Exception as exc:  # a bug on our side: never retried, always reported with its type
@@ -209,23 +222,16 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     finally:
         if beats is not None:
             beats.stop()
-    record: dict[str, Any] = {
-        "attempt": attempt,
-        "status": outcome.status,
-        "started_at": started.isoformat().replace("+00:00", "Z"),
-        "duration_ms": int((time.monotonic() - clock) * 1000),
-        "error": outcome.error.to_dict() if outcome.error is not None else None,
-        "action": decision.action,
-        "rule_index": decision.rule_index,
-    }
+    record = Attempt(attempt=attempt, status=outcome.status, started_at=started.isoformat().replace("+00:00", "Z"),
+                     duration_ms=int((time.monotonic() - clock) * 1000), error=outcome.error,
+                     action=decision.action, rule_index=decision.rule_index)
     exhausted = False
     if decision.action == "retry" and decision.rule_index is not None:
         then = cmd.rules[decision.rule_index].get("then") or {}
         allowed = int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS)
         if attempt < allowed:
             delay = _delay(then, attempt, outcome.error)
-            record["next_delay_s"] = delay
-            history.append(record)
+            history.append(dataclasses.replace(record, next_delay_s=delay).to_dict())   # heartbeat JSON
             if not info.is_local:
                 activity.heartbeat(history)
             raise ApplicationError(
@@ -235,8 +241,8 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
                 # an expected retry, not a worker problem: no stack trace in the worker log
                 category=ApplicationErrorCategory.BENIGN)
         exhausted = True
-    history.append(record)
-    return TaskResult(outcome=outcome, attempts=tuple(history), rule_index=decision.rule_index,
+    attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
+    return TaskResult(outcome=outcome, attempts=attempts, rule_index=decision.rule_index,
                       action=decision.action, exhausted=exhausted)
 
 
@@ -251,6 +257,8 @@ async def _fitting_history(outcome: Outcome, cmd: RunTask, call: ToolCall) -> Ou
         converter = activity.client().data_converter
     except RuntimeError:  # no client (an activity run outside a worker, in a test)
         return outcome
+    if has_claim_check(converter):  # the usual worker: nothing to measure
+        return outcome
     size = await oversized(converter, outcome.to_dict())
     if size is None:
         return outcome
@@ -260,7 +268,7 @@ async def _fitting_history(outcome: Outcome, cmd: RunTask, call: ToolCall) -> Ou
                     fix="connect the worker's client with data_converter=noetl_temporal.data_converter(your "
                         "converter or codec), or keep the result out of history with "
                         "spec.result.inline_max_bytes (docs/tools.md)")
-    return Outcome.from_dict(error_outcome(err, call))
+    return error_outcome(err, call)
 
 
 def _local_attempt(info: activity.Info, local: dict[str, Any] | None) -> tuple[int, list[dict[str, Any]]]:

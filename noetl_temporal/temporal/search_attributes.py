@@ -13,12 +13,21 @@ Until all of them exist, executions start without search attributes (nothing fai
 
 from __future__ import annotations
 
-from temporalio.common import SearchAttributeKey
+from typing import Any
 
-__all__ = ["PLAYBOOK_PATH", "PLAYBOOK_NAME", "NOETL_STATE", "PARENT_EXECUTION_ID", "SEARCH_ATTRIBUTES"]
+from temporalio.common import SearchAttributeKey, TypedSearchAttributes
+
+__all__ = ["PLAYBOOK_PATH", "PLAYBOOK_NAME", "NOETL_STATE", "PARENT_EXECUTION_ID", "SEARCH_ATTRIBUTES",
+           "has_attribute"]
 
 PLAYBOOK_PATH = SearchAttributeKey.for_keyword("NoetlPlaybookPath")
 PLAYBOOK_NAME = SearchAttributeKey.for_keyword("NoetlPlaybookName")
 NOETL_STATE = SearchAttributeKey.for_keyword("NoetlState")        # normalized: docs/status.md
 PARENT_EXECUTION_ID = SearchAttributeKey.for_keyword("NoetlParentExecutionId")
 SEARCH_ATTRIBUTES = [PLAYBOOK_PATH, PLAYBOOK_NAME, NOETL_STATE, PARENT_EXECUTION_ID]
+
+
+def has_attribute(attributes: TypedSearchAttributes, key: SearchAttributeKey[Any]) -> bool:
+    """``key in attributes`` (same name and type), spelled out: typeshed sees the
+    collection's items (pairs), not its keys."""
+    return any(pair.key == key for pair in attributes)

@@ -11,6 +11,11 @@ It only feeds inputs to ``engine.step`` and carries out the commands it returns:
 Signals and updates (cancel reason, pause, resume, ctx patch) become engine inputs too.
 A Temporal cancel request (Temporal UI, ``temporal workflow cancel``, the API) cancels
 in-flight work, emits ``execution.cancelled`` and closes the workflow as CANCELED.
+
+This module holds the run (its lifecycle, continue-as-new, the command queue) and its
+handlers; a task run is ``task_runs`` (the activity, the fast path's retry loop), a
+sub-playbook ``child_runs``, the writes to the event store ``event_flush``, and the
+``workflow.patched`` ids ``patches``.
 """
 
 from __future__ import annotations
@@ -18,26 +23,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, TypedSearchAttributes
-from temporalio.exceptions import (
-    ActivityError,
-    ApplicationError,
-    CancelledError,
-    ChildWorkflowError,
-    FailureError,
-)
-from temporalio.exceptions import TimeoutError as TemporalTimeoutError
-from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
     from ..engine import behaviours, ctx_size, machine, progress, snapshot
-    from ..engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
-    from ..engine.event_log import EventLog
+    from ..engine.envelopes import RunOutput, TaskResult
     from ..engine.graph import StepGraph
     from ..engine.messages import (
         Cancel,
@@ -58,47 +53,22 @@ with workflow.unsafe.imports_passed_through():
     from ..engine.state import ExecutionState
     from ..status_layers import ExecutionStatus
     from ..tool_kinds import WORKFLOW_KINDS
-    from . import labels
-    from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .definitions import prepare_playbook
-    from .local_only import LocalOnlyList, local_run_task
     from .metrics import count_execution
-    from .naming import child_execution_id
     from .pacing import YIELD_ACTIVITY
-    from .persistence import PERSIST_EVENTS_ACTIVITY, persist_summary
-    from .playbook_result import output_in, playbook_failed
-    from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH
-    from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
-    from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, WORKFLOW_NAME, RunInput
+    from .playbook_result import playbook_failed
+    from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH, has_attribute
+    from .types import WORKFLOW_NAME, RunInput
+
+# Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
+from . import child_runs, task_runs
+from .event_flush import EventFlusher
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
 
 # Temporal refuses more than 2,000 pending activities/children per execution; keep a margin
 # for the event-persistence local activity and sub-playbook resolution.
 MAX_PENDING = 1_500
-
-# Persisted events the workflow still keeps in memory for the ``events`` query; older ones
-# are read from the event store. Bounds workflow memory on long executions.
-EVENTS_KEPT_IN_MEMORY = 2_000
-EVENT_BATCH = 500
-# Events waiting for the store past which inline work waits for a write, and the most one
-# write takes (behaviours.BOUNDED_EVENT_BACKLOG; before it, one write took EVENT_BATCH).
-MAX_EVENT_BACKLOG = 2_500
-
-# Events are persisted in batches: when EVENT_BATCH are waiting, when the run closes, or on
-# the first activation FLUSH_INTERVAL (workflow time) after the last write or the start
-# (executions started before behaviours.DEFERRED_FIRST_FLUSH wrote their first batch at
-# once). Persisting after every step cost a local activity per step, and a workflow task
-# waits for its local activities before it sends its commands, so every step paid the
-# store's write latency. Live readers query the workflow, so only readers of the store
-# (no worker answering) see the lag.
-FLUSH_INTERVAL = timedelta(seconds=2)
-
-# ``workflow.patched`` ids: interpreter changes that would replay differently on histories
-# recorded before them (docs/deployment.md, "Upgrading workers"). Never reuse an id.
-PATCH_READABLE_CHILD_IDS = "readable-child-ids"   # sub-playbook ids `<child>-<hash>`, not `<parent>/<task>`
-PATCH_BATCHED_EVENT_FLUSH = "noetl-batched-event-flush"   # events persisted in batches, not per step
-# Engine behaviour changes are named in ``engine/behaviours.py`` and listed in the workflow input instead.
 
 
 def _now() -> str:
@@ -119,11 +89,8 @@ class PlaybookWorkflow:
         self._fatal: str | None = None
         self._cascade = True
         self._children: set[str] = set()   # task run ids that are sub-playbook child workflows
-        self._flushed_seq = 0      # events up to this seq are in the event store
-        self._persist = True
+        self._events = EventFlusher(self._started_with)
         self._draining = False     # continue-as-new pending: park new work
-        self._closing = False      # the run is about to close: persist what is left now
-        self._next_flush_at = datetime.min.replace(tzinfo=UTC)   # workflow time of the next write
         self._parked: list[RunTask | StartTimer] = []
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
@@ -146,10 +113,7 @@ class PlaybookWorkflow:
             raise RuntimeError(f"this worker does not know the behaviours {newer} that execution "
                                f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
         playbook, graph = prepare_playbook(inp.playbook)   # once per worker and playbook
-        self._persist = inp.persist_events
-        if self._started_with(behaviours.DEFERRED_FIRST_FLUSH):
-            self._next_flush_at = workflow.now() + FLUSH_INTERVAL
-        flusher = asyncio.ensure_future(self._flush_events()) if self._persist else None
+        flusher = self._events.start(inp.persist_events, lambda: self.engine.log, self._unregistered)
         if inp.resume:
             self._resume(playbook, graph, inp.resume)
         else:
@@ -158,7 +122,7 @@ class PlaybookWorkflow:
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
                              behaviours=behaviours.of_input(inp.behaviours)))
             self._mark_state()
-        self._flushed_seq = self.engine.log.base
+        self._events.flushed_seq = self.engine.log.base
         self._show_progress()
         try:
             await workflow.wait_condition(lambda: self._done() or self._history_is_long())
@@ -197,7 +161,7 @@ class PlaybookWorkflow:
         # Not an RPC: what this run was started with. Old starts set only NoetlPlaybookPath
         # (and registered only it and NoetlState); those upsert NoetlState as before.
         sas = workflow.info().typed_search_attributes
-        return _has_attribute(sas, PLAYBOOK_PATH) or _has_attribute(sas, PLAYBOOK_NAME)
+        return has_attribute(sas, PLAYBOOK_PATH) or has_attribute(sas, PLAYBOOK_NAME)
 
     def _show_progress(self) -> None:
         """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause).
@@ -260,75 +224,18 @@ class PlaybookWorkflow:
     def _output(self) -> RunOutput:
         state = self.engine
         return RunOutput(execution_id=state.execution_id, state=state.status, result=state.result,
-                         ctx=state.ctx, steps=state.steps, started_at=state.started_at,
+                         ctx=state.ctx, steps={name: record.to_dict() for name, record in state.steps.items()},
+                         started_at=state.started_at,
                          ended_at=state.ended_at, terminal_event=state.terminal_event,
                          event_count=state.log.seq)
-
-    async def _flush_events(self) -> None:
-        """Hand new events to the event store, in order, in batches, as they appear."""
-        failures = 0
-        log = self.engine.log
-        while True:
-            await workflow.wait_condition(lambda: self._flushed_seq < log.seq)
-            if self._batched_flush():
-                await self._gather_events(log)
-            batch = log.since(self._flushed_seq, MAX_EVENT_BACKLOG if self._bounded_backlog() else EVENT_BATCH)
-            try:
-                await workflow.execute_local_activity(  # (its argument is not in history)
-                    PERSIST_EVENTS_ACTIVITY, LocalOnlyList(batch), start_to_close_timeout=timedelta(seconds=30),
-                    summary=persist_summary(batch),
-                    retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)))
-            except ValueError as err:  # the worker does not register the activity
-                self._unregistered(err)
-                return
-            except ActivityError as err:
-                failures += 1
-                workflow.logger.warning("event store write failed (%s); retrying", err.cause or err)
-                if failures >= 5:
-                    workflow.logger.error("event store unavailable: events stay readable live only")
-                    self._persist = False
-                    return
-                await workflow.sleep(timedelta(seconds=min(2 ** failures, 30)))
-                continue
-            failures = 0
-            self._flushed_seq = batch[-1]["seq"]
-            self._next_flush_at = workflow.now() + FLUSH_INTERVAL
-            log.forget(self._flushed_seq - EVENTS_KEPT_IN_MEMORY)
 
     def _started_with(self, behaviour: str) -> bool:
         """The execution's input lists this shell behaviour (``engine/behaviours.py``)."""
         return self._input is not None and behaviour in (self._input.behaviours or ())
 
-    def _bounded_backlog(self) -> bool:
-        return self._persist and self._started_with(behaviours.BOUNDED_EVENT_BACKLOG)
-
-    def _batched_flush(self) -> bool:
-        """Events go to the store in batches: said by the input of executions started since
-        ``behaviours.BATCHED_EVENT_FLUSH`` (no history event), else by the patch marker that
-        executions recorded before it carry."""
-        return self._started_with(behaviours.BATCHED_EVENT_FLUSH) or workflow.patched(PATCH_BATCHED_EVENT_FLUSH)
-
-    async def _gather_events(self, log: EventLog) -> None:
-        """Wait for a full batch, the close of the run, or an activation FLUSH_INTERVAL after
-        the last write or the start (before ``behaviours.DEFERRED_FIRST_FLUSH``, the first
-        batch went at once, in the first workflow task).
-
-        Checked on activations, with no timer: a timer would add history events to every run.
-        """
-        await workflow.wait_condition(
-            lambda: self._closing or log.seq - self._flushed_seq >= EVENT_BATCH
-            or workflow.now() >= self._next_flush_at)
-
     async def _drain(self, flusher: asyncio.Future[None] | None) -> None:
         """Before closing: every event is in the store."""
-        self._closing = True
-        if flusher is None or not self._persist:
-            return
-        # Bounded without a timer: the flusher gives up (``_persist = False``) after
-        # repeated store failures, which also ends this wait.
-        await workflow.wait_condition(
-            lambda: self._flushed_seq >= self.engine.log.seq or not self._persist)
-        flusher.cancel()
+        await self._events.drain(flusher, self.engine.log)
 
     async def _settle(self) -> None:
         """Give cancelled activities a moment to acknowledge before the workflow closes."""
@@ -391,7 +298,7 @@ class PlaybookWorkflow:
                   if isinstance(c, RunTask) and c.task_run_id == task_run_id]
         if parked:  # never started: report it cancelled right away
             (self._parked if parked[0] in self._parked else self._queued).remove(parked[0])
-            asyncio.ensure_future(self._report_soon(parked[0], _cancelled("task cancelled")))
+            asyncio.ensure_future(self._report_soon(parked[0], task_runs.cancelled("task cancelled")))
             return
         handle = self._activities.get(task_run_id)
         if handle is not None and not handle.done():
@@ -403,28 +310,8 @@ class PlaybookWorkflow:
     async def _run_task(self, cmd: RunTask) -> None:
         inp = self._input
         assert inp is not None
-        timeout = cmd.timeout or 300.0
         try:
-            if cmd.spec.get("local") is True:
-                result = await _run_local(cmd, inp, timeout)
-            else:
-                raw: dict[str, Any] = await workflow.execute_activity(
-                    RUN_TASK_ACTIVITY, cmd,
-                    activity_id=cmd.task_run_id,
-                    start_to_close_timeout=timedelta(seconds=timeout + 30),
-                    heartbeat_timeout=timedelta(seconds=max(inp.heartbeat_timeout_s, 1.0)),
-                    retry_policy=RetryPolicy(
-                        initial_interval=timedelta(seconds=1),
-                        maximum_attempts=cmd.max_attempts + inp.infra_attempts - 1,
-                        non_retryable_error_types=[INTERNAL_ERROR],
-                    ),
-                    summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
-                )
-                result = TaskResult.from_dict(raw)
-        except FailureError as err:  # a local activity's failure may arrive unwrapped
-            result = self._failed_activity(err)
-        except asyncio.CancelledError:
-            result = _cancelled("task cancelled")
+            result = await task_runs.run_task(cmd, inp)
         except ValueError as err:  # the worker does not register the fast path's activity
             self._unregistered(err)
             return
@@ -439,107 +326,28 @@ class PlaybookWorkflow:
         Any other ValueError is not this: it goes on as before."""
         if "is not registered on this worker" not in str(err):
             raise err
-        self._persist = False
+        self._events.persist = False
         self._fatal = (f"this worker cannot run playbooks: {err}. Register everything "
                        "noetl_temporal.registration() returns, or use build_worker (docs/deployment.md)")
 
     def _report(self, cmd: RunTask, result: TaskResult) -> None:
         if not self.engine.finished:  # late results after the end change nothing
-            self._feed(TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result.outcome.to_dict(),
-                                    attempts=[dict(a) for a in result.attempts], rule_index=result.rule_index,
+            self._feed(TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result.outcome,
+                                    attempts=list(result.attempts), rule_index=result.rule_index,
                                     action=result.action, decided=result.decided, exhausted=result.exhausted))
 
     async def _run_child(self, cmd: RunTask) -> None:
         """``kind: playbook``: resolve the child, run it as a child workflow, inherit its status."""
         inp = self._input
         assert inp is not None
-        path = cmd.config.get("path") or cmd.config.get("playbook")
         try:
-            outcome = await self._child_outcome(cmd, inp, path)
+            outcome = await child_runs.child_outcome(cmd, inp, self.engine.behaviours)
         except asyncio.CancelledError:
-            outcome = _error("cancelled", "sub-playbook cancelled")
+            outcome = task_runs.failure("cancelled", "sub-playbook cancelled")
         finally:
             self._release(cmd.task_run_id)
         # The engine decides on a sub-playbook's outcome (no activity evaluated its policy).
         self._report(cmd, TaskResult.undecided(outcome))
-
-    async def _child_outcome(self, cmd: RunTask, inp: RunInput, path: Any) -> Outcome:
-        if inp.depth + 1 > MAX_DEPTH:
-            return _error("recursion", f"sub-playbook nesting deeper than {MAX_DEPTH} "
-                          f"(at {path!r}): a playbook that calls itself without an exit?")
-        try:
-            resolved = await workflow.execute_activity(
-                RESOLVE_PLAYBOOK_ACTIVITY, {"path": path, "version": cmd.config.get("version"),
-                                            "parent_source": cmd.source},
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[
-                    "PlaybookNotFound", "PlaybookInvalid"]))
-        except ActivityError as err:
-            return _error("playbook", str(getattr(err.cause, "message", None) or err.cause or err))
-        child_id = self._child_id(cmd, resolved["playbook"])
-        child_input = RunInput(execution_id=child_id, playbook=resolved["playbook"],
-                               payload=child_payload(cmd.config), source=resolved["source"],
-                               parent_execution_id=inp.execution_id, infra_attempts=inp.infra_attempts,
-                               heartbeat_timeout_s=inp.heartbeat_timeout_s,
-                               persist_events=inp.persist_events, depth=inp.depth + 1,
-                               behaviours=list(self.engine.behaviours))
-        try:
-            output: dict[str, Any] = await workflow.execute_child_workflow(
-                WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,
-                cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-                # We cancel children ourselves (cancel, fail_fast, timeouts), so that a
-                # cancel with cascade=False can leave them running after the parent closes.
-                parent_close_policy=ParentClosePolicy.ABANDON,
-                **self._child_labels(cmd, resolved, path))
-        except ChildWorkflowError as err:
-            failed = output_in(err.cause)   # a FAILED child closes Failed with its output
-            if failed is None:
-                return _child_error(path, err)
-            output = failed
-        child = RunOutput.from_dict(output)
-        result = child_result(output, cmd.config.get("return_step"))
-        meta = {"child_execution_id": child_id, "child_state": child.state.value,
-                "child_version": resolved.get("version")}
-        if child.state == ExecutionStatus.COMPLETED:
-            return Outcome.ok(result, **meta)
-        reason = child.reason or child.state.value
-        return Outcome.failed(ErrorInfo(kind="playbook", message=f"sub-playbook {path!r} ended "
-                                        f"{child.state.value}: {reason}"), result=result, **meta)
-
-    def _child_id(self, cmd: RunTask, child_playbook: dict[str, Any]) -> str:
-        inp = self._input
-        assert inp is not None
-        if workflow.patched(PATCH_READABLE_CHILD_IDS):
-            name, _ = labels.playbook_label(child_playbook)
-            return child_execution_id(inp.execution_id, cmd.task_run_id, name)
-        return f"{inp.execution_id}/{cmd.task_run_id}"   # histories recorded before the patch
-
-    def _child_labels(self, cmd: RunTask, resolved: dict[str, Any], path: Any) -> dict[str, Any]:
-        """The child's summary, details, memo and (when the parent has them) search attributes."""
-        inp = self._input
-        assert inp is not None
-        child, source = resolved["playbook"], resolved.get("source")
-        out: dict[str, Any] = {
-            "static_summary": f"sub-playbook {path} for {cmd.step}/{cmd.task}",
-            "static_details": labels.details(child, source=source, version=resolved.get("version"),
-                                             parent=inp.execution_id),
-            "memo": labels.memo(child, source)}
-        if _has_attribute(workflow.info().typed_search_attributes, PLAYBOOK_NAME):  # all of ours are registered
-            out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id)
-        return out
-
-    def _failed_activity(self, err: FailureError) -> TaskResult:
-        cause = err.cause if isinstance(err, ActivityError) else err
-        if isinstance(cause, CancelledError):
-            return _cancelled("task cancelled")
-        if isinstance(cause, ApplicationError) and cause.type == POLICY_RETRY:
-            return _retries_exhausted(cause)
-        # Temporal's own limits (start-to-close, heartbeat) end an attempt with its TimeoutError.
-        kind = "timeout" if isinstance(cause, TemporalTimeoutError) else "activity"
-        message = str(getattr(cause, "message", None) or cause or err)
-        if isinstance(cause, ApplicationError) and cause.type:
-            message = f"{cause.type}: {message}"
-        return TaskResult.undecided(_error(kind, message))
 
     async def _proceed_later(self) -> None:
         """The engine used up one input's work budget: go on in a later activation."""
@@ -549,13 +357,10 @@ class PlaybookWorkflow:
         except ValueError as err:  # the worker does not register the activity
             self._unregistered(err)
             return
-        if self._bounded_backlog():
+        if self._events.bounded_backlog():
             # Inline work makes events faster than the store takes them: let the writes catch
-            # up, or the workflow holds the whole log (the flusher gives up, ``_persist``
-            # turns False, after repeated store failures, which also ends this wait).
-            log = self.engine.log
-            await workflow.wait_condition(
-                lambda: not self._persist or log.seq - self._flushed_seq < MAX_EVENT_BACKLOG)
+            # up, or the workflow holds the whole log.
+            await self._events.caught_up(self.engine.log)
         if not self.engine.finished:
             self._feed(Proceed(now=_now()))
 
@@ -625,85 +430,6 @@ class PlaybookWorkflow:
         return dataclasses.replace(self._output(), paused=self.engine.paused).to_dict()
 
 
-async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
-    """The fast path (``spec.local: true``): the task as a local activity, run by this
-    worker without a round trip through the server's activity queue.
-
-    A local activity cannot heartbeat, so policy retries are driven from here: each
-    attempt is one local activity told its attempt number and the earlier records; a
-    ``PolicyRetry`` ends it (not retried by Temporal) and the next attempt starts after
-    the rule's delay on a durable timer. Temporal retries only infrastructure failures
-    (a timeout, a lost worker), up to ``infra_attempts``, repeating the same attempt.
-    A worker crash re-runs the attempt in flight: its result is recorded only when the
-    workflow task completes.
-    """
-    attempt, history = 1, list[dict[str, Any]]()
-    while True:
-        try:
-            raw: dict[str, Any] = await workflow.execute_local_activity(
-                RUN_TASK_LOCAL_ACTIVITY, args=[local_run_task(cmd), {"attempt": attempt, "history": history}],
-                activity_id=f"{cmd.task_run_id}/{attempt}",
-                start_to_close_timeout=timedelta(seconds=timeout + 30),
-                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=inp.infra_attempts,
-                                         non_retryable_error_types=[INTERNAL_ERROR, POLICY_RETRY]),
-                summary=f"{cmd.step} / {cmd.task} ({cmd.kind}, local)")
-            return TaskResult.from_dict(raw)
-        except (ActivityError, ApplicationError) as err:
-            retry = _policy_retry(err)
-            if retry is None:
-                raise
-            history = list(retry.details[0])
-            attempt = int(history[-1]["attempt"]) + 1
-            delay = float(history[-1].get("next_delay_s") or 0)
-            if delay > 0:
-                await workflow.sleep(timedelta(seconds=delay), summary=f"retry {cmd.step}/{cmd.task}")
-
-
-def _chain(err: BaseException | None) -> list[BaseException]:
-    out: list[BaseException] = []
-    while err is not None and len(out) < 10:
-        out.append(err)
-        err = getattr(err, "cause", None) or err.__cause__
-    return out
-
-
-def _policy_retry(err: BaseException) -> ApplicationError | None:
-    """The ``PolicyRetry`` in a local activity's failure (wrapped or not), with its records."""
-    return next((e for e in _chain(err) if isinstance(e, ApplicationError) and e.type == POLICY_RETRY
-                 and e.details and isinstance(e.details[0], list)), None)
-
-
-def _child_error(path: Any, err: ChildWorkflowError) -> Outcome:
-    """A child workflow that closed without a playbook output: cancelled, or an engine error."""
-    if isinstance(err.cause, CancelledError):
-        return _error("cancelled", f"sub-playbook {path!r} was cancelled")
-    cause = getattr(err.cause, "message", None) or str(err.cause or err)
-    return _error("playbook", f"sub-playbook {path!r} failed: {cause}")
-
-
-def _error(kind: str, message: str) -> Outcome:
-    """A failure found here, not by a tool (never retryable: no activity is left to retry)."""
-    return Outcome.failed(ErrorInfo(kind=kind, message=message))
-
-
-def _cancelled(message: str) -> TaskResult:
-    return TaskResult.undecided(_error("cancelled", message))
-
-
-def _retries_exhausted(cause: ApplicationError) -> TaskResult:
-    """Retries ran out on Temporal's side (RetryPolicy cap) while the policy still asked
-    for more: the last attempt's error is the task's error."""
-    details = cause.details[0] if cause.details else None
-    attempts: list[dict[str, Any]] = list(details) if isinstance(details, list) else []
-    last = attempts[-1] if attempts else {}
-    error = (ErrorInfo.from_dict(last["error"]) if last.get("error") else
-             # written without a ``code`` key, as this error always was
-             ErrorInfo(kind="retries_exhausted", message=str(cause.message),
-                       keys=("kind", "retryable", "message")))
-    return TaskResult(outcome=Outcome.failed(error, attempt=last.get("attempt")), attempts=tuple(attempts),
-                      rule_index=last.get("rule_index"), action="fail", exhausted=True)
-
-
 def _command_dict(command: RunTask | StartTimer) -> dict[str, Any]:
     return {"type": type(command).__name__, "fields": dataclasses.asdict(command)}
 
@@ -711,9 +437,3 @@ def _command_dict(command: RunTask | StartTimer) -> dict[str, Any]:
 def _command_from(data: dict[str, Any]) -> RunTask | StartTimer:
     kinds: dict[str, type[RunTask] | type[StartTimer]] = {"RunTask": RunTask, "StartTimer": StartTimer}
     return kinds[data["type"]](**data["fields"])
-
-
-def _has_attribute(attributes: TypedSearchAttributes, key: SearchAttributeKey[Any]) -> bool:
-    """``key in attributes`` (same name and type), spelled out: typeshed sees the
-    collection's items (pairs), not its keys."""
-    return any(pair.key == key for pair in attributes)

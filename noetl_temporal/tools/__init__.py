@@ -1,8 +1,9 @@
 """Tools: the data plane. One module per tool kind, one registry, pure asyncio.
 
-Nothing here imports Temporal: the activity wrapper calls :func:`run_tool`, which
-returns the outcome envelope for every invocation (``status``, ``result``, ``error``,
-``meta`` and a per-kind helper such as ``http``/``py``/``shell``).
+Nothing here imports Temporal: the activity wrapper calls :func:`run_outcome`, which
+returns the typed ``Outcome`` for every invocation (``status``, ``result``, ``error``,
+``meta`` and a per-kind helper such as ``http``/``py``/``shell``); :func:`run_tool` is
+the same call returning its JSON.
 """
 
 from . import _workdirs
@@ -14,6 +15,7 @@ from .base import (
     fail_with,
     get_tool,
     register_tool,
+    run_outcome,
     run_tool,
     to_jsonable,
 )
@@ -63,6 +65,7 @@ __all__ = [
     "fail_with",
     "get_tool",
     "register_tool",
+    "run_outcome",
     "run_tool",
     "to_jsonable",
     "aclose_clients",

@@ -1,13 +1,16 @@
 """The tool interface: one call description, one protocol, one registry, one envelope.
 
 Tools are plain asyncio code with no Temporal imports, so they can be tested and reused
-without a server. The activity wrapper (``noetl_temporal.temporal``) calls ``run_tool``,
+without a server. The activity wrapper (``noetl_temporal.temporal``) calls ``run_outcome``,
 which never raises for a tool failure: every failure becomes a ``status: error`` outcome
-so that task policies (``when: output.error.kind == ...``) can route on it.
+so that task policies (``when: output.error.kind == ...``) can route on it. It returns the
+typed :class:`~noetl_temporal.engine.envelopes.Outcome`, which stays typed up to the
+activity's return; ``run_tool`` is the same call for callers that want its JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -200,19 +203,43 @@ def _internal_error(exc: BaseException) -> ErrorInfo:
                      message=f"{type(exc).__name__}: {exc}", details={"traceback": tb[-4000:]})
 
 
-def error_outcome(err: ToolError, call: ToolCall, *, started: float | None = None) -> dict:
-    """The outcome envelope of a failure that happened before the tool could run
-    (an unknown keychain entry, an unusable result store ...)."""
+def _jsonable_error(error: ErrorInfo) -> ErrorInfo:
+    """The error with its tool-given values JSON-plain (what ``to_jsonable`` made of them in
+    the outcome's JSON); ``kind``, ``message`` and ``fix`` are strings already."""
+    code, retry_after = error.code, error.retry_after
+    return dataclasses.replace(
+        error, details=to_jsonable(error.details) if error.details else error.details,
+        code=code if code is None or isinstance(code, str | int) else to_jsonable(code),
+        retry_after=retry_after if retry_after is None or isinstance(retry_after, int | float)
+        else to_jsonable(retry_after))
+
+
+def _outcome(status: OutcomeStatus, result: Any, error: ErrorInfo | None, meta: dict[str, Any],
+             extras: dict[str, Any]) -> Outcome:
+    """The envelope with every tool-given value JSON-plain, part by part (the usual small
+    result is the only part to convert; the envelope itself is never encoded here)."""
+    return Outcome(status=status, result=to_jsonable(result) if result is not None else None,
+                   error=_jsonable_error(error) if error is not None else None, meta=meta,
+                   extra=to_jsonable(extras) if extras else {})
+
+
+def error_outcome(err: ToolError, call: ToolCall, *, started: float | None = None) -> Outcome:
+    """The outcome of a failure that happened before the tool could run (an unknown
+    keychain entry, an unusable result store ...)."""
     started = time.time() if started is None else started
-    return to_jsonable(Outcome(
-        status="error", result=getattr(err, "outcome_result", None), error=_error_info(err),
-        meta={"attempt": call.attempt, "duration_ms": int((time.time() - started) * 1000),
-              "started_at": _rfc3339(started)},
-        extra=getattr(err, "outcome_extras", None) or {}).to_dict())
+    return _outcome("error", getattr(err, "outcome_result", None), _error_info(err),
+                    {"attempt": call.attempt, "duration_ms": int((time.time() - started) * 1000),
+                     "started_at": _rfc3339(started)},
+                    getattr(err, "outcome_extras", None) or {})
 
 
 async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
-    """Run one tool invocation and return its outcome envelope (JSON-serializable).
+    """:func:`run_outcome`'s outcome as its JSON envelope, for callers outside the activity."""
+    return (await run_outcome(kind, config, call)).to_dict()
+
+
+async def run_outcome(kind: str, config: dict, call: ToolCall) -> Outcome:
+    """Run one tool invocation and return its outcome (every value in it JSON-plain).
 
     Cancellation (``asyncio.CancelledError``) is not a tool failure and propagates,
     so Temporal activity cancellation keeps working; tools clean up in ``finally``.
@@ -251,4 +278,4 @@ async def run_tool(kind: str, config: dict, call: ToolCall) -> dict:
         "duration_ms": int((time.perf_counter() - t0) * 1000),
         "started_at": _rfc3339(started),
     }
-    return to_jsonable(Outcome(status=status, result=result, error=error, meta=meta, extra=extras).to_dict())
+    return _outcome(status, result, error, meta, extras)

@@ -10,6 +10,7 @@ from typing import Any
 
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.context import outcome_view
+from noetl_temporal.engine.envelopes import Attempt, Outcome
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import (
     CancelTasks,
@@ -113,6 +114,6 @@ def finished(cmd: RunTask, outcome: dict[str, Any]) -> TaskFinished:
     d = evaluate_policy(cmd.rules, outcome["status"], context, cmd.on_unmatched)
     action = d.action
     exhausted = action == "retry"
-    return TaskFinished(task_run_id=cmd.task_run_id, now=NOW, outcome=outcome,
-                        attempts=[{"attempt": 1, "status": outcome["status"], "action": action}],
+    return TaskFinished(task_run_id=cmd.task_run_id, now=NOW, outcome=Outcome.from_dict(outcome),
+                        attempts=[Attempt.from_dict({"attempt": 1, "status": outcome["status"], "action": action})],
                         rule_index=d.rule_index, action=action, decided=True, exhausted=exhausted)

@@ -31,7 +31,7 @@ def test_long_noop_chains_yield_and_still_run_every_step_once(steps, min_yields)
     assert r.status == "COMPLETED"
     assert r.yields >= min_yields
     assert r.steps_started() == [f"s{i}" for i in range(steps)]
-    assert r.state.steps[f"s{steps - 1}"]["result"] == steps - 1
+    assert r.state.steps[f"s{steps - 1}"].result == steps - 1
     assert [e["seq"] for e in r.events] == list(range(1, len(r.events) + 1))
 
 
@@ -46,7 +46,7 @@ def test_big_inline_loops_yield_and_keep_results_in_item_order(mode):
     """)
     assert r.status == "COMPLETED"
     assert r.yields >= 2
-    assert r.state.steps["each"]["result"]["results"] == [i * 3 for i in range(n)]
+    assert r.state.steps["each"].result["results"] == [i * 3 for i in range(n)]
     assert r.types().count("loop.iteration.done") == n
 
 

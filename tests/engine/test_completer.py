@@ -186,4 +186,4 @@ def test_a_parked_fill_pass_resumes_on_proceed():
         step(state, Proceed(now=NOW))
         assert loop_run.loop.state in (LoopState.PARKED, LoopState.COMPLETED)
     assert state.status.value == "COMPLETED" and proceeds >= 2
-    assert state.steps["each"]["result"]["done"] == n
+    assert state.steps["each"].result["done"] == n

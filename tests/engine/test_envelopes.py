@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from noetl_temporal.engine.common import ended_outcome, error_envelope, error_outcome
+from noetl_temporal.engine.common import ended_outcome, engine_error, error_outcome
 from noetl_temporal.engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
 from noetl_temporal.status_layers import ExecutionStatus
 
@@ -125,11 +125,11 @@ def test_unknown_outcome_status_is_refused():
 
 
 def test_built_in_code_they_write_the_shapes_they_always_did():
-    assert json.dumps(error_outcome("template", "boom")) == json.dumps(
+    assert json.dumps(error_outcome("template", "boom").to_dict()) == json.dumps(
         {"status": "error", "result": None,
          "error": {"kind": "template", "retryable": False, "code": None, "message": "boom"},
          "meta": {"attempt": 1, "duration_ms": 0}})
-    assert error_envelope("loop", "2 of 3 failed") == {"kind": "loop", "retryable": False, "code": None,
+    assert engine_error("loop", "2 of 3 failed").to_dict() == {"kind": "loop", "retryable": False, "code": None,
                                                        "message": "2 of 3 failed"}
     assert Outcome(status="ok", result=[1], error=None).to_dict() == {
         "status": "ok", "result": [1], "error": None, "meta": {}}
@@ -143,11 +143,11 @@ def test_built_in_code_they_write_the_shapes_they_always_did():
 
 def test_an_ended_pipeline_outcome_is_its_last_task_outcome_updated_like_the_dict_was():
     last = OUTCOMES["stored result ref"]
-    failed = {**last, "status": "error", "error": error_envelope("policy", "no")}
-    assert json.dumps(ended_outcome(last, ok=False, result=REF, error=error_envelope("policy", "no"))) \
-        == json.dumps(failed)
+    failed = {**last, "status": "error", "error": engine_error("policy", "no").to_dict()}
+    ended = ended_outcome(Outcome.from_dict(last), ok=False, result=REF, error=engine_error("policy", "no"))
+    assert json.dumps(ended.to_dict()) == json.dumps(failed)
     # no task ran: `dict({"meta": {}})` then status/result/error, in that order
-    assert json.dumps(ended_outcome(None, ok=True, result=2, error=None)) == json.dumps(
+    assert json.dumps(ended_outcome(None, ok=True, result=2, error=None).to_dict()) == json.dumps(
         {"meta": {}, "status": "ok", "result": 2, "error": None})
 
 

@@ -136,7 +136,7 @@ def test_sequential_convergence_runs_the_step_once_per_token_as_soon_as_it_arriv
     feed(r, finished(r.held[0], ok()))
     assert r.steps_started().count("notify") == 2
     assert [c.config["args"]["stage"] for c in r.ran if c.step == "notify"] == [1, 2]
-    assert r.state.steps["notify"]["runs"] == 2
+    assert r.state.steps["notify"].runs == 2
     assert r.status == "COMPLETED"
 
 
@@ -195,7 +195,7 @@ def test_unhandled_failed_branch_no_longer_holds_the_join():
     assert r.steps_started().count("j") == 1
     args = _scheduled(r, "j")[0]["payload"]["inputs"]["args"]
     assert args["_upstreams"] == {"b": {"b": 1}}
-    assert r.state.steps["a"]["status"] == "FAILED"
+    assert r.state.steps["a"].status == "FAILED"
     assert r.status == "FAILED"
 
 
@@ -205,7 +205,7 @@ def test_handled_failed_branch_joins_through_its_failure_arc():
     assert r.steps_started().count("j") == 1
     args = _scheduled(r, "j")[0]["payload"]["inputs"]["args"]
     assert args["a_failed"] is True and args["b"] == 1
-    assert r.state.steps["a"]["status"] == "HANDLED"
+    assert r.state.steps["a"].status == "HANDLED"
     assert r.status == "COMPLETED"
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.engine.envelopes import Outcome
+from noetl_temporal.engine.messages import TaskFinished
 from noetl_temporal.engine.policy_evaluation import evaluate_policy, max_policy_attempts, retry_delay
 
-from .harness import err, ok, run
+from .harness import NOW, err, feed, ok, run
 
 PIPE = """
 workflow:
@@ -251,3 +253,26 @@ def test_loop_of_pipelines_with_set_iter_isolated_per_iteration():
     """
     r = run(text)
     assert r.state.step_results["each"]["results"] == ["t1/10/fresh", "t2/20/fresh"]
+
+
+def test_a_reported_outcome_stays_the_typed_object_to_the_end_of_its_step():
+    """The pipeline keeps the Outcome the shell reported (no JSON copy beside it); the step
+    ends with its last task's result."""
+    two = """
+    workflow:
+      - step: s
+        tool:
+          - {name: first, kind: python, code: x}
+          - {name: second, kind: python, code: y}
+    """
+    reported = Outcome(status="ok", result={"n": 1}, meta={"attempt": 1}, extra={"http": {"status": 200}})
+    r = run(two, hold=lambda c: True)
+    (first,) = r.held
+    feed(r, TaskFinished(task_run_id=first.task_run_id, now=NOW, outcome=reported, decided=True, action="continue"))
+    (run_,) = r.state.step_runs.values()
+    assert run_.main.last_outcome is reported
+    second = r.held[-1]
+    assert second.task == "second"
+    feed(r, TaskFinished(task_run_id=second.task_run_id, now=NOW, decided=True, action="continue",
+                         outcome=Outcome.ok([2], attempt=1)))
+    assert r.status == "COMPLETED" and r.state.steps["s"].result == [2]

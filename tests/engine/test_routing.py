@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.engine import routing
 from noetl_temporal.engine.messages import PatchCtx
 
 from .harness import NOW, err, feed, ok, run
@@ -147,7 +148,7 @@ def test_guarded_cycle_runs_until_guard_fails_and_is_not_a_join():
     r = run(CYCLE)
     assert r.steps_started() == ["init", "fetch", "fetch", "fetch", "done"]
     assert r.state.ctx["page"] == 3
-    assert r.state.steps["fetch"]["runs"] == 3
+    assert r.state.steps["fetch"].runs == 3
     assert "fetch" not in r.state.graph.joins
 
 
@@ -313,11 +314,28 @@ def test_handled_vs_unhandled_failures(arcs, started, status, step_state):
     assert failed[0]["handled"] is (step_state == "HANDLED")
     assert r.state.result["failed_steps_count"] == 1
     # seed 000: only a failure without handled recovery is a FAILED step
-    assert r.state.steps["fetch"]["status"] == step_state
+    assert r.state.steps["fetch"].status == step_state
     (event,) = [e for e in r.events if e["event_type"] == "step.failed"]
     assert event["status"] == "error"
     assert event["payload"]["handled"] is (step_state == "HANDLED")
     assert event["payload"]["meta"]["step_status"] == step_state
+
+
+def test_a_step_end_matches_each_guard_once(monkeypatch):
+    """The step's status (handled?) and its routing read one match of the guards: each guard
+    is evaluated once, plus once more as a success for an arc that fired on a failure."""
+    calls: list[str] = []
+    real = routing.evaluate_condition
+
+    def counting(when, *args, **kwargs):
+        calls.append(when)
+        return real(when, *args, **kwargs)
+
+    monkeypatch.setattr(routing, "evaluate_condition", counting)
+    guard = "{{ event.name == 'step.failed' }}"
+    r = run(HANDLED % f"- {{step: recover, when: \"{guard}\"}}\n        - {{step: end}}", tool=lambda c: err())
+    assert r.state.steps["fetch"].status == "HANDLED" and r.status == "COMPLETED"
+    assert calls.count(guard) == 2   # matched, then re-read as a success (failure-specific)
 
 
 def test_payload_deep_merges_over_workload_and_workload_is_immutable():
@@ -370,7 +388,7 @@ def test_fail_fast_cancels_in_flight_branches_then_runs_final_step():
     assert "after" not in r.steps_started()
     assert r.steps_started()[-1] == "wrap"
     assert r.status == "FAILED"
-    assert r.state.steps["slow"]["status"] == "CANCELLED"
+    assert r.state.steps["slow"].status == "CANCELLED"
 
 
 def test_cancel_stops_everything_and_is_terminal_once():

@@ -205,9 +205,9 @@ def test_an_executions_ctx_is_bounded_in_all_its_keys():
     r = run(CTX_GROWS)
     assert r.status == "FAILED"
     assert len(r.state.ctx["a"]) == len(r.state.ctx["d"]) == 9999999 and "e" not in r.state.ctx
-    failures = [f for f in r.state.failures if f["kind"] == "limit"]
-    assert failures and failures[0]["step"] == "more", r.state.failures
-    assert failures[0]["message"].startswith("more.next.arcs[0].set: not allowed: ctx would hold more than "
+    failures = [f for f in r.state.failures if f.kind == "limit"]
+    assert failures and failures[0].step == "more", r.state.failures
+    assert failures[0].message.startswith("more.next.arcs[0].set: not allowed: ctx would hold more than "
                                              "40,000,000 characters or items (limit MAX_CTX_SIZE"), failures
 
 

@@ -81,8 +81,8 @@ async def test_a_big_loop_keeps_workflow_memory_bounded_and_events_gap_free(temp
     from noetl_temporal.observe import read_events
     from noetl_temporal.store.event_store import open_event_store
     from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.temporal.event_flush import EVENTS_KEPT_IN_MEMORY
     from noetl_temporal.temporal.worker import build_worker
-    from noetl_temporal.temporal.workflow import EVENTS_KEPT_IN_MEMORY
 
     playbook = load_playbook_text(BIG_LOOP_THEN_GATE, source="<loop>").playbook
     store = open_event_store()

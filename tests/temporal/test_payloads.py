@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from temporalio.converter import DataConverter
 
-from noetl_temporal.engine.messages import RunTask, TaskFinished
+from noetl_temporal.engine.messages import Finish, RunTask, StepTimedOut
 from noetl_temporal.temporal.claimcheck import ClaimCheckCodec, data_converter
 from noetl_temporal.temporal.local_only import LOCAL_ONLY_ENCODING, LocalOnlyList, local_run_task
 from noetl_temporal.temporal.payloads import PayloadConverter, PlainJSONTypes
@@ -25,8 +25,8 @@ class _Nested:  # not ours, and nested: the SDK's way
 
 @pytest.mark.parametrize(("hint", "value"), [
     (RunTask, RUN_TASK),
-    (TaskFinished, TaskFinished(task_run_id="t", now="2026-01-01T00:00:00Z", outcome={"status": "ok"},
-                                attempts=[{"attempt": 1}], rule_index=0, action="continue", decided=True)),
+    (Finish, Finish(status="COMPLETED", result={"failed_steps": [{"step": "s"}], "reason": None})),
+    (StepTimedOut, StepTimedOut(now="2026-01-01T00:00:00Z", step_run_id="s:run:1")),
     (dict[str, Any], {"a": [1, {"b": None}], "c": "x"}),
     (list[dict[str, Any]], [{"a": 1}, {}]),
     (Any, [1, "two", {"three": 3.0}]),

@@ -14,9 +14,11 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from noetl_temporal.engine import machine
+from noetl_temporal.temporal.event_flush import EventFlusher
+from noetl_temporal.temporal.patches import PATCH_READABLE_CHILD_IDS
 from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
 from noetl_temporal.temporal.worker import sandbox_runner
-from noetl_temporal.temporal.workflow import PATCH_READABLE_CHILD_IDS, PlaybookWorkflow
+from noetl_temporal.temporal.workflow import PlaybookWorkflow
 from tests.histories.record import events_digest
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
@@ -141,7 +143,7 @@ async def test_the_backlog_behaviour_is_what_keeps_each_history_replaying(name, 
     after; each replays above because its input says which it ran with. Replaying either
     with the other choice is a nondeterminism error (the writes to the event store differ)."""
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
-    monkeypatch.setattr(PlaybookWorkflow, "_bounded_backlog", lambda self: forced)
+    monkeypatch.setattr(EventFlusher, "bounded_backlog", lambda self: forced)
     replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)

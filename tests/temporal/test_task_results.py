@@ -7,7 +7,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from noetl_temporal.temporal.activities import POLICY_RETRY
-from noetl_temporal.temporal.workflow import PlaybookWorkflow
+from noetl_temporal.temporal.task_runs import failed_activity
 
 
 def _activity_failure(cause: BaseException) -> ActivityError:
@@ -18,7 +18,7 @@ def _activity_failure(cause: BaseException) -> ActivityError:
 
 
 def _failed(cause: BaseException):
-    return PlaybookWorkflow()._failed_activity(_activity_failure(cause))
+    return failed_activity(_activity_failure(cause))
 
 
 class SlowTimeoutLookalike(ApplicationError):
@@ -54,7 +54,7 @@ def test_policy_retries_cut_short_by_temporal_end_with_the_last_attempts_error()
     assert (result.decided, result.exhausted, result.action, result.rule_index) == (True, True, "fail", 1)
     assert result.outcome.to_dict() == {"status": "error", "result": None, "error": attempts[0]["error"],
                                         "meta": {"attempt": 2}}
-    assert [dict(a) for a in result.attempts] == attempts
+    assert [a.to_dict() for a in result.attempts] == attempts
 
 
 def test_policy_retries_without_records_keep_their_error_without_a_code():

@@ -1,0 +1,108 @@
+"""A sub-playbook (``kind: playbook``) run from the playbook workflow: resolve the child,
+run it as a child workflow, and turn how it ended into the task's outcome.
+
+Workflow code (called from ``PlaybookWorkflow``): it takes time and waits only through
+``temporalio.workflow``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
+from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from ..engine.envelopes import ErrorInfo, Outcome, RunOutput
+    from ..engine.messages import RunTask
+    from ..status_layers import ExecutionStatus
+    from . import labels
+    from .naming import child_execution_id
+    from .patches import PATCH_READABLE_CHILD_IDS
+    from .playbook_result import output_in
+    from .search_attributes import PLAYBOOK_NAME, has_attribute
+    from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
+    from .types import WORKFLOW_NAME, RunInput
+
+# Workflow code: re-imported with its importer in the sandbox, like the workflow module.
+from .task_runs import failure
+
+__all__ = ["child_outcome"]
+
+
+async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> Outcome:
+    """The sub-playbook's outcome: its result and ids, failed unless it COMPLETED.
+    ``behaviours``: the parent's, which the child runs with."""
+    path = cmd.config.get("path") or cmd.config.get("playbook")
+    if inp.depth + 1 > MAX_DEPTH:
+        return failure("recursion", f"sub-playbook nesting deeper than {MAX_DEPTH} "
+                       f"(at {path!r}): a playbook that calls itself without an exit?")
+    try:
+        resolved = await workflow.execute_activity(
+            RESOLVE_PLAYBOOK_ACTIVITY, {"path": path, "version": cmd.config.get("version"),
+                                        "parent_source": cmd.source},
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[
+                "PlaybookNotFound", "PlaybookInvalid"]))
+    except ActivityError as err:
+        return failure("playbook", str(getattr(err.cause, "message", None) or err.cause or err))
+    child_id = _child_id(cmd, inp, resolved["playbook"])
+    child_input = RunInput(execution_id=child_id, playbook=resolved["playbook"],
+                           payload=child_payload(cmd.config), source=resolved["source"],
+                           parent_execution_id=inp.execution_id, infra_attempts=inp.infra_attempts,
+                           heartbeat_timeout_s=inp.heartbeat_timeout_s,
+                           persist_events=inp.persist_events, depth=inp.depth + 1,
+                           behaviours=list(behaviours))
+    try:
+        output: dict[str, Any] = await workflow.execute_child_workflow(
+            WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,
+            cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+            # We cancel children ourselves (cancel, fail_fast, timeouts), so that a
+            # cancel with cascade=False can leave them running after the parent closes.
+            parent_close_policy=ParentClosePolicy.ABANDON,
+            **_child_labels(cmd, inp, resolved, path))
+    except ChildWorkflowError as err:
+        failed = output_in(err.cause)   # a FAILED child closes Failed with its output
+        if failed is None:
+            return _child_error(path, err)
+        output = failed
+    child = RunOutput.from_dict(output)
+    result = child_result(output, cmd.config.get("return_step"))
+    meta = {"child_execution_id": child_id, "child_state": child.state.value,
+            "child_version": resolved.get("version")}
+    if child.state == ExecutionStatus.COMPLETED:
+        return Outcome.ok(result, **meta)
+    reason = child.reason or child.state.value
+    return Outcome.failed(ErrorInfo(kind="playbook", message=f"sub-playbook {path!r} ended "
+                                    f"{child.state.value}: {reason}"), result=result, **meta)
+
+
+def _child_id(cmd: RunTask, inp: RunInput, child_playbook: dict[str, Any]) -> str:
+    if workflow.patched(PATCH_READABLE_CHILD_IDS):
+        name, _ = labels.playbook_label(child_playbook)
+        return child_execution_id(inp.execution_id, cmd.task_run_id, name)
+    return f"{inp.execution_id}/{cmd.task_run_id}"   # histories recorded before the patch
+
+
+def _child_labels(cmd: RunTask, inp: RunInput, resolved: dict[str, Any], path: Any) -> dict[str, Any]:
+    """The child's summary, details, memo and (when the parent has them) search attributes."""
+    child, source = resolved["playbook"], resolved.get("source")
+    out: dict[str, Any] = {
+        "static_summary": f"sub-playbook {path} for {cmd.step}/{cmd.task}",
+        "static_details": labels.details(child, source=source, version=resolved.get("version"),
+                                         parent=inp.execution_id),
+        "memo": labels.memo(child, source)}
+    if has_attribute(workflow.info().typed_search_attributes, PLAYBOOK_NAME):  # all of ours are registered
+        out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id)
+    return out
+
+
+def _child_error(path: Any, err: ChildWorkflowError) -> Outcome:
+    """A child workflow that closed without a playbook output: cancelled, or an engine error."""
+    if isinstance(err.cause, CancelledError):
+        return failure("cancelled", f"sub-playbook {path!r} was cancelled")
+    cause = getattr(err.cause, "message", None) or str(err.cause or err)
+    return failure("playbook", f"sub-playbook {path!r} failed: {cause}")
