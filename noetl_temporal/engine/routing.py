@@ -135,9 +135,16 @@ def route(state: ExecutionState, run: StepRun, step_def: Step, decision: RouteDe
                   "selected": fired, "errors": errors or None})
     if not fired:
         no_match = router.spec.on_no_match
-        if no_match == "error" or (state.playbook.executor.spec.no_next_is_error and no_match != "quiet"):
-            record_failure(state, run.step, run.id, handled=False, kind="no_next",
-                           message="no arc of next matched (executor.spec.no_next_is_error is set)")
+        # The message names the setting that made a no-match a failure, so the user knows
+        # which one to change: this router's own, or the playbook-wide one.
+        if no_match == "error":
+            why = f"step '{run.step}' has next.spec.on_no_match: error"
+        elif state.playbook.executor.spec.no_next_is_error and no_match != "quiet":
+            why = "executor.spec.no_next_is_error is set"
+        else:
+            return handled
+        record_failure(state, run.step, run.id, handled=False, kind="no_next",
+                       message=f"no arc of next matched ({why})")
     return handled
 
 

@@ -76,7 +76,11 @@ async def test_on_no_match(run_yaml, no_next_is_error, on_no_match, state):
     assert report.state == state, report.error
     assert "b" not in [e["entity_id"] for e in report.events if e["event_type"] == "step.started"]
     if state == "FAILED":
-        assert "no arc of next matched" in report.summary["failed_steps"][0]["message"]
+        message = report.summary["failed_steps"][0]["message"]
+        assert "no arc of next matched" in message
+        # the message names the setting that made it a failure, not the other one
+        assert ("on_no_match: error" in message) == (on_no_match == "error")
+        assert ("no_next_is_error" in message) == (on_no_match != "error")
 
 
 STEP_TIMEOUT = """
