@@ -30,7 +30,7 @@ from typing import Any
 from .cpu import tree_cpu
 from .memory import TreeSampler
 from .report import write_report
-from .sides import HandwrittenSide, PlaybookSide, WorkerProcess, history, scheduled_activities
+from .sides import HandwrittenSide, PlaybookSide, Side, WorkerProcess, history, scheduled_activities
 from .workloads import QUICK_SIZES, SIZES, Workload, playbook_yaml, workloads
 
 SERVERS = {"stock": (), "embedded": None}  # None: the embedded server's own DEV_SERVER_ARGS
@@ -60,7 +60,7 @@ async def _fast_path_used(client, ident: tuple[str, str | None], workload: Workl
 
 
 async def measure(server, workload: Workload, warm: Workload, playbooks: dict, rounds: int,
-                  scratch: Path) -> dict[str, Any]:
+                  scratch: Path, isolated: bool = True) -> dict[str, Any]:
     from temporalio.client import Client
 
     from noetl_temporal.temporal.claimcheck import data_converter
@@ -69,13 +69,16 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
     run_playbook = workload.playbook is not None
     suffix = uuid.uuid4().hex[:8]
     workers = {"handwritten": WorkerProcess("handwritten", server.address, f"bench-hw-{suffix}")}
+    if isolated:
+        workers["isolated"] = WorkerProcess("isolated", server.address, f"bench-iso-{suffix}")
     if run_playbook:
         workers["playbook"] = WorkerProcess("playbook", server.address, f"bench-pb-{suffix}")
     else:
         row["na"] = workload.na
     try:
         pids = dict(zip(workers, await asyncio.gather(*(w.start() for w in workers.values())), strict=True))
-        sides = [HandwrittenSide(await Client.connect(server.address), workers["handwritten"].queue)]
+        sides: list[Side] = [HandwrittenSide(await Client.connect(server.address), workers[name].queue, name)
+                             for name in ("handwritten", "isolated") if name in workers]
         if run_playbook:
             client = await Client.connect(server.address, data_converter=data_converter())
             sides.append(PlaybookSide(client, workers["playbook"].queue, playbooks))
@@ -86,7 +89,9 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                 await side.timed(warm, scratch)
             cpu0 = {name: tree_cpu(pid) for name, pid in pids.items()}
             for r in range(rounds):
-                for side in sides if r % 2 == 0 else sides[::-1]:
+                # each side goes first in turn, so drift on a shared machine hits all of them
+                k = r % len(sides)
+                for side in sides[k:] + sides[:k]:
                     last[side.name] = await _round(side, workload, scratch, samples[side.name])
             cpu = {name: (tree_cpu(pid) - cpu0[name]) / rounds for name, pid in pids.items()}
             peaks = sampler.take()
@@ -97,7 +102,7 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                               "events": events, "runs": runs, "rss": peak.rss, "pss": peak.pss,
                               "cpu": cpu[side.name],
                               "processes": peak.processes}
-        if workload.fast_path and run_playbook and not await _fast_path_used(sides[1].client, last["playbook"],
+        if workload.fast_path and run_playbook and not await _fast_path_used(sides[-1].client, last["playbook"],
                                                                             workload):
             row["na"] = "the fast-path opt-in is not honoured yet (tasks ran as normal activities)"
     except Exception as exc:  # a side failed or broke: report it and go on with the next workload
@@ -130,7 +135,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         async with EmbeddedTemporal(server_args=server_args(setting)) as server:
             for workload in chosen:
                 t0 = time.perf_counter()
-                row = await measure(server, workload, warm[workload.key], playbooks, args.rounds, scratch)
+                row = await measure(server, workload, warm[workload.key], playbooks, args.rounds, scratch,
+                                    isolated=not args.in_worker)
                 row["server"] = setting
                 rows.append(row)
                 print(f"[{setting}] {workload.key}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
