@@ -39,6 +39,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .cpu import tree_cpu
+
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = ROOT / "examples" / "hello.yaml"
 TARGET = 1.2  # issue 30: the API within this factor of bare starts (rate and p95)
@@ -173,7 +175,7 @@ async def _wait_closed(client: Any, ids: list[str], timeout: float = 600.0) -> N
 
 
 async def measure(address: str, *, executions: int = 200, in_flight: int = 50, rounds: int = 3,
-                  warmup: int = 10, scratch: Path | None = None) -> dict[str, Any]:
+                  warmup: int = 10, scratch: Path | None = None, profile: Path | None = None) -> dict[str, Any]:
     """Start the worker and the API as CLI processes on ``address``, and time both sides."""
     import httpx
 
@@ -189,10 +191,14 @@ async def measure(address: str, *, executions: int = 200, in_flight: int = 50, r
     api = _Child([*cli, "api", "--address", address, "--task-queue", queue, "--port", "0"],
                  r"API: (http://\S+)", env, "api", "stdout")
     text = HELLO.read_text(encoding="utf-8")
-    samples: dict[str, dict[str, list]] = {s: {"seconds": [], "latencies": []} for s in SIDES}
+    samples: dict[str, dict[str, list]] = {s: {"seconds": [], "latencies": [], "cpu": []} for s in SIDES}
+    spy: subprocess.Popen | None = None
     try:
         await worker.start()
         url = (await api.start()).group(1)
+        if profile:  # py-spy samples the API process (a diagnostic: it costs the API some CPU)
+            spy = subprocess.Popen(["py-spy", "record", "--format", "raw", "--rate", "250", "-o", str(profile),
+                                    "--pid", str(api.proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = await connect(Target(address=address, task_queue=queue))
         bare = await _bare_starter(client, text, queue, url)
         async with httpx.AsyncClient(base_url=url, timeout=120,
@@ -203,19 +209,26 @@ async def measure(address: str, *, executions: int = 200, in_flight: int = 50, r
             load0 = os.getloadavg()
             for r in range(rounds):
                 for side in SIDES if r % 2 == 0 else SIDES[::-1]:
+                    # CPU of the process that makes the starts: the API's (its tree), or this one's
+                    cpu0 = tree_cpu(api.proc.pid) if side == "api" else time.process_time()
                     seconds, latencies, ids = await _side_round(side, executions, in_flight, http, bare, text)
+                    cpu = tree_cpu(api.proc.pid) - cpu0 if side == "api" else time.process_time() - cpu0
                     samples[side]["seconds"].append(seconds)
+                    samples[side]["cpu"].append(cpu)
                     samples[side]["latencies"].extend(latencies)
                     await _wait_closed(client, ids)
     finally:
         api.stop()
         worker.stop()
+        if spy is not None:
+            spy.wait(timeout=60)  # it writes its samples once the API has exited
     out: dict[str, Any] = {"executions": executions, "in_flight": in_flight, "rounds": rounds,
                            "load_average": [load0, os.getloadavg()], "cpus": os.cpu_count()}
     for side, got in samples.items():
         lat = got["latencies"]
         out[side] = {"seconds": got["seconds"], "rate": statistics.median(executions / s for s in got["seconds"]),
-                     "p50": _percentile(lat, 0.50), "p95": _percentile(lat, 0.95), "max": max(lat)}
+                     "p50": _percentile(lat, 0.50), "p95": _percentile(lat, 0.95), "max": max(lat),
+                     "cpu_per_start": sum(got["cpu"]) / (executions * rounds)}
     out["rate_ratio"] = out["bare"]["rate"] / out["api"]["rate"]  # above 1: the API starts fewer per second
     out["p95_ratio"] = out["api"]["p95"] / out["bare"]["p95"]
     return out
@@ -225,11 +238,11 @@ def markdown(result: dict[str, Any]) -> str:
     load = ", ".join(f"{x:.1f}" for x in result["load_average"][-1])
     lines = [f"Starting {result['executions']} executions of `examples/hello.yaml`, {result['in_flight']} in "
              f"flight, {result['rounds']} round(s) per side (load average at the end {load}):", "",
-             "| side | starts/s (median) | p50 | p95 | max |", "|---|---|---|---|---|"]
+             "| side | starts/s (median) | p50 | p95 | max | CPU ms per start |", "|---|---|---|---|---|---|"]
     for side, title in (("api", "`POST /executions` (API process)"), ("bare", "bare `client.start_workflow`")):
         s = result[side]
         lines.append(f"| {title} | {s['rate']:.0f} | {s['p50'] * 1000:.0f} ms | {s['p95'] * 1000:.0f} ms | "
-                     f"{s['max'] * 1000:.0f} ms |")
+                     f"{s['max'] * 1000:.0f} ms | {s['cpu_per_start'] * 1000:.1f} |")
     ok = result["rate_ratio"] <= TARGET and result["p95_ratio"] <= TARGET
     lines += ["", f"API / bare: rate {result['rate_ratio']:.2f}× slower, p95 {result['p95_ratio']:.2f}× "
               f"(target ≤ {TARGET}×: {'met' if ok else 'missed'})."]
@@ -238,12 +251,13 @@ def markdown(result: dict[str, Any]) -> str:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.address:
-        return await measure(args.address, executions=args.executions, in_flight=args.in_flight, rounds=args.rounds)
+        return await measure(args.address, executions=args.executions, in_flight=args.in_flight, rounds=args.rounds,
+                             profile=args.profile_api)
     from noetl_temporal.temporal.devserver import EmbeddedTemporal
 
     async with EmbeddedTemporal() as server:
         return await measure(server.address, executions=args.executions, in_flight=args.in_flight,
-                             rounds=args.rounds)
+                             rounds=args.rounds, profile=args.profile_api)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -253,6 +267,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--in-flight", type=int, default=50, help="starts outstanding at once (default 50)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per side (default 3)")
     parser.add_argument("--address", default=None, help="a running Temporal frontend (default: an embedded dev server)")
+    parser.add_argument("--profile-api", type=Path, default=None, metavar="FILE",
+                        help="run the API under py-spy (must be installed) and write its samples to FILE "
+                             "(collapsed stacks, for a flame graph); the figures are then not comparable")
     args = parser.parse_args(argv)
     for name in ("executions", "in_flight", "rounds"):
         if getattr(args, name) < 1:

@@ -1,0 +1,71 @@
+"""The playbook a start request names, loaded once per content: ``load_for_start``.
+
+Why a cache: clients start the same playbook again and again (the same inline YAML from a
+script, a catalog entry at one version), and loading it (YAML, normalization, the models,
+the template and tool checks) was the largest part of the API's own CPU per start: about
+3.5 ms for ``examples/hello.yaml`` where the start itself is well under 1 ms of the API's
+CPU. A load depends on nothing but the text and the label its diagnostics name, so the
+result is kept under the text's SHA-256 and that label, and a hit skips the thread pool
+too. An invalid playbook is not kept: each request gets its own ``PlaybookInvalid`` (422),
+the same as before.
+
+The cached :class:`LoadedPlaybook` is shared by every request that hits it, so nothing on
+the start path may change it (nothing does: the start reads the model, ``raw`` for the
+size check, and dumps the definition). Bounded by entries and by the summed length of
+their texts, least recently used first out; a playbook larger than the budget's eighth is
+loaded every time (its load is not what a burst of small starts pays for).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+
+from fastapi.concurrency import run_in_threadpool
+
+from noetl_temporal.dsl import LoadedPlaybook, load_playbook_text
+
+__all__ = ["PlaybookCache", "load_for_start"]
+
+MAX_ENTRIES = 128
+MAX_TEXT_CHARS = 1 << 20  # summed over the entries: a few MiB of loaded models at most
+
+
+class PlaybookCache:
+    """Loaded playbooks by (SHA-256 of the text, label); for one event loop (no locks)."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_chars: int = MAX_TEXT_CHARS) -> None:
+        self.max_entries, self.max_chars = max_entries, max_chars
+        self._entries: OrderedDict[tuple[str, str], tuple[int, LoadedPlaybook]] = OrderedDict()
+        self._chars = 0
+
+    def get(self, key: tuple[str, str]) -> LoadedPlaybook | None:
+        hit = self._entries.get(key)
+        if hit is None:
+            return None
+        self._entries.move_to_end(key)
+        return hit[1]
+
+    def put(self, key: tuple[str, str], size: int, loaded: LoadedPlaybook) -> None:
+        if size * 8 > self.max_chars or key in self._entries:
+            return
+        self._entries[key] = (size, loaded)
+        self._chars += size
+        while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+            _, (gone, _) = self._entries.popitem(last=False)
+            self._chars -= gone
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+async def load_for_start(cache: PlaybookCache, text: str, label: str) -> LoadedPlaybook:
+    """``load_playbook_text(text, label)``, from ``cache`` when this text was loaded before
+    (a miss loads in the thread pool: a large playbook must not stall the event loop).
+    Raises ``PlaybookInvalid`` as the loader does."""
+    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), label)
+    loaded = cache.get(key)
+    if loaded is None:
+        loaded = await run_in_threadpool(load_playbook_text, text, label)
+        cache.put(key, len(text), loaded)
+    return loaded
