@@ -1,15 +1,20 @@
 """Playbooks against expert hand-written Temporal, workload by workload (issue 11).
 
-    python -m benchmarks [--rounds 5] [--quick] [--workloads chain,retry] [--servers stock,embedded] [--in-worker]
+    python -m benchmarks [--rounds 3] [--quick] [--workloads chain,retry,api] [--servers stock,embedded] [--in-worker]
 
-For each server setting a real dev server is started; for each workload both sides get
+For each server setting a real dev server is started; for each workload every side gets
 a fresh worker in a process of their own, one small warm-up execution each (the
-workload at ``--quick`` sizes), then ``--rounds``
-timed rounds, the two sides alternating which goes first. Reported per workload and
-setting: median seconds of each side and their ratio (playbook / hand-written), the
-history events of one execution of each side, and the peak memory of each side's worker
-process tree (the worker with its tool processes). A Markdown table is printed and
-written with a JSON copy to ``benchmarks/results/`` (``--out`` to change).
+workload at ``--quick`` sizes), then ``--rounds`` timed rounds, the sides taking turns
+to go first. The sides: the playbook, and two hand-written anchors with the same bodies,
+``handwritten`` (activities in the worker) and ``isolated`` (a process per activity,
+``benchmarks.isolated``; not with ``--in-worker``, whose playbooks run their code in the
+worker too). Reported per workload and setting: median seconds of each side and the
+playbook's ratio to each anchor, the history events of one execution of each side, and
+the peak memory of each side's worker process tree (the worker with its tool processes).
+The ``api`` workload (``benchmarks.api_submit``: starts through ``POST /executions``
+against bare ``start_workflow`` calls) runs last, on its own embedded dev server. A
+Markdown table is printed and written with a JSON copy to ``benchmarks/results/``
+(``--out`` to change).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from . import api_submit
 from .cpu import tree_cpu
 from .memory import TreeSampler
 from .report import write_report
@@ -34,6 +40,9 @@ from .sides import HandwrittenSide, PlaybookSide, Side, WorkerProcess, history, 
 from .workloads import QUICK_SIZES, SIZES, Workload, playbook_yaml, workloads
 
 SERVERS = {"stock": (), "embedded": None}  # None: the embedded server's own DEV_SERVER_ARGS
+API = "api"  # the API submission workload's key (benchmarks.api_submit)
+# (executions, in flight, rounds) of the API workload: issue 30's sizes, and a smoke run's
+API_SIZES, API_QUICK_SIZES = (200, 50, 2), (40, 20, 1)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -131,7 +140,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                  for w in [*chosen, *warm.values()] if w.playbook is not None}
     started = time.time()
     rows = []
-    for setting in args.servers:
+    api_result = None
+    for setting in args.servers if chosen else []:
         async with EmbeddedTemporal(server_args=server_args(setting)) as server:
             for workload in chosen:
                 t0 = time.perf_counter()
@@ -141,25 +151,38 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 rows.append(row)
                 print(f"[{setting}] {workload.key}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         gc.collect()
+    if API in args.workloads and not args.in_worker:
+        executions, in_flight, rounds = API_QUICK_SIZES if args.quick else API_SIZES
+        t0 = time.perf_counter()
+        try:
+            async with EmbeddedTemporal() as server:
+                api_result = await api_submit.measure(server.address, executions=executions, in_flight=in_flight,
+                                                      rounds=rounds, scratch=scratch / "api")
+        except Exception as exc:  # reported, like a workload's error
+            api_result = {"error": f"{type(exc).__name__}: {exc}"}
+            traceback.print_exc(file=sys.stderr)
+        print(f"[embedded] {API}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"started": started, "duration": time.time() - started, "rounds": args.rounds, "quick": args.quick,
-            "in_worker": args.in_worker,
+            "in_worker": args.in_worker, "api_submit": api_result,
             "servers": {s: list(server_args(s)) for s in args.servers}, "rows": rows,
             "load_average": os.getloadavg(), "cpus": os.cpu_count()}
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    keys = [w.key for w in workloads(SIZES)]
+    keys = [w.key for w in workloads(SIZES)] + [API]
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="workloads: " + ", ".join(keys))
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per side (default 5; 1 with --quick)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="timed rounds per side (default 3; 1 with --quick; the api workload: 2, 1)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: small sizes, 1 round, the embedded server's setting only unless --servers")
     parser.add_argument("--workloads", default=",".join(keys), help="comma-separated subset (default: all)")
     parser.add_argument("--servers", default=None, help="comma-separated: stock, embedded (default both; embedded with --quick)")
     parser.add_argument("--in-worker", action="store_true",
                         help="run the playbooks' python tasks in the worker (in_worker: true, no process per "
-                             "task): how much of each ratio the python tool's isolation costs; not the default")
+                             "task), against the in-worker anchor only: how much of each ratio the python "
+                             "tool's isolation costs; not the default (skips the api workload)")
     parser.add_argument("--out", type=Path, default=None,
                         help="writes OUT.md and OUT.json (default benchmarks/results/latest, "
                              "or latest-in-worker with --in-worker)")
@@ -173,7 +196,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         if unknown:
             parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
     if args.rounds is None:
-        args.rounds = 1 if args.quick else 5
+        args.rounds = 1 if args.quick else 3
     if args.out is None:
         args.out = RESULTS / ("latest-in-worker" if args.in_worker else "latest")
     if args.rounds < 1:
