@@ -6,8 +6,10 @@ the template and tool checks) was the largest part of the API's own CPU per star
 3.5 ms for ``examples/hello.yaml`` where the start itself is well under 1 ms of the API's
 CPU. A load depends on nothing but the text and the label its diagnostics name, so the
 result is kept under the text's SHA-256 and that label, and a hit skips the thread pool
-too. An invalid playbook is not kept: each request gets its own ``PlaybookInvalid`` (422),
-the same as before.
+too. Requests that arrive while the same text is being loaded wait for that one load (a
+burst of 50 starts of a new playbook loads it once, not 50 times in the pool). An invalid
+playbook is not kept: each request gets its own ``PlaybookInvalid`` (422), the same as
+before (the requests that waited for a failing load load it themselves).
 
 The cached :class:`LoadedPlaybook` is shared by every request that hits it, so nothing on
 the start path may change it (nothing does: the start reads the model, ``raw`` for the
@@ -18,6 +20,7 @@ loaded every time (its load is not what a burst of small starts pays for).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
 
@@ -38,6 +41,7 @@ class PlaybookCache:
         self.max_entries, self.max_chars = max_entries, max_chars
         self._entries: OrderedDict[tuple[str, str], tuple[int, LoadedPlaybook]] = OrderedDict()
         self._chars = 0
+        self.loading: dict[tuple[str, str], asyncio.Future[LoadedPlaybook | None]] = {}
 
     def get(self, key: tuple[str, str]) -> LoadedPlaybook | None:
         hit = self._entries.get(key)
@@ -65,7 +69,20 @@ async def load_for_start(cache: PlaybookCache, text: str, label: str) -> LoadedP
     Raises ``PlaybookInvalid`` as the loader does."""
     key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), label)
     loaded = cache.get(key)
-    if loaded is None:
+    if loaded is not None:
+        return loaded
+    pending = cache.loading.get(key)
+    if pending is not None:
+        loaded = await asyncio.shield(pending)  # one waiter's cancellation must not cancel the others'
+        if loaded is not None:
+            return loaded
+        return await run_in_threadpool(load_playbook_text, text, label)  # it failed: our own error
+    done: asyncio.Future[LoadedPlaybook | None] = asyncio.get_running_loop().create_future()
+    cache.loading[key] = done
+    try:
         loaded = await run_in_threadpool(load_playbook_text, text, label)
         cache.put(key, len(text), loaded)
-    return loaded
+        return loaded
+    finally:
+        del cache.loading[key]
+        done.set_result(loaded)

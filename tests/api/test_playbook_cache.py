@@ -58,3 +58,14 @@ async def test_bounds_by_entries_and_by_text_size_least_recently_used_out():
     small = PlaybookCache(max_chars=8 * len(GOOD))
     assert await load_for_start(small, big, "<request>") is not await load_for_start(small, big, "<request>")
     assert len(small) == 0
+
+
+async def test_a_burst_of_the_same_new_text_loads_it_once_and_a_failing_load_fails_each_request():
+    import asyncio
+
+    cache = PlaybookCache()
+    loaded = await asyncio.gather(*(load_for_start(cache, GOOD, "<request>") for _ in range(5)))
+    assert all(one is loaded[0] for one in loaded) and not cache.loading
+    failed = await asyncio.gather(*(load_for_start(cache, BAD, "<request>") for _ in range(3)),
+                                  return_exceptions=True)
+    assert all(isinstance(e, PlaybookInvalid) for e in failed) and not cache.loading and len(cache) == 1
