@@ -9,7 +9,8 @@ Two processes of the CLI, as a deployment runs them: ``noetl-temporal worker`` a
 goes first:
 
 - **api**: ``POST /executions`` with the playbook's YAML inline (what a client of the
-  service sends), over one keep-alive HTTP connection pool;
+  service sends), over ``--in-flight`` keep-alive connections opened before each round, by
+  a minimal hand-written HTTP/1.1 client (httpx spent more CPU per request than the API);
 - **bare**: ``client.start_workflow`` from this process, with the very request the API
   makes (the same workflow input, id scheme, summary, details and memo), built once: the
   floor for a start, without HTTP, parsing or validation.
@@ -159,10 +160,19 @@ class _Http:
         self.idle.put_nowait((reader, writer))
         return status, answer
 
+    async def reopen(self) -> None:
+        """Fresh connections, all ``size`` of them, before a timed round: the API closes a
+        connection idle for 5 s (uvicorn's keep-alive timeout), as between rounds."""
+        await self.aclose()
+        for _ in range(self.size):
+            self.idle.put_nowait(await asyncio.open_connection(self.host, self.port))
+        self.made = self.size
+
     async def aclose(self) -> None:
         while not self.idle.empty():
             _, writer = self.idle.get_nowait()
             writer.close()
+        self.made = 0
 
 
 async def _side_round(side: str, n: int, in_flight: int, api: _Http, bare: Any,
@@ -248,11 +258,13 @@ async def measure(address: str, *, executions: int = 200, in_flight: int = 50, r
         http = _Http(url, in_flight)
         try:
             for side in SIDES:  # warm-up: connections, first-request imports, the worker's first runs
+                await http.reopen()
                 _, _, ids = await _side_round(side, warmup, in_flight, http, bare, text)
                 await _wait_closed(client, ids)
             load0 = os.getloadavg()
             for r in range(rounds):
                 for side in SIDES if r % 2 == 0 else SIDES[::-1]:
+                    await http.reopen()
                     # CPU of the API process, and of this one (the HTTP client, or the bare starts)
                     api0, own0 = tree_cpu(api.proc.pid), time.process_time()
                     seconds, latencies, ids = await _side_round(side, executions, in_flight, http, bare, text)
