@@ -174,14 +174,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="workloads: " + ", ".join(keys))
     parser.add_argument("--rounds", type=int, default=None,
-                        help="timed rounds per side (default 3; 1 with --quick; the api workload: 2, 1)")
+                        help="timed rounds per side (default 3; 1 with --quick); the api workload always "
+                             "runs 2 (1 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: small sizes, 1 round, the embedded server's setting only unless --servers")
     parser.add_argument("--workloads", default=",".join(keys), help="comma-separated subset (default: all)")
     parser.add_argument("--servers", default=None, help="comma-separated: stock, embedded (default both; embedded with --quick)")
     parser.add_argument("--in-worker", action="store_true",
                         help="run the playbooks' python tasks in the worker (in_worker: true, no process per "
-                             "task), against the in-worker anchor only: how much of each ratio the python "
+                             "task), against the in-process anchor only: how much of each ratio the python "
                              "tool's isolation costs; not the default (skips the api workload)")
     parser.add_argument("--out", type=Path, default=None,
                         help="writes OUT.md and OUT.json (default benchmarks/results/latest, "
