@@ -1,15 +1,20 @@
 """Playbooks against expert hand-written Temporal, workload by workload (issue 11).
 
-    python -m benchmarks [--rounds 5] [--quick] [--workloads chain,retry] [--servers stock,embedded] [--in-worker]
+    python -m benchmarks [--rounds 3] [--quick] [--workloads chain,retry,api] [--servers stock,embedded] [--in-worker]
 
-For each server setting a real dev server is started; for each workload both sides get
+For each server setting a real dev server is started; for each workload every side gets
 a fresh worker in a process of their own, one small warm-up execution each (the
-workload at ``--quick`` sizes), then ``--rounds``
-timed rounds, the two sides alternating which goes first. Reported per workload and
-setting: median seconds of each side and their ratio (playbook / hand-written), the
-history events of one execution of each side, and the peak memory of each side's worker
-process tree (the worker with its tool processes). A Markdown table is printed and
-written with a JSON copy to ``benchmarks/results/`` (``--out`` to change).
+workload at ``--quick`` sizes), then ``--rounds`` timed rounds, the sides taking turns
+to go first. The sides: the playbook, and two hand-written anchors with the same bodies,
+``handwritten`` (activities in the worker) and ``isolated`` (a process per activity,
+``benchmarks.isolated``; not with ``--in-worker``, whose playbooks run their code in the
+worker too). Reported per workload and setting: median seconds of each side and the
+playbook's ratio to each anchor, the history events of one execution of each side, and
+the peak memory of each side's worker process tree (the worker with its tool processes).
+The ``api`` workload (``benchmarks.api_submit``: starts through ``POST /executions``
+against bare ``start_workflow`` calls) runs last, on its own embedded dev server. A
+Markdown table is printed and written with a JSON copy to ``benchmarks/results/``
+(``--out`` to change).
 """
 
 from __future__ import annotations
@@ -27,13 +32,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from . import api_submit
 from .cpu import tree_cpu
 from .memory import TreeSampler
 from .report import write_report
-from .sides import HandwrittenSide, PlaybookSide, WorkerProcess, history, scheduled_activities
+from .sides import HandwrittenSide, PlaybookSide, Side, WorkerProcess, history, scheduled_activities
 from .workloads import QUICK_SIZES, SIZES, Workload, playbook_yaml, workloads
 
 SERVERS = {"stock": (), "embedded": None}  # None: the embedded server's own DEV_SERVER_ARGS
+API = "api"  # the API submission workload's key (benchmarks.api_submit)
+# (executions, in flight, rounds) of the API workload: issue 30's sizes, and a smoke run's
+API_SIZES, API_QUICK_SIZES = (200, 50, 2), (40, 20, 1)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -60,7 +69,7 @@ async def _fast_path_used(client, ident: tuple[str, str | None], workload: Workl
 
 
 async def measure(server, workload: Workload, warm: Workload, playbooks: dict, rounds: int,
-                  scratch: Path) -> dict[str, Any]:
+                  scratch: Path, isolated: bool = True) -> dict[str, Any]:
     from temporalio.client import Client
 
     from noetl_temporal.temporal.claimcheck import data_converter
@@ -69,13 +78,16 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
     run_playbook = workload.playbook is not None
     suffix = uuid.uuid4().hex[:8]
     workers = {"handwritten": WorkerProcess("handwritten", server.address, f"bench-hw-{suffix}")}
+    if isolated:
+        workers["isolated"] = WorkerProcess("isolated", server.address, f"bench-iso-{suffix}")
     if run_playbook:
         workers["playbook"] = WorkerProcess("playbook", server.address, f"bench-pb-{suffix}")
     else:
         row["na"] = workload.na
     try:
         pids = dict(zip(workers, await asyncio.gather(*(w.start() for w in workers.values())), strict=True))
-        sides = [HandwrittenSide(await Client.connect(server.address), workers["handwritten"].queue)]
+        sides: list[Side] = [HandwrittenSide(await Client.connect(server.address), workers[name].queue, name)
+                             for name in ("handwritten", "isolated") if name in workers]
         if run_playbook:
             client = await Client.connect(server.address, data_converter=data_converter())
             sides.append(PlaybookSide(client, workers["playbook"].queue, playbooks))
@@ -86,7 +98,9 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                 await side.timed(warm, scratch)
             cpu0 = {name: tree_cpu(pid) for name, pid in pids.items()}
             for r in range(rounds):
-                for side in sides if r % 2 == 0 else sides[::-1]:
+                # each side goes first in turn, so drift on a shared machine hits all of them
+                k = r % len(sides)
+                for side in sides[k:] + sides[:k]:
                     last[side.name] = await _round(side, workload, scratch, samples[side.name])
             cpu = {name: (tree_cpu(pid) - cpu0[name]) / rounds for name, pid in pids.items()}
             peaks = sampler.take()
@@ -97,7 +111,7 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                               "events": events, "runs": runs, "rss": peak.rss, "pss": peak.pss,
                               "cpu": cpu[side.name],
                               "processes": peak.processes}
-        if workload.fast_path and run_playbook and not await _fast_path_used(sides[1].client, last["playbook"],
+        if workload.fast_path and run_playbook and not await _fast_path_used(sides[-1].client, last["playbook"],
                                                                             workload):
             row["na"] = "the fast-path opt-in is not honoured yet (tasks ran as normal activities)"
     except Exception as exc:  # a side failed or broke: report it and go on with the next workload
@@ -126,34 +140,50 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                  for w in [*chosen, *warm.values()] if w.playbook is not None}
     started = time.time()
     rows = []
-    for setting in args.servers:
+    api_result = None
+    for setting in args.servers if chosen else []:
         async with EmbeddedTemporal(server_args=server_args(setting)) as server:
             for workload in chosen:
                 t0 = time.perf_counter()
-                row = await measure(server, workload, warm[workload.key], playbooks, args.rounds, scratch)
+                row = await measure(server, workload, warm[workload.key], playbooks, args.rounds, scratch,
+                                    isolated=not args.in_worker)
                 row["server"] = setting
                 rows.append(row)
                 print(f"[{setting}] {workload.key}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         gc.collect()
+    if API in args.workloads and not args.in_worker:
+        executions, in_flight, rounds = API_QUICK_SIZES if args.quick else API_SIZES
+        t0 = time.perf_counter()
+        try:
+            async with EmbeddedTemporal() as server:
+                api_result = await api_submit.measure(server.address, executions=executions, in_flight=in_flight,
+                                                      rounds=rounds, scratch=scratch / "api")
+        except Exception as exc:  # reported, like a workload's error
+            api_result = {"error": f"{type(exc).__name__}: {exc}"}
+            traceback.print_exc(file=sys.stderr)
+        print(f"[embedded] {API}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"started": started, "duration": time.time() - started, "rounds": args.rounds, "quick": args.quick,
-            "in_worker": args.in_worker,
+            "in_worker": args.in_worker, "api_submit": api_result,
             "servers": {s: list(server_args(s)) for s in args.servers}, "rows": rows,
             "load_average": os.getloadavg(), "cpus": os.cpu_count()}
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    keys = [w.key for w in workloads(SIZES)]
+    keys = [w.key for w in workloads(SIZES)] + [API]
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="workloads: " + ", ".join(keys))
-    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per side (default 5; 1 with --quick)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="timed rounds per side (default 3; 1 with --quick); the api workload always "
+                             "runs 2 (1 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: small sizes, 1 round, the embedded server's setting only unless --servers")
     parser.add_argument("--workloads", default=",".join(keys), help="comma-separated subset (default: all)")
     parser.add_argument("--servers", default=None, help="comma-separated: stock, embedded (default both; embedded with --quick)")
     parser.add_argument("--in-worker", action="store_true",
                         help="run the playbooks' python tasks in the worker (in_worker: true, no process per "
-                             "task): how much of each ratio the python tool's isolation costs; not the default")
+                             "task), against the in-process anchor only: how much of each ratio the python "
+                             "tool's isolation costs; not the default (skips the api workload)")
     parser.add_argument("--out", type=Path, default=None,
                         help="writes OUT.md and OUT.json (default benchmarks/results/latest, "
                              "or latest-in-worker with --in-worker)")
@@ -167,7 +197,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         if unknown:
             parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
     if args.rounds is None:
-        args.rounds = 1 if args.quick else 5
+        args.rounds = 1 if args.quick else 3
     if args.out is None:
         args.out = RESULTS / ("latest-in-worker" if args.in_worker else "latest")
     if args.rounds < 1:

@@ -29,8 +29,10 @@ def _pair(hw: Any, pb: Any, fmt, ratio: float | None) -> str:
     return text + (f" ({ratio:.2f}×)" if ratio is not None else "")
 
 
-def ratios(row: dict[str, Any]) -> dict[str, float | None]:
-    hw, pb = row.get("handwritten") or {}, row.get("playbook") or {}
+def ratios(row: dict[str, Any], anchor: str = "handwritten") -> dict[str, float | None]:
+    """The playbook's figures over an anchor's: ``handwritten`` (activities in the worker)
+    or ``isolated`` (a process per activity, ``benchmarks.isolated``)."""
+    hw, pb = row.get(anchor) or {}, row.get("playbook") or {}
     return {"time": _ratio(pb.get("median"), hw.get("median")),
             "events": _ratio(pb.get("events"), hw.get("events")),
             "memory": _ratio(pb.get("rss"), hw.get("rss")),
@@ -45,18 +47,29 @@ def _missed(row: dict[str, Any], r: dict[str, float | None]) -> str:
     return ", ".join(missed) or "none"
 
 
-def _row(row: dict[str, Any]) -> str:
-    hw, pb = row.get("handwritten") or {}, row.get("playbook") or {}
-    r = ratios(row)
+def _cells(row: dict[str, Any], names: list[str], fmt, key: str, ratio_key: str) -> str:
+    """``a / b / c (r1×, r2×)``: each side's figure, then the playbook's ratio to each anchor."""
+    sides = [row.get(n) or {} for n in names]
+    text = " / ".join(fmt(side.get(key)) for side in sides)
+    rs = [ratios(row, anchor)[ratio_key] for anchor in names[:-1]]
+    if all(r is None for r in rs):
+        return text
+    return text + " (" + ", ".join(f"{r:.2f}×" if r is not None else "–" for r in rs) + ")"
+
+
+def _row(row: dict[str, Any], names: list[str]) -> str:
     mib = lambda b: f"{b / MIB:.0f}" if b else "–"  # noqa: E731
     events = lambda n: str(n) if n is not None else "–"  # noqa: E731
     cpu = lambda s: f"{s:.2f}" if s is not None else "–"  # noqa: E731
-    ratio = f"**{r['time']:.2f}**" if r["time"] is not None and not row.get("na") else "n/a"
-    cells = [row["title"], row["server"], _seconds(hw.get("median")), _seconds(pb.get("median")), ratio,
-             _pair(hw.get("events"), pb.get("events"), events, r["events"]),
-             _pair(hw.get("rss"), pb.get("rss"), mib, r["memory"]),
-             _pair(hw.get("pss"), pb.get("pss"), mib, r["pss"]),
-             _pair(hw.get("cpu"), pb.get("cpu"), cpu, r["cpu"]), _missed(row, r)]
+    anchors = names[:-1]
+    by_anchor = {a: ratios(row, a) for a in anchors}
+    time_ratios = [f"**{by_anchor[a]['time']:.2f}**" if by_anchor[a]["time"] is not None and not row.get("na")
+                   else "n/a" for a in anchors]
+    cells = [row["title"], row["server"], *(_seconds((row.get(n) or {}).get("median")) for n in names),
+             *time_ratios,
+             _cells(row, names, events, "events", "events"), _cells(row, names, mib, "rss", "memory"),
+             _cells(row, names, mib, "pss", "pss"), _cells(row, names, cpu, "cpu", "cpu"),
+             " / ".join(_missed(row, by_anchor[a]) for a in anchors)]
     if row.get("error"):
         cells[-1] = f"error: {row['error'][:160]}"
     elif row.get("na"):
@@ -64,11 +77,24 @@ def _row(row: dict[str, Any]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
+def _header(isolated: bool) -> list[str]:
+    if not isolated:
+        return ["| workload | server | hand-written | playbook | ratio | history events hw / pb | "
+                "peak RSS MiB hw / pb | peak PSS MiB hw / pb | worker CPU s/round hw / pb | targets missed |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+    return ["| workload | server | hand-written | hand-written, isolating | playbook | ratio | ratio vs isolating | "
+            "history events hw / iso / pb | peak RSS MiB hw / iso / pb | peak PSS MiB hw / iso / pb | "
+            "worker CPU s/round hw / iso / pb | targets missed vs hw / vs iso |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+
 def markdown(results: dict[str, Any]) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(results["started"]))
     servers = "; ".join(f"`{name}`: {' '.join(args) or 'no extra arguments'}"
                         for name, args in results["servers"].items())
     load = ", ".join(f"{x:.1f}" for x in results["load_average"])
+    isolated = any("isolated" in row for row in results["rows"])
+    names = ["handwritten", "isolated", "playbook"] if isolated else ["handwritten", "playbook"]
     lines = [
         f"Measured {when}, {results['rounds']} round(s) per side (median), {results['cpus']} CPUs, "
         f"load average at the end {load}, {results['duration']:.0f} s in all"
@@ -77,15 +103,23 @@ def markdown(results: dict[str, Any]) -> str:
            if results.get("in_worker") else "")
         + f". Dev servers: {servers}.",
         "",
-        "| workload | server | hand-written | playbook | ratio | history events hw / pb | "
-        "peak RSS MiB hw / pb | peak PSS MiB hw / pb | worker CPU s/round hw / pb | targets missed |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *_header(isolated),
     ]
     order = {w: i for i, w in enumerate(dict.fromkeys(r["workload"] for r in results["rows"]))}
     for row in sorted(results["rows"], key=lambda r: (order[r["workload"]], r["server"] != "stock")):
-        lines.append(_row(row))
+        lines.append(_row(row, names))
     lines += ["", "Targets (issue 11): ratio ≤ " + f"{TARGETS['time']:.2f}, history events ≤ "
               f"{TARGETS['events']:.2f}×, peak RSS of the worker with its tool processes ≤ {TARGETS['memory']:.1f}×."]
+    if isolated:
+        lines += ["", "Anchors: *hand-written* runs each activity in its worker (the SDK's default); "
+                  "*hand-written, isolating* runs each activity's code in a process of its own "
+                  "(`benchmarks/isolated.py`: a forkserver `ProcessPoolExecutor(max_tasks_per_child=1)`), "
+                  "as the playbook's python tasks run by default. Ratios are playbook / anchor."]
+    api = results.get("api_submit")
+    if api:
+        from .api_submit import markdown as api_markdown
+
+        lines += ["", api_markdown(api)]
     return "\n".join(lines) + "\n"
 
 
@@ -95,5 +129,7 @@ def write_report(results: dict[str, Any], out: Path) -> str:
     out.with_suffix(".md").write_text(text, encoding="utf-8")
     for row in results["rows"]:
         row["ratios"] = ratios(row)
+        if "isolated" in row:
+            row["ratios_isolated"] = ratios(row, "isolated")
     out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return text

@@ -104,10 +104,11 @@ class Side:
 
 
 class HandwrittenSide(Side):
-    name = "handwritten"
+    """Either hand-written anchor: ``handwritten`` (activities in the worker) or
+    ``isolated`` (a process per activity, ``benchmarks.isolated``); same workflows."""
 
-    def __init__(self, client: Client, queue: str) -> None:
-        self.client, self.queue = client, queue
+    def __init__(self, client: Client, queue: str, name: str = "handwritten") -> None:
+        self.client, self.queue, self.name = client, queue, name
 
     async def run_once(self, workload: Workload, scratch: Path) -> tuple[str, str | None]:
         arg = dict(workload.arg, **(workload.per_run(scratch) if workload.per_run else {}))

@@ -1,5 +1,5 @@
 """One side's worker, in a process of its own (so its memory, with its tool processes,
-is attributable): ``python -m benchmarks.worker {playbook|handwritten} ADDRESS QUEUE``.
+is attributable): ``python -m benchmarks.worker {playbook|handwritten|isolated} ADDRESS QUEUE``.
 
 Prints ``ready`` once it polls its task queue; stops when its stdin closes (the
 benchmark closes it; it also closes if the benchmark dies).
@@ -12,7 +12,8 @@ import logging
 import os
 import sys
 
-SIDES = ("playbook", "handwritten")
+SIDES = ("playbook", "handwritten", "isolated")
+_CLOSE: list = []  # what the isolated side closes after its worker (process pool, manager)
 
 
 async def _worker(side: str, address: str, queue: str):
@@ -34,6 +35,12 @@ async def _worker(side: str, address: str, queue: str):
 
     # Exactly what the SDK gives by default: its converter, sandbox and slot counts.
     client = await Client.connect(address)
+    if side == "isolated":  # the same workflows; sync activities, a process each (benchmarks.isolated)
+        from . import isolated
+
+        options, close = isolated.worker_options()
+        _CLOSE.extend(close)
+        return Worker(client, task_queue=queue, workflows=WORKFLOWS, activities=isolated.ACTIVITIES, **options)
     return Worker(client, task_queue=queue, workflows=WORKFLOWS, activities=ACTIVITIES)
 
 
@@ -51,6 +58,8 @@ async def main(side: str, address: str, queue: str) -> None:
         from noetl_temporal.tools import aclose_clients
 
         await aclose_clients()  # stops the python tool's warm pool
+    for thing in _CLOSE:
+        thing.shutdown()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from noetl_temporal.store.catalog import Catalog
 from .errors import install_error_handlers, responses
 from .limits import BodyLimit
 from .methods import install_method_not_allowed
+from .playbooks import PlaybookCache
 from .routes import catalog, control, events, executions, health, view
 from .security import bearer_auth
 from .settings import Settings, TemporalLink
@@ -35,6 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.link = TemporalLink(settings)
     app.state.catalog = settings.catalog or Catalog.from_config()
+    app.state.playbooks = PlaybookCache()  # start requests' playbooks, loaded once per content
     protected: dict = {}
     if settings.token:
         protected = {"dependencies": [Depends(bearer_auth(settings.token))], "responses": responses(401)}

@@ -2,6 +2,11 @@
 
 Why dependencies: routes stay one screen long, and tests replace nothing: they build
 the app with :func:`api.app.create_app` and real objects.
+
+Why every one is ``async def`` although none awaits: FastAPI runs a plain ``def``
+dependency in its thread pool, a hand-off to a thread and back per dependency per request
+(three on a start), which under a burst of starts cost more of the API's CPU than the
+reads themselves.
 """
 
 from __future__ import annotations
@@ -24,23 +29,23 @@ __all__ = ["settings_of", "link_of", "client_of", "catalog_of", "execution_id_pa
 EXECUTION_ID_RE = re.compile(r"^[^\s/\x00-\x1f\x7f]{1,255}$")
 
 
-def settings_of(request: Request) -> Settings:
+async def settings_of(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def link_of(request: Request) -> TemporalLink:
+async def link_of(request: Request) -> TemporalLink:
     return request.app.state.link
 
 
 async def client_of(request: Request) -> Client:
-    return await link_of(request).client()
+    return await request.app.state.link.client()
 
 
-def catalog_of(request: Request) -> Catalog:
+async def catalog_of(request: Request) -> Catalog:
     return request.app.state.catalog
 
 
-def execution_id_param(execution_id: Annotated[str, Path(description="the execution id (= Temporal workflow id)")]) -> str:
+async def execution_id_param(execution_id: Annotated[str, Path(description="the execution id (= Temporal workflow id)")]) -> str:
     """The path's execution id; one that cannot exist is a 404 without asking Temporal."""
     if not EXECUTION_ID_RE.match(execution_id):
         raise NotFound(f"no execution {execution_id[:80]!r}")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from benchmarks import bodies, compare, cpu, handwritten, memory, report
+from benchmarks import api_submit, bodies, compare, cpu, handwritten, isolated, memory, report
 from benchmarks.workloads import QUICK_SIZES, SIZES, playbook_yaml, with_opt_in, workloads
 from noetl_temporal.dsl import load_playbook_text
 
@@ -52,6 +52,17 @@ def test_in_worker_runs_every_python_task_in_the_worker_and_changes_nothing_else
         assert all(t.config["code"] in BODY_TEXTS for t in tasks), opted.key
         assert not any(t.config.get("in_worker") for t in _python_tasks(
             load_playbook_text(playbook_yaml(plain.playbook)).playbook)), plain.key
+
+
+def test_the_isolating_anchor_registers_every_activity_the_workflows_call_as_a_picklable_sync_function():
+    import pickle
+
+    names = {a.__temporal_activity_definition.name for a in handwritten.ACTIVITIES}
+    assert {a.__temporal_activity_definition.name for a in isolated.ACTIVITIES} == names
+    for fn in isolated.ACTIVITIES:
+        assert not fn.__temporal_activity_definition.is_async
+        assert pickle.loads(pickle.dumps(fn)) is fn  # a process pool sends it by reference
+    assert isolated.step({"i": 1}) == {"i": 2}
 
 
 def test_sizes_are_the_issue_s():
@@ -100,7 +111,8 @@ def test_bodies_behave_as_the_workloads_expect(tmp_path):
 def test_command_line_is_checked():
     args = compare.parse(["--quick", "--workloads", "chain,retry"])
     assert (args.rounds, args.servers, args.workloads) == (1, ["embedded"], ["chain", "retry"])
-    assert compare.parse([]).rounds == 5 and compare.parse([]).servers == ["stock", "embedded"]
+    assert compare.parse([]).rounds == 3 and compare.parse([]).servers == ["stock", "embedded"]
+    assert compare.API in compare.parse([]).workloads and compare.parse(["--workloads", "api"]).workloads == ["api"]
     assert compare.parse([]).out == compare.RESULTS / "latest" and not compare.parse([]).in_worker
     opted = compare.parse(["--in-worker"])
     assert opted.in_worker and opted.out == compare.RESULTS / "latest-in-worker"
@@ -156,6 +168,33 @@ def test_report_flags_missed_targets_and_not_applicable_rows():
     assert "| n/a | " in text and "n/a: not yet" in text
     assert "in_worker" not in text
     assert "ran `in_worker: true`" in report.markdown(dict(results, in_worker=True)).splitlines()[0]
+
+
+def test_report_shows_both_anchors_when_the_isolating_one_ran():
+    side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20, "cpu": 0.5}
+    results = {"started": 0, "duration": 1, "rounds": 3, "quick": False, "cpus": 2, "load_average": (1, 1, 1),
+               "servers": {"stock": []}, "rows": [
+                   {"workload": "a", "title": "A", "server": "stock", "handwritten": side,
+                    "isolated": dict(side, median=2.0, rss=400 << 20), "playbook": dict(side, median=1.5)}]}
+    text = report.markdown(results)
+    assert "| hand-written | hand-written, isolating | playbook | ratio | ratio vs isolating |" in text
+    assert "| A | stock | 1.00 s | 2.00 s | 1.50 s | **1.50** | **0.75** | 100 / 100 / 100 (1.00×, 1.00×) |" in text
+    assert "| 100 / 400 / 100 (1.00×, 0.25×) |" in text and text.splitlines()[4].endswith("| time / none |")
+    assert report.ratios(results["rows"][0], "isolated")["time"] == 0.75
+
+
+def test_api_submission_report_and_percentiles():
+    assert api_submit._percentile([float(x) for x in range(1, 101)], 0.95) == 95.0
+    assert api_submit._percentile([3.0, 1.0, 2.0], 0.5) == 2.0
+    side = {"rate": 100.0, "p50": 0.3, "p95": 0.4, "max": 0.5, "api_cpu_per_start": 0.002,
+            "client_cpu_per_start": 0.0003}
+    result = {"executions": 200, "in_flight": 50, "rounds": 2, "load_average": [(1, 1, 1), (2, 2, 2)],
+              "api": dict(side, rate=90.0, p95=0.44), "bare": side, "rate_ratio": 100 / 90, "p95_ratio": 1.1}
+    text = api_submit.markdown(result)
+    assert "| `POST /executions` (API process) | 90 | 300 ms | 440 ms | 500 ms | 2.0 / 0.3 |" in text
+    assert "rate 1.11× slower, p95 1.10× (target ≤ 1.2×: met)" in text
+    assert "missed" in api_submit.markdown(dict(result, p95_ratio=1.3))
+    assert "error: boom" in api_submit.markdown({"error": "boom"})
 
 
 def test_first_activation_benchmark_runs_on_small_sizes():

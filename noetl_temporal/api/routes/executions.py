@@ -13,7 +13,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.context import deep_merge
 from noetl_temporal.observe import read_status
 from noetl_temporal.redact import redact
@@ -40,6 +39,7 @@ from ..models import (
     as_state,
 )
 from ..paging import decode_token, encode_token
+from ..playbooks import load_for_start
 
 router = APIRouter(tags=["executions"])
 
@@ -62,7 +62,7 @@ async def start(body: StartExecution, request: Request, response: Response, sett
         entry = await run_in_threadpool(catalog.get_entry, body.path, body.version)
         text, version, label = entry["content"], entry["version"], entry["path"]
         source = f"catalog:{entry['path']}@{version}"
-    loaded = await run_in_threadpool(load_playbook_text, text, label)  # PlaybookInvalid -> 422
+    loaded = await load_for_start(request.app.state.playbooks, text, label)  # PlaybookInvalid -> 422
     # before Temporal or a store sees it: what the body expanded to (aliases) -> 413
     check_expanded(settings.max_body_bytes, playbook=loaded.raw, payload=body.payload)
     client = await link.client()

@@ -1,0 +1,90 @@
+"""The playbook a start request names, loaded once per content: ``load_for_start``.
+
+Why a cache: clients start the same playbook again and again (the same inline YAML from a
+script, a catalog entry at one version), and loading it (YAML, normalization, the models,
+the template and tool checks) was the largest part of the API's own CPU per start: about
+3.5 ms for ``examples/hello.yaml`` where the start itself is well under 1 ms of the API's
+CPU. A load depends on nothing but the text and the label its diagnostics name, so the
+result is kept under the text's SHA-256 and that label, and a hit skips the thread pool
+too. Requests that arrive while the same text is being loaded wait for that one load (a
+burst of 50 starts of a new playbook loads it once, not 50 times in the pool). An invalid
+playbook is not kept: each request gets its own ``PlaybookInvalid`` (422), the same as
+before (the requests that waited for a failing load load it themselves).
+
+The cached :class:`LoadedPlaybook` is shared by every request that hits it, so nothing on
+the start path may change it (nothing does: the start reads the model, ``raw`` for the
+size check, and dumps the definition). Bounded by entries and by the summed length of
+their texts, least recently used first out; a playbook larger than the budget's eighth is
+loaded every time (its load is not what a burst of small starts pays for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import OrderedDict
+
+from fastapi.concurrency import run_in_threadpool
+
+from noetl_temporal.dsl import LoadedPlaybook, load_playbook_text
+
+__all__ = ["PlaybookCache", "load_for_start"]
+
+MAX_ENTRIES = 128
+# Summed over the entries. A loaded playbook takes about 40 times its text (57 KiB for the
+# 1.5 KB of examples/hello.yaml), so the cache holds about 40 MiB at most.
+MAX_TEXT_CHARS = 1 << 20
+
+
+class PlaybookCache:
+    """Loaded playbooks by (SHA-256 of the text, label); for one event loop (no locks)."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_chars: int = MAX_TEXT_CHARS) -> None:
+        self.max_entries, self.max_chars = max_entries, max_chars
+        self._entries: OrderedDict[tuple[str, str], tuple[int, LoadedPlaybook]] = OrderedDict()
+        self._chars = 0
+        self.loading: dict[tuple[str, str], asyncio.Future[LoadedPlaybook | None]] = {}
+
+    def get(self, key: tuple[str, str]) -> LoadedPlaybook | None:
+        hit = self._entries.get(key)
+        if hit is None:
+            return None
+        self._entries.move_to_end(key)
+        return hit[1]
+
+    def put(self, key: tuple[str, str], size: int, loaded: LoadedPlaybook) -> None:
+        if size * 8 > self.max_chars or key in self._entries:
+            return
+        self._entries[key] = (size, loaded)
+        self._chars += size
+        while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+            _, (gone, _) = self._entries.popitem(last=False)
+            self._chars -= gone
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+async def load_for_start(cache: PlaybookCache, text: str, label: str) -> LoadedPlaybook:
+    """``load_playbook_text(text, label)``, from ``cache`` when this text was loaded before
+    (a miss loads in the thread pool: a large playbook must not stall the event loop).
+    Raises ``PlaybookInvalid`` as the loader does."""
+    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), label)
+    loaded = cache.get(key)
+    if loaded is not None:
+        return loaded
+    pending = cache.loading.get(key)
+    if pending is not None:
+        loaded = await asyncio.shield(pending)  # one waiter's cancellation must not cancel the others'
+        if loaded is not None:
+            return loaded
+        return await run_in_threadpool(load_playbook_text, text, label)  # it failed: our own error
+    done: asyncio.Future[LoadedPlaybook | None] = asyncio.get_running_loop().create_future()
+    cache.loading[key] = done
+    try:
+        loaded = await run_in_threadpool(load_playbook_text, text, label)
+        cache.put(key, len(text), loaded)
+        return loaded
+    finally:
+        del cache.loading[key]
+        done.set_result(loaded)
