@@ -5,7 +5,7 @@ after 2 s. Whatever chain of filters and sizes a playbook uses, a render must en
 value or with a clear ``TemplateError``) well inside that, and without eating the worker's
 memory. The fuzzer runs in a child process under a memory cap, next to a process that keeps
 one core busy (so the timings are taken under CPU load on top of whatever else the machine
-runs), and checks the slowest renders it found.
+runs), and checks the slowest renders it found, each timed again (the best of three).
 
 The check is on the CPU time a render takes (``time.thread_time``): on a shared machine the
 wall time of a 1 ms render can be a second of waiting for a core, which no budget can
@@ -95,9 +95,31 @@ def _fuzz(conn) -> None:
 
     try:
         one()
-        conn.send(("done", sorted(timings)[-5:], len(timings)))
+        conn.send(("done", _retimed(sorted(timings)[-5:]), len(timings)))
     except BaseException as exc:   # noqa: BLE001 - reported to the parent, which fails the test
         conn.send(("error", f"{type(exc).__name__}: {str(exc)[:2000]}", len(timings)))
+
+
+def _retimed(slowest: list[tuple[float, str, str]]) -> list[tuple[float, str, str]]:
+    """The slowest renders timed again, the best of three each, slowest last.
+
+    One timing on a shared 2-core machine can be inflated several times over by the other
+    processes on the same cores (caches, SMT siblings): a 0.2 s render was once measured
+    at 1.45 s of CPU. A render that really costs too much costs it every time, so the
+    best of three keeps what the check is for and drops what the neighbours added.
+    """
+    retimed = []
+    for first, template, outcome in slowest:
+        best = first
+        for _ in range(2):
+            started = time.thread_time()
+            try:
+                render(template, CONTEXT, where="s.tool.cmd")
+            except TemplateError:
+                pass
+            best = min(best, time.thread_time() - started)
+        retimed.append((best, template, f"{outcome}, first timing {first:.2f}s"))
+    return sorted(retimed)
 
 
 def _burn() -> None:
