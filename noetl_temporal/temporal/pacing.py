@@ -5,15 +5,34 @@ The engine caps the inline work of one input (``engine/budget.py``) and asks, wi
 waiting on something outside it, so the shell waits on this local activity, which
 returns at once: one marker in history and a few milliseconds per ``Yield``, and each
 activation stays far below the deadlock detector's 2 s.
+
+A local activity ends the activation but not the *workflow task*: the SDK keeps the task
+open while local activities run (heartbeating it at 80% of the task timeout), so all the
+yields of a 10,000-step noop chain ran in one task of 5-8 s (``TMPRL1104``, over 5 s).
+Executions started with ``behaviours.PACED_WORKFLOW_TASKS`` wait on a 1 ms timer instead
+at every ``YIELDS_PER_TASK``-th yield, which ends the task (a timer is a command the task
+must send): five history events per break. Counted in yields, never time, so a replay
+breaks at the same points.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio import activity
 
-__all__ = ["YIELD_ACTIVITY", "yield_activation"]
+__all__ = ["YIELD_ACTIVITY", "YIELDS_PER_TASK", "TASK_BREAK", "yield_activation", "ends_task"]
 
 YIELD_ACTIVITY = "noetl.yield"
+# One activation is 0.1-0.2 s of inline work on a quiet machine (``engine/budget.py``), up to
+# five times that on a loaded one: four stay well under the 5 s a task should take.
+YIELDS_PER_TASK = 4
+TASK_BREAK = timedelta(milliseconds=1)
+
+
+def ends_task(yields: int) -> bool:
+    """The run's ``yields``-th yield (from 1) waits on a timer, ending the workflow task."""
+    return yields % YIELDS_PER_TASK == 0
 
 
 @activity.defn(name=YIELD_ACTIVITY)

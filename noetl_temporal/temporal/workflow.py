@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from .local_only import LocalOnlyList, local_run_task
     from .metrics import count_execution
     from .naming import child_execution_id
-    from .pacing import YIELD_ACTIVITY
+    from .pacing import TASK_BREAK, YIELD_ACTIVITY, ends_task
     from .persistence import PERSIST_EVENTS_ACTIVITY, persist_summary
     from .playbook_result import output_in, playbook_failed
     from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH
@@ -128,6 +128,7 @@ class PlaybookWorkflow:
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
         self._details = ""         # the Temporal UI's current details, as last set
+        self._yields = 0           # Yield commands of this run (pacing.ends_task)
 
     @property
     def engine(self) -> ExecutionState:
@@ -542,10 +543,15 @@ class PlaybookWorkflow:
         return TaskResult.undecided(_error(kind, message))
 
     async def _proceed_later(self) -> None:
-        """The engine used up one input's work budget: go on in a later activation."""
+        """The engine used up one input's work budget: go on in a later activation (and
+        every few yields in a later workflow task, ``pacing.ends_task``)."""
+        self._yields += 1
         try:
-            await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
-                                                  summary="noetl: continue inline work")
+            if self._started_with(behaviours.PACED_WORKFLOW_TASKS) and ends_task(self._yields):
+                await workflow.sleep(TASK_BREAK, summary="noetl: continue inline work")
+            else:
+                await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
+                                                      summary="noetl: continue inline work")
         except ValueError as err:  # the worker does not register the activity
             self._unregistered(err)
             return
