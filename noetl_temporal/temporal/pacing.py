@@ -25,8 +25,9 @@ __all__ = ["YIELD_ACTIVITY", "YIELDS_PER_TASK", "TASK_BREAK", "yield_activation"
 
 YIELD_ACTIVITY = "noetl.yield"
 # One activation is 0.1-0.2 s of inline work on a quiet machine (``engine/budget.py``), up to
-# five times that on a loaded one: four stay well under the 5 s a task should take.
-YIELDS_PER_TASK = 4
+# 1 s on a loaded one (load average 8-10 on 2 cores): four made tasks of up to 5.2 s there,
+# two stay well under the 5 s a task should take.
+YIELDS_PER_TASK = 2
 TASK_BREAK = timedelta(milliseconds=1)
 
 
