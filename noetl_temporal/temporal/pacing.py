@@ -24,10 +24,11 @@ from temporalio import activity
 __all__ = ["YIELD_ACTIVITY", "YIELDS_PER_TASK", "TASK_BREAK", "yield_activation", "ends_task"]
 
 YIELD_ACTIVITY = "noetl.yield"
-# One activation is 0.1-0.2 s of inline work on a quiet machine (``engine/budget.py``), up to
-# 1 s on a loaded one (load average 8-10 on 2 cores): four made tasks of up to 5.2 s there,
-# two stay well under the 5 s a task should take.
-YIELDS_PER_TASK = 2
+# An activation of paced executions is 0.05-0.3 s of inline work (``engine/budget.py``,
+# ``PACED_WORK_BUDGET``), up to about 0.7 s on a loaded machine (load average 7-10 on 2 cores):
+# four stay under the 5 s a task should take. Every break costs a round trip to the server
+# (two yields per task at that budget made a 10,000-step chain twice as slow).
+YIELDS_PER_TASK = 4
 TASK_BREAK = timedelta(milliseconds=1)
 
 
