@@ -55,7 +55,7 @@ FAILED_PLAYBOOK_FAILS_WORKFLOW = "failed-playbook-fails-workflow"
 STEP_TIMEOUT_BOUNDS_STEP = "step-timeout-bounds-step"
 
 #: The workflow shell's: every ``pacing.YIELDS_PER_TASK``-th (fourth) yield of inline work waits on
-#: a 1 ms timer instead of the pacing local activity, which ends the workflow task. Before:
+#: the pacing activity run as a normal activity, not a local one, which ends the workflow task. Before:
 #: local activities never end the task, so a 10,000-step noop chain's first task ran 5-8 s
 #: (``TMPRL1104``), ended only by the SDK's heartbeat at 80% of the task timeout. The engine
 #: reads it too: an input's work budget is ``budget.PACED_WORK_BUDGET`` (250, was 500).

@@ -548,7 +548,8 @@ class PlaybookWorkflow:
         self._yields += 1
         try:
             if self._started_with(behaviours.PACED_WORKFLOW_TASKS) and ends_task(self._yields):
-                await workflow.sleep(TASK_BREAK, summary="noetl: continue inline work")
+                await workflow.execute_activity(YIELD_ACTIVITY, start_to_close_timeout=TASK_BREAK,
+                                                summary="noetl: continue inline work")
             else:
                 await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
                                                       summary="noetl: continue inline work")

@@ -32,7 +32,7 @@ async def _history_facts(client, workflow_id: str) -> dict[str, int]:
                 facts["yields"] += 1
         if event.HasField("workflow_task_failed_event_attributes"):
             facts["task_failures"] += 1
-        if event.HasField("timer_started_event_attributes"):
+        if event.HasField("activity_task_scheduled_event_attributes"):
             facts["breaks"] += 1
     return facts
 
@@ -47,7 +47,7 @@ async def test_a_5000_step_noop_chain_completes_in_short_activations(temporal, t
     # No workflow task failed (a deadlock-detector hit fails the task and retries it).
     assert facts["task_failures"] == 0, facts
     # The work was split into several activations by the engine's budget, and every fourth
-    # yield a timer ended the workflow task (``paced-workflow-tasks``: not one task of 5-8 s).
+    # yield a normal activity ended the workflow task (``paced-workflow-tasks``: not one task of 5-8 s).
     assert facts["yields"] >= 5, facts
     assert facts["breaks"] >= facts["yields"] // 3 - 1 >= 1, facts
 

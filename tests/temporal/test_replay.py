@@ -151,7 +151,7 @@ async def test_the_backlog_behaviour_is_what_keeps_each_history_replaying(name, 
 @pytest.mark.parametrize("name,forced", [("noop_loop_patched", True), ("noop_loop_paced", False)])
 async def test_the_pacing_behaviour_is_what_keeps_each_history_replaying(name, forced, monkeypatch):
     """``noop_loop_patched`` was recorded before ``paced-workflow-tasks`` (every yield a local
-    activity), ``noop_loop_paced`` after (every fourth a timer, ending the workflow task);
+    activity), ``noop_loop_paced`` after (every fourth a normal activity, ending the workflow task);
     replaying either with the other choice is a nondeterminism error."""
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     real = PlaybookWorkflow._started_with
