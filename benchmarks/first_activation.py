@@ -102,22 +102,25 @@ async def rebuild_on_temporal(n: int) -> None:
     from noetl_temporal.temporal.devserver import EmbeddedTemporal
     from noetl_temporal.temporal.worker import build_worker
 
+    from .task_durations import ActivationClock, describe, task_durations
+
     scratch = tempfile.mkdtemp(prefix="noetl-first-activation-")
     os.environ.setdefault("NOETL_EVENT_STORE", os.path.join(scratch, "events.db"))
     playbook = load_playbook_text(chain(n)).playbook
     print(f"## dev server: {n:,}-step noop chain, then a query that rebuilds the closed workflow\n")
-    print("| steps | run (s) | history events | rebuild by query (s) | answer |")
-    print("|---:|---:|---:|---:|---|")
+    print("| steps | run (s) | history events | workflow tasks | failed tasks | activations | load (1 min) "
+          "| rebuild by query (s) | answer |")
+    print("|---:|---:|---:|---|---:|---|---:|---:|---|")
     async with EmbeddedTemporal() as env:
         queue = f"first-{uuid.uuid4().hex[:8]}"
         started = time.perf_counter()
-        report = await run_with_client(env.client, playbook, task_queue=queue, execution_timeout_s=600,
-                                       events_limit=0)
+        with ActivationClock() as clock:
+            report = await run_with_client(env.client, playbook, task_queue=queue, execution_timeout_s=600,
+                                           events_limit=0)
         wall = time.perf_counter() - started
         handle = env.client.get_workflow_handle(report.execution_id)
-        history = 0
-        async for _ in handle.fetch_history_events():
-            history += 1
+        spans, history, failed = await task_durations(handle)
+        load = os.getloadavg()[0]
         async with build_worker(env.client, task_queue=queue):
             started = time.perf_counter()
             try:
@@ -125,7 +128,8 @@ async def rebuild_on_temporal(n: int) -> None:
             except Exception as exc:  # what a deadlocked rebuild answers
                 answer = f"{type(exc).__name__}: {exc}"[:80]
             rebuild = time.perf_counter() - started
-    print(f"| {n:,} | {wall:.1f} | {history:,} | {rebuild:.1f} | {answer} |\n")
+    print(f"| {n:,} | {wall:.1f} | {history:,} | {describe(spans)} | {failed} | {clock.describe()} | {load:.1f} "
+          f"| {rebuild:.1f} | {answer} |\n")
 
 
 def main() -> None:

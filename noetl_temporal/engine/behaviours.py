@@ -15,7 +15,7 @@ snapshot), so continue-as-new keeps it too.
 from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
-           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -54,9 +54,17 @@ FAILED_PLAYBOOK_FAILS_WORKFLOW = "failed-playbook-fails-workflow"
 #: ``timeout`` error. Before: it was only the default attempt timeout of the step's tasks.
 STEP_TIMEOUT_BOUNDS_STEP = "step-timeout-bounds-step"
 
+#: The workflow shell's: every ``pacing.YIELDS_PER_TASK``-th (fourth) yield of inline work waits on
+#: the pacing activity run as a normal activity, not a local one, which ends the workflow task. Before:
+#: local activities never end the task, so a 10,000-step noop chain's first task ran 5-8 s
+#: (``TMPRL1104``), ended only by the SDK's heartbeat at 80% of the task timeout. The engine
+#: reads it too: an input's work budget is ``budget.PACED_WORK_BUDGET`` (250, was 500).
+PACED_WORKFLOW_TASKS = "paced-workflow-tasks"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
-                            BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP)
+                            BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
+                            PACED_WORKFLOW_TASKS)
 
 
 #: every name this code understands (never remove one while executions may list it)

@@ -12,16 +12,26 @@ rebuild) of that playbook. Sharing is replay safe: a playbook and its graph are 
 values of the definition (the graph's one mutable part is a memo of pure look-ups), so a
 hit and a miss give the same engine behaviour. Under the workflow sandbox (on request) this
 module is imported per run and the cache only serves that run.
+
+Unsandboxed, the build runs on a thread of its own that the activation waits for. On a
+loaded machine a 10,000-step definition can take more than the detector's 2 s, and the
+detector interrupts the activation's thread: built there, the build died with it, the
+retried task started it again and the run never got past its first activation. On its own
+thread the build finishes, the cache keeps it, and the retried task finds it. A CLI run
+builds it before it starts the run (``runner.py``), so its first activation does not.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import hashlib
 import json
 import threading
 from collections import OrderedDict
 from typing import Any
+
+from temporalio import workflow
 
 from ..dsl.models import Playbook, playbook_from_definition
 from ..engine.graph import StepGraph
@@ -34,6 +44,8 @@ CACHED_PLAYBOOKS = 8
 
 _cache: OrderedDict[str, tuple[Playbook, StepGraph]] = OrderedDict()
 _lock = threading.Lock()   # unsandboxed workflows of one worker activate on several threads
+_building: dict[str, concurrent.futures.Future[tuple[Playbook, StepGraph]]] = {}
+_pool: concurrent.futures.ThreadPoolExecutor | None = None   # (made on first use: _builder)
 
 
 def prepare_playbook(definition: dict[str, Any]) -> tuple[Playbook, StepGraph]:
@@ -44,20 +56,42 @@ def prepare_playbook(definition: dict[str, Any]) -> tuple[Playbook, StepGraph]:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
+        if workflow.unsafe.in_sandbox():
+            building = None
+        else:   # one build per definition, on the builder's thread (a rebuild may wait on it)
+            building = _building.get(key)
+            if building is None:
+                building = _building[key] = _builder().submit(_build, key, definition)
+    return building.result() if building is not None else _build(key, definition)
+
+
+def _build(key: str, definition: dict[str, Any]) -> tuple[Playbook, StepGraph]:
     enabled = gc.isenabled()
     gc.disable()   # (see playbook_from_definition: collections in a big heap cost more than the work)
     try:
         playbook = playbook_from_definition(definition)
         prepared = (playbook, step_graph(playbook).analyse())
         _promote_to_oldest()
+    except BaseException:
+        with _lock:
+            _building.pop(key, None)
+        raise
     finally:
         if enabled:
             gc.enable()
     with _lock:
         _cache[key] = prepared
+        _building.pop(key, None)
         while len(_cache) > CACHED_PLAYBOOKS:
             _cache.popitem(last=False)
     return prepared
+
+
+def _builder() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="noetl_playbooks_")
+    return _pool
 
 
 def _promote_to_oldest() -> None:

@@ -30,6 +30,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from .. import sealing
 from ..store.event_store import EventStore
+from .collector import CollectorPacing
 from .converter import users_codec, warn_without_claim_check
 from .registration import SANDBOX_ENV, registration, sandbox_requested
 from .types import DEFAULT_TASK_QUEUE
@@ -100,4 +101,6 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     sealing.install(users_codec(client.data_converter))
     ours = registration(event_store, sandboxed=sandboxed)
     worker_options.setdefault("max_concurrent_activities", max_concurrent_activities)
+    # Full garbage collections between activations, not inside them (``collector.py``).
+    worker_options["plugins"] = [*worker_options.get("plugins", ()), CollectorPacing()]
     return Worker(client, task_queue=task_queue, **ours.worker_options(**worker_options))

@@ -55,7 +55,7 @@ with workflow.unsafe.imports_passed_through():
     from ..tool_kinds import WORKFLOW_KINDS
     from .definitions import prepare_playbook
     from .metrics import count_execution
-    from .pacing import YIELD_ACTIVITY
+    from .pacing import TASK_BREAK, YIELD_ACTIVITY, ends_task
     from .playbook_result import playbook_failed
     from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH, has_attribute
     from .types import WORKFLOW_NAME, RunInput
@@ -95,6 +95,7 @@ class PlaybookWorkflow:
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
         self._details = ""         # the Temporal UI's current details, as last set
+        self._yields = 0           # Yield commands of this run (pacing.ends_task)
 
     @property
     def engine(self) -> ExecutionState:
@@ -350,10 +351,16 @@ class PlaybookWorkflow:
         self._report(cmd, TaskResult.undecided(outcome))
 
     async def _proceed_later(self) -> None:
-        """The engine used up one input's work budget: go on in a later activation."""
+        """The engine used up one input's work budget: go on in a later activation (and
+        every few yields in a later workflow task, ``pacing.ends_task``)."""
+        self._yields += 1
         try:
-            await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
-                                                  summary="noetl: continue inline work")
+            if self._started_with(behaviours.PACED_WORKFLOW_TASKS) and ends_task(self._yields):
+                await workflow.execute_activity(YIELD_ACTIVITY, start_to_close_timeout=TASK_BREAK,
+                                                summary="noetl: continue inline work")
+            else:
+                await workflow.execute_local_activity(YIELD_ACTIVITY, start_to_close_timeout=timedelta(seconds=30),
+                                                      summary="noetl: continue inline work")
         except ValueError as err:  # the worker does not register the activity
             self._unregistered(err)
             return

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.engine.budget import WORK_BUDGET
+from noetl_temporal.engine.behaviours import CURRENT, PACED_WORKFLOW_TASKS
+from noetl_temporal.engine.budget import PACED_WORK_BUDGET, WORK_BUDGET
 from noetl_temporal.engine.context import build_context
 from noetl_temporal.engine.event_log import EventLog
 from noetl_temporal.engine.machine import new_state, step
@@ -33,6 +34,17 @@ def test_long_noop_chains_yield_and_still_run_every_step_once(steps, min_yields)
     assert r.steps_started() == [f"s{i}" for i in range(steps)]
     assert r.state.steps[f"s{steps - 1}"].result == steps - 1
     assert [e["seq"] for e in r.events] == list(range(1, len(r.events) + 1))
+
+
+def test_paced_executions_spend_a_smaller_budget_per_input_and_end_the_same():
+    """``paced-workflow-tasks`` halves an input's work (shorter activations under load);
+    an execution started before it keeps the budget it was recorded with."""
+    paced = run(chain(4 * WORK_BUDGET), behaviours=list(CURRENT))
+    before = run(chain(4 * WORK_BUDGET), behaviours=[b for b in CURRENT if b != PACED_WORKFLOW_TASKS])
+    assert PACED_WORK_BUDGET < WORK_BUDGET
+    assert paced.status == before.status == "COMPLETED"
+    assert paced.yields >= 2 * before.yields - 1 and before.yields >= 3
+    assert paced.steps_started() == before.steps_started()
 
 
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])

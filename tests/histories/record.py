@@ -34,17 +34,20 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "loop_fail_fast": HERE / "loop_fail_fast.yaml", "loop_fail_fast_patched": HERE / "loop_fail_fast.yaml",
              # before and after the shell change `bounded-event-backlog` (engine/behaviours.py)
              "noop_loop": HERE / "noop_loop.yaml", "noop_loop_patched": HERE / "noop_loop.yaml",
+             # and after `paced-workflow-tasks` (`noop_loop_patched` is the before)
+             "noop_loop_paced": HERE / "noop_loop.yaml",
              # before and after the shell change `failed-playbook-fails-workflow`
              "failed_close": HERE / "failed_close.yaml", "failed_close_patched": HERE / "failed_close.yaml",
              # before and after the engine change `step-timeout-bounds-step`
              "step_timeout": HERE / "step_timeout.yaml", "step_timeout_patched": HERE / "step_timeout.yaml"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
-BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",), "noop_loop": ("bounded-event-backlog",),
+BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
+          "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
           "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
-DIGESTED = {"noop_loop", "noop_loop_patched"}
+DIGESTED = {"noop_loop", "noop_loop_patched", "noop_loop_paced"}
 
 
 def events_digest(events: list) -> str:

@@ -23,7 +23,7 @@ def chain_playbook(n: int) -> str:
 
 
 async def _history_facts(client, workflow_id: str) -> dict[str, int]:
-    facts = {"events": 0, "yields": 0, "task_failures": 0}
+    facts = {"events": 0, "yields": 0, "task_failures": 0, "breaks": 0}
     async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
         facts["events"] += 1
         if event.HasField("marker_recorded_event_attributes"):
@@ -32,6 +32,8 @@ async def _history_facts(client, workflow_id: str) -> dict[str, int]:
                 facts["yields"] += 1
         if event.HasField("workflow_task_failed_event_attributes"):
             facts["task_failures"] += 1
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            facts["breaks"] += 1
     return facts
 
 
@@ -44,8 +46,10 @@ async def test_a_5000_step_noop_chain_completes_in_short_activations(temporal, t
     facts = await _history_facts(temporal.client, report.workflow_id)
     # No workflow task failed (a deadlock-detector hit fails the task and retries it).
     assert facts["task_failures"] == 0, facts
-    # The work was split into several activations by the engine's budget.
+    # The work was split into several activations by the engine's budget, and every fourth
+    # yield a normal activity ended the workflow task (``paced-workflow-tasks``: not one task of 5-8 s).
     assert facts["yields"] >= 5, facts
+    assert facts["breaks"] >= facts["yields"] // 3 - 1 >= 1, facts
 
 
 async def test_a_4000_way_fan_out_and_join_completes_in_short_activations(temporal, task_queue):

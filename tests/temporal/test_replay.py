@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from noetl_temporal.engine import machine
+from noetl_temporal.engine import behaviours, machine
 from noetl_temporal.temporal.event_flush import EventFlusher
 from noetl_temporal.temporal.patches import PATCH_READABLE_CHILD_IDS
 from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
@@ -31,6 +31,7 @@ def _workflow(sandboxed: bool) -> type:
 
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
                                   "loop_fail_fast", "loop_fail_fast_patched", "noop_loop", "noop_loop_patched",
+                                  "noop_loop_paced",
                                   "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
@@ -144,6 +145,20 @@ async def test_the_backlog_behaviour_is_what_keeps_each_history_replaying(name, 
     with the other choice is a nondeterminism error (the writes to the event store differ)."""
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     monkeypatch.setattr(EventFlusher, "bounded_backlog", lambda self: forced)
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+@pytest.mark.parametrize("name,forced", [("noop_loop_patched", True), ("noop_loop_paced", False)])
+async def test_the_pacing_behaviour_is_what_keeps_each_history_replaying(name, forced, monkeypatch):
+    """``noop_loop_patched`` was recorded before ``paced-workflow-tasks`` (every yield a local
+    activity), ``noop_loop_paced`` after (every fourth a normal activity, ending the workflow task);
+    replaying either with the other choice is a nondeterminism error."""
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    real = PlaybookWorkflow._started_with
+    monkeypatch.setattr(PlaybookWorkflow, "_started_with",
+                        lambda self, b: forced if b == behaviours.PACED_WORKFLOW_TASKS else real(self, b))
     replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)

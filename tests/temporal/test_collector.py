@@ -1,0 +1,69 @@
+"""Full garbage collections between workflow activations (``temporal/collector.py``)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+from noetl_temporal.temporal import collector
+from noetl_temporal.temporal.collector import MAX_POSTPONE_S, _CountingExecutor, collect_if_due
+
+
+def _full_collections() -> int:
+    return gc.get_stats()[2]["collections"]
+
+
+def _survivors(n: int) -> list[list[object]]:
+    """Tracked objects that live through young collections (cycles, as workflow state has)."""
+    kept: list[list[object]] = []
+    for _ in range(n):
+        node: list[object] = []
+        node.append(node)
+        kept.append(node)
+    return kept
+
+
+def test_while_a_worker_runs_full_collections_wait_for_the_pacer():
+    before = gc.get_threshold()
+    assert collector._take()
+    try:
+        assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] > 10 ** 6
+        full = _full_collections()
+        kept = _survivors(300_000)   # many young collections: automatic full ones would run
+        assert _full_collections() == full
+        assert gc.get_count()[2] > before[2]
+        assert collect_if_due()
+        assert _full_collections() == full + 1 and gc.get_count()[2] == 0
+        del kept
+    finally:
+        collector._give_back()
+    assert gc.get_threshold() == before and not collector.paced()
+
+
+def test_a_running_activation_postpones_the_collection_but_not_for_ever():
+    assert collector._take()
+    release = threading.Event()
+    pool = _CountingExecutor(max_workers=1)
+    try:
+        kept = _survivors(100_000)
+        running = pool.submit(release.wait)
+        assert collector._in_flight == 1
+        now = collector._last_full + 1.0
+        assert not collect_if_due(now)
+        assert collect_if_due(collector._last_full + MAX_POSTPONE_S + 1.0)   # as automatic would
+        release.set()
+        running.result()
+        assert collector._in_flight == 0
+        del kept
+    finally:
+        release.set()
+        pool.shutdown()
+        collector._give_back()
+
+
+def test_a_process_that_turned_the_collector_off_is_left_alone():
+    gc.disable()
+    try:
+        assert not collector._take() and not collector.paced()
+    finally:
+        gc.enable()
