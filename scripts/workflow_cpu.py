@@ -35,6 +35,7 @@ import asyncio
 import cProfile
 import os
 import pstats
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -62,6 +63,48 @@ from noetl_temporal.tools import aclose_clients
 
 SIDES = ("python", "fed", "noop", "handwritten", "handwritten_unsandboxed")
 
+# ``--split``: parts of an activation timed on their own (thread CPU, calls), by dotted path.
+SPLIT = ("noetl_temporal.engine.machine.step", "noetl_temporal.engine.progress.describe",
+         "noetl_temporal.temporal.payloads.PayloadConverter.to_payloads",
+         "noetl_temporal.temporal.payloads.PayloadConverter.from_payloads",
+         "noetl_temporal.engine.envelopes.TaskResult.from_dict",
+         "temporalio.worker._workflow_instance._ActivityHandle._apply_schedule_command",
+         "temporalio.worker._workflow_instance._WorkflowInstanceImpl._apply")
+
+
+def _split(parts: dict[str, list[float]], meter: Meter) -> None:
+    """Wrap each of ``SPLIT`` to add its thread CPU and calls to ``parts`` (outermost calls
+    in activations only: payloads are converted on other threads too, for activities)."""
+    import importlib
+    import inspect
+
+    for path in SPLIT:
+        owner_path, name = path.rsplit(".", 1)
+        try:
+            owner: Any = importlib.import_module(owner_path)
+        except ImportError:
+            module, cls = owner_path.rsplit(".", 1)
+            owner = getattr(importlib.import_module(module), cls)
+        inner = inspect.getattr_static(owner, name)
+        func = inner.__func__ if isinstance(inner, classmethod) else inner
+        totals = parts.setdefault(path, [0.0, 0])
+        depth = [0]
+
+        def timed(*a: Any, _func: Any = func, _totals: list[float] = totals, _depth: list[int] = depth,
+                  **kw: Any) -> Any:
+            if _depth[0] or not getattr(meter.inside, "active", False):
+                return _func(*a, **kw)
+            _depth[0] += 1
+            started = time.thread_time()
+            try:
+                return _func(*a, **kw)
+            finally:
+                _totals[0] += time.thread_time() - started
+                _totals[1] += 1
+                _depth[0] -= 1
+
+        setattr(owner, name, classmethod(timed) if isinstance(inner, classmethod) else timed)
+
 
 class Meter:
     """Thread CPU and activations per workflow id, and the profiler while one is wanted."""
@@ -70,15 +113,18 @@ class Meter:
         self.cpu: dict[str, float] = defaultdict(float)
         self.activations: dict[str, int] = defaultdict(int)
         self.profiler: cProfile.Profile | None = None
+        self.inside = threading.local()   # ``active``: this thread is in an activation
 
     def timed(self, workflow_id: str, activate: Callable[[Any], Any], act: Any) -> Any:
         profiler = self.profiler
         if profiler is not None:
             profiler.enable()
         started = time.thread_time()
+        self.inside.active = True
         try:
             return activate(act)
         finally:
+            self.inside.active = False
             self.cpu[workflow_id] += time.thread_time() - started
             self.activations[workflow_id] += 1
             if profiler is not None:
@@ -122,6 +168,25 @@ class TimedRunner(WorkflowRunner):
         self._inner.set_worker_level_failure_exception_types(types)
 
 
+def _time_gc(parts: dict[str, list[float]], meter: Meter) -> None:
+    """The garbage collector's thread CPU inside activations (collections by generation)."""
+    import gc
+
+    totals = [parts.setdefault(f"gc generation {g}", [0.0, 0]) for g in range(3)]
+    started = [0.0]
+
+    def clock(phase: str, info: dict[str, Any]) -> None:
+        if not getattr(meter.inside, "active", False):
+            return
+        if phase == "start":
+            started[0] = time.thread_time()
+        else:
+            totals[info["generation"]][0] += time.thread_time() - started[0]
+            totals[info["generation"]][1] += 1
+
+    gc.callbacks.append(clock)
+
+
 def _playbooks(steps: int) -> dict[str, Any]:
     texts = {"python": scale_chain(steps, "python"), "fed": playbook_yaml(fed_chain(steps)),
              "noop": scale_chain(steps, "noop")}
@@ -158,12 +223,18 @@ async def main() -> None:
     parser.add_argument("--profile", choices=SIDES, help="profile one more execution of this side")
     parser.add_argument("--profile-out", help="write the profile's stats to this file (pstats)")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--split", action="store_true",
+                        help="also time parts of the activations (engine step, payload conversion, ...) on their own")
     args = parser.parse_args()
     sides = [s for s in args.sides.split(",") if s]
     unknown = sorted(set(sides) - set(SIDES))
     if unknown:
         parser.error(f"unknown sides {unknown}: choose from {', '.join(SIDES)}")
     meter = Meter()
+    parts: dict[str, list[float]] = {}
+    if args.split:
+        _split(parts, meter)
+        _time_gc(parts, meter)
     playbooks = _playbooks(args.steps)
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli_path(),
                                                 data_converter=data_converter(),
@@ -198,6 +269,12 @@ async def main() -> None:
                 best = min(results[side])
                 print(f"  {side:<24} {best[0] / args.steps * 1000:>8.3f} {best[1] / args.steps:>17.2f}   "
                       f"{[round(c / args.steps * 1000, 3) for c, _ in results[side]]}")
+            if args.split:
+                runs = args.rounds + 1
+                print(f"\nparts, all {runs} rounds of {', '.join(sides)} (ms per step; calls per step):")
+                for path, (cpu, calls) in parts.items():
+                    per = len(sides) * runs * args.steps
+                    print(f"  {cpu / per * 1000:8.3f} {calls / per:6.2f}  {path}")
             if args.profile:
                 profiler = cProfile.Profile()
                 meter.profiler = profiler

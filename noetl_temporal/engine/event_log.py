@@ -36,6 +36,12 @@ def _entity_of(event_type: str) -> str:
     return _ENTITY_OF_PREFIX.get(event_type.split(".", 1)[0], "playbook")
 
 
+@lru_cache(maxsize=256)
+def _kind_of(event_type: str) -> tuple[str, str, str]:
+    """What the type alone says of an event: its alias, source and entity type."""
+    return alias_of(event_type), "worker" if event_type in WORKER_EVENTS else "server", _entity_of(event_type)
+
+
 _BIG_INT = 1 << 64
 # Nesting past this depth is encoded to find out (and a cycle ends the walk here).
 _MAX_DEPTH = 16
@@ -148,20 +154,20 @@ class EventLog:
              parent_id: str | None = None, status: str | None = None,
              payload: dict[str, Any] | None = None, **correlation: Any) -> dict[str, Any]:
         seq = self.base + len(self.events) + 1
-        event: dict[str, Any] = {
-            "event_id": f"{self.execution_id}:{seq}",
-            "event_type": event_type,
-            "event_alias": alias_of(event_type),
-            "timestamp": timestamp,
-            "execution_id": self.execution_id,
-            **({"parent_execution_id": self.parent_execution_id} if self.parent_execution_id else {}),
-            "source": "worker" if event_type in WORKER_EVENTS else "server",
-            "entity_type": _entity_of(event_type),
-            "entity_id": entity_id,
-            "parent_id": parent_id,
-            "seq": seq,
-            "status": status,
-        }
+        alias, source, entity = _kind_of(event_type)
+        # One dict display per shape, keys in the envelope's order (the stored JSON keeps it).
+        if self.parent_execution_id:
+            event: dict[str, Any] = {
+                "event_id": f"{self.execution_id}:{seq}", "event_type": event_type, "event_alias": alias,
+                "timestamp": timestamp, "execution_id": self.execution_id,
+                "parent_execution_id": self.parent_execution_id, "source": source, "entity_type": entity,
+                "entity_id": entity_id, "parent_id": parent_id, "seq": seq, "status": status}
+        else:
+            event = {
+                "event_id": f"{self.execution_id}:{seq}", "event_type": event_type, "event_alias": alias,
+                "timestamp": timestamp, "execution_id": self.execution_id, "source": source,
+                "entity_type": entity, "entity_id": entity_id, "parent_id": parent_id, "seq": seq,
+                "status": status}
         for key, value in correlation.items():
             if value is not None:
                 event[key] = value
