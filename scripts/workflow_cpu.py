@@ -35,6 +35,7 @@ import asyncio
 import cProfile
 import os
 import pstats
+import sysconfig
 import threading
 import time
 import uuid
@@ -209,9 +210,10 @@ async def _run(client: Client, side: str, queue: str, steps: int, playbooks: dic
 def _top(stats: pstats.Stats, sort: str, n: int) -> Iterator[str]:
     stats.sort_stats(sort)
     for func in stats.fcn_list[:n]:  # type: ignore[attr-defined]
-        cc, nc, tt, ct, _ = stats.stats[func]  # type: ignore[attr-defined]
-        name = pstats.func_std_string(func).replace(os.getcwd() + "/", "")
-        name = name.split("site-packages/")[-1]
+        _, nc, tt, ct, _ = stats.stats[func]  # type: ignore[attr-defined]
+        name: str = pstats.func_std_string(func)  # type: ignore[attr-defined]
+        name = name.replace(os.getcwd() + "/", "").split("site-packages/")[-1]
+        name = name.replace(sysconfig.get_paths()["stdlib"] + "/", "")
         yield f"{nc:>8} {tt * 1000:>9.1f} {ct * 1000:>9.1f}  {name}"
 
 
