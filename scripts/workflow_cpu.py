@@ -226,12 +226,15 @@ async def main() -> None:
     parser.add_argument("--profile-out", help="write the profile's stats to this file (pstats)")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--split", action="store_true",
-                        help="also time parts of the activations (engine step, payload conversion, ...) on their own")
+                        help="also time parts of the activations (engine step, payload conversion, ...) on their own, "
+                             "added up over the sides given (give one)")
     args = parser.parse_args()
     sides = [s for s in args.sides.split(",") if s]
     unknown = sorted(set(sides) - set(SIDES))
     if unknown:
         parser.error(f"unknown sides {unknown}: choose from {', '.join(SIDES)}")
+    if args.split and args.profile:
+        parser.error("--split and --profile measure each other's wrappers: run them separately")
     meter = Meter()
     parts: dict[str, list[float]] = {}
     if args.split:
