@@ -10,8 +10,10 @@ Every workflow activation runs in the worker's workflow thread through the runne
 the workflow code (our shell, the pure engine, the templates, the event log, the SDK's own
 activation handling and payload conversion) and nothing else: activities (a python task runs
 in a forked process), the event store's writes, the SDK's asyncio loop and the dev server run
-in other threads or processes. CPU time, not wall time, so a loaded machine changes it little;
-each figure is the best of ``--rounds`` executions (after one warm-up each).
+in other threads or processes. CPU time, not wall time, so waiting for a busy machine is not
+counted; what the other processes do to the caches still is (a step run with cold caches
+costs about three times a warm one: docs/performance.md), so each figure is the best of
+``--rounds`` executions (after one warm-up each), and sides are compared within one run.
 
 Sides (all on one embedded dev server, one worker process, each on its own task queue):
 
@@ -26,6 +28,8 @@ Sides (all on one embedded dev server, one worker process, each on its own task 
 ``--profile SIDE`` runs one more execution of that side with ``cProfile`` enabled only
 inside ``activate`` (Python 3.11's profiler hooks the thread that enables it), and prints
 the top entries by internal time and by cumulative time (``--profile-out`` keeps the stats).
+``--split`` times parts of the activations on their own (``SPLIT``, and the garbage
+collector); give it one side.
 """
 
 from __future__ import annotations
@@ -219,12 +223,12 @@ def _top(stats: pstats.Stats, sort: str, n: int) -> Iterator[str]:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=200, help="steps per chain (default 200)")
     parser.add_argument("--rounds", type=int, default=5, help="executions per side (best of them); one more warms up")
     parser.add_argument("--sides", default=",".join(SIDES), help=f"comma-separated, of {', '.join(SIDES)}")
     parser.add_argument("--profile", choices=SIDES, help="profile one more execution of this side")
     parser.add_argument("--profile-out", help="write the profile's stats to this file (pstats)")
-    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--top", type=int, default=25, help="profile entries to print (default 25)")
     parser.add_argument("--split", action="store_true",
                         help="also time parts of the activations (engine step, payload conversion, ...) on their own, "
                              "added up over the sides given (give one)")
