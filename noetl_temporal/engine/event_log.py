@@ -36,27 +36,67 @@ def _entity_of(event_type: str) -> str:
     return _ENTITY_OF_PREFIX.get(event_type.split(".", 1)[0], "playbook")
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-# A flat payload of scalars whose keys and strings hold at most this many characters in all
-# (and at most _FLAT_KEYS keys) encodes under the cap whatever it contains: a character
-# escapes to at most 12 bytes (an astral one, as a surrogate pair), a number to 24.
-_FLAT_CHARS, _FLAT_KEYS = 1024, 64
+@lru_cache(maxsize=256)
+def _kind_of(event_type: str) -> tuple[str, str, str]:
+    """What the type alone says of an event: its alias, source and entity type."""
+    return alias_of(event_type), "worker" if event_type in WORKER_EVENTS else "server", _entity_of(event_type)
+
+
 _BIG_INT = 1 << 64
+# Nesting past this depth is encoded to find out (and a cycle ends the walk here).
+_MAX_DEPTH = 16
+
+
+def _bound(value: Any, room: int, depth: int) -> int:
+    """At least the length of ``value``'s compact JSON when ``value`` is made only of JSON
+    types (exactly: str, int, float, bool, None, dict with str keys, list, tuple) and that
+    bound fits in ``room``; -1 otherwise.
+
+    A character escapes to at most 6 bytes (``\\u00XX``), 12 outside ASCII (an astral one
+    as a surrogate pair); a bounded int or a float encodes to at most 24; each member adds
+    its separators."""
+    kind = type(value)
+    if kind is str:
+        size = 2 + (6 if value.isascii() else 12) * len(value)
+    elif kind is int:
+        if not -_BIG_INT < value < _BIG_INT:  # digits without bound
+            return -1
+        size = 21
+    elif kind is float:
+        size = 24
+    elif kind is bool or value is None:
+        size = 5
+    elif kind is dict:
+        if depth >= _MAX_DEPTH:
+            return -1
+        size = 2
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            size += 4 + (6 if key.isascii() else 12) * len(key)  # quotes, colon, comma
+            inner = _bound(item, room - size, depth + 1) if size <= room else -1
+            if inner < 0:
+                return -1
+            size += inner
+    elif kind is list or kind is tuple:
+        if depth >= _MAX_DEPTH:
+            return -1
+        size = 2
+        for item in value:
+            size += 1
+            inner = _bound(item, room - size, depth + 1) if size <= room else -1
+            if inner < 0:
+                return -1
+            size += inner
+    else:
+        return -1
+    return size if size <= room else -1
 
 
 def _surely_small_and_plain(payload: dict[str, Any]) -> bool:
-    """Most events carry a few ids and statuses: no need to encode them to know."""
-    if len(payload) > _FLAT_KEYS:
-        return False
-    chars = 0
-    for key, value in payload.items():
-        kind = type(value)
-        if type(key) is not str or kind not in _SCALARS:
-            return False
-        if kind is int and not -_BIG_INT < value < _BIG_INT:  # digits without bound
-            return False
-        chars += len(key) + (len(value) if kind is str else 0)
-    return chars <= _FLAT_CHARS
+    """Most events carry a few ids, statuses and small results: no need to encode them to
+    know they are plain JSON under the cap (a bound on their length, walked once)."""
+    return _bound(payload, PAYLOAD_CAP_BYTES, 0) >= 0
 
 
 def cap_payload(payload: dict[str, Any] | None) -> dict[str, Any]:
@@ -114,20 +154,20 @@ class EventLog:
              parent_id: str | None = None, status: str | None = None,
              payload: dict[str, Any] | None = None, **correlation: Any) -> dict[str, Any]:
         seq = self.base + len(self.events) + 1
-        event: dict[str, Any] = {
-            "event_id": f"{self.execution_id}:{seq}",
-            "event_type": event_type,
-            "event_alias": alias_of(event_type),
-            "timestamp": timestamp,
-            "execution_id": self.execution_id,
-            **({"parent_execution_id": self.parent_execution_id} if self.parent_execution_id else {}),
-            "source": "worker" if event_type in WORKER_EVENTS else "server",
-            "entity_type": _entity_of(event_type),
-            "entity_id": entity_id,
-            "parent_id": parent_id,
-            "seq": seq,
-            "status": status,
-        }
+        alias, source, entity = _kind_of(event_type)
+        # One dict display per shape, keys in the envelope's order (the stored JSON keeps it).
+        if self.parent_execution_id:
+            event: dict[str, Any] = {
+                "event_id": f"{self.execution_id}:{seq}", "event_type": event_type, "event_alias": alias,
+                "timestamp": timestamp, "execution_id": self.execution_id,
+                "parent_execution_id": self.parent_execution_id, "source": source, "entity_type": entity,
+                "entity_id": entity_id, "parent_id": parent_id, "seq": seq, "status": status}
+        else:
+            event = {
+                "event_id": f"{self.execution_id}:{seq}", "event_type": event_type, "event_alias": alias,
+                "timestamp": timestamp, "execution_id": self.execution_id, "source": source,
+                "entity_type": entity, "entity_id": entity_id, "parent_id": parent_id, "seq": seq,
+                "status": status}
         for key, value in correlation.items():
             if value is not None:
                 event[key] = value
