@@ -59,27 +59,32 @@ def paced() -> bool:
 
 
 class _CountingExecutor(concurrent.futures.ThreadPoolExecutor):
-    """The SDK's activation thread pool, counting what runs in it."""
+    """The SDK's activation thread pool, counting what is submitted and not yet done.
+
+    Counted from submission, not from the start: the deadlock detector's 2 s run from
+    there, so a queued activation must hold a collection back too. Uncounted when its
+    future is done, whichever way: a future cancelled before it ran (a pool shut down with
+    work queued) never runs a wrapper, and a count left behind would hold every later
+    collection back to ``MAX_POSTPONE_S``.
+    """
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         global _in_flight
         with _lock:
             _in_flight += 1
-
-        def counted() -> Any:
-            global _in_flight
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                with _lock:
-                    _in_flight -= 1
-
         try:
-            return super().submit(counted)
+            future = super().submit(fn, *args, **kwargs)
         except BaseException:
-            with _lock:
-                _in_flight -= 1
+            _done()
             raise
+        future.add_done_callback(_done)
+        return future
+
+
+def _done(_: object = None) -> None:
+    global _in_flight
+    with _lock:
+        _in_flight -= 1
 
 
 class CollectorPacing(Plugin):

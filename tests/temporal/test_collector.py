@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 from noetl_temporal.temporal import collector
 from noetl_temporal.temporal.collector import MAX_POSTPONE_S, _CountingExecutor, collect_if_due
@@ -23,8 +24,17 @@ def _survivors(n: int) -> list[list[object]]:
     return kept
 
 
+def _settled() -> int:
+    """Activations in flight once the done-callbacks of finished ones have run."""
+    deadline = time.monotonic() + 5
+    while collector._in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return collector._in_flight
+
+
 def test_while_a_worker_runs_full_collections_wait_for_the_pacer():
     before = gc.get_threshold()
+    assert _settled() == 0, "an earlier worker left an activation counted: nothing would be collected"
     assert collector._take()
     try:
         assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] > 10 ** 6
@@ -53,7 +63,7 @@ def test_a_running_activation_postpones_the_collection_but_not_for_ever():
         assert collect_if_due(collector._last_full + MAX_POSTPONE_S + 1.0)   # as automatic would
         release.set()
         running.result()
-        assert collector._in_flight == 0
+        assert _settled() == 0
         del kept
     finally:
         release.set()
@@ -67,3 +77,22 @@ def test_a_process_that_turned_the_collector_off_is_left_alone():
         assert not collector._take() and not collector.paced()
     finally:
         gc.enable()
+
+
+def test_an_activation_cancelled_before_it_ran_is_not_counted_for_ever():
+    # a pool shut down with work queued cancels it: its count must go with it, or every
+    # later collection would wait MAX_POSTPONE_S
+    assert _settled() == 0
+    release = threading.Event()
+    pool = _CountingExecutor(max_workers=1)
+    try:
+        running = pool.submit(release.wait)
+        queued = pool.submit(lambda: None)
+        assert collector._in_flight == 2
+        assert queued.cancel()
+        release.set()
+        running.result()
+        assert _settled() == 0
+    finally:
+        release.set()
+        pool.shutdown()
