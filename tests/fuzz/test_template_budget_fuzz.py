@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from noetl_temporal.errors import TemplateError
 from noetl_temporal.templates import render
 
-MEMORY_CAP = 1536 * 1024 * 1024
+MEMORY_CAP = 1536 * 1024 * 1024   # address space the fuzzer may add to what it inherits
 SAFE_FRACTION = 1.0     # CPU seconds under load: half the 2 s detector
 EXAMPLES = 250
 
@@ -76,8 +76,21 @@ CONTEXT = {"items": list(range(100_000)), "rows": [{"a": i, "b": str(i)} for i i
            "big": [f"{i:07d}" + "x" * 999_993 for i in range(100)]}   # 100 MB the template did not build
 
 
+def _address_space() -> int:
+    """This process's mapped address space now (what ``RLIMIT_AS`` counts)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def _fuzz(conn) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+    # The cap is headroom over what the fork inherited: a test process that has hosted
+    # workers maps a lot already (threads' stacks and malloc arenas), and a fixed cap below
+    # that left no room to grow the stack, which the kernel answers with SIGSEGV.
+    cap = _address_space() + MEMORY_CAP
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     timings: list[tuple[float, str, str]] = []
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
@@ -135,8 +148,13 @@ def test_no_template_blocks_an_activation_or_eats_memory_under_load():
     fuzzer = ctx.Process(target=_fuzz, args=(child,))
     try:
         fuzzer.start()
+        child.close()   # the child's end lives in the child only: its death ends the wait
         assert parent.poll(600), "the fuzzer did not finish in 10 minutes"
-        status, detail, count = parent.recv()
+        try:
+            status, detail, count = parent.recv()
+        except EOFError:
+            fuzzer.join(10)
+            raise AssertionError(f"the fuzzer died without a report (exit code {fuzzer.exitcode})") from None
     finally:
         burner.kill()
         fuzzer.join(10)
