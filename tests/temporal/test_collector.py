@@ -6,6 +6,8 @@ import gc
 import threading
 import time
 
+import pytest
+
 from noetl_temporal.temporal import collector
 from noetl_temporal.temporal.collector import MAX_POSTPONE_S, _CountingExecutor, collect_if_due
 
@@ -30,6 +32,14 @@ def _settled() -> int:
     while collector._in_flight and time.monotonic() < deadline:
         time.sleep(0.01)
     return collector._in_flight
+
+
+@pytest.fixture(autouse=True)
+def _no_earlier_cost(monkeypatch):
+    """Each test starts as a process whose collections cost nothing yet: the module keeps
+    the last full collection's cost (a full collection waits ten times that), and in a
+    suite the workers of earlier tests leave a big process's cost behind."""
+    monkeypatch.setattr(collector, "_last_cost", 0.0)
 
 
 def test_while_a_worker_runs_full_collections_wait_for_the_pacer():
