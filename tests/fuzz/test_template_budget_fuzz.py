@@ -16,6 +16,7 @@ at once (shared cores slow CPU time too); the rest is left for the scheduler.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import resource
 import time
@@ -91,6 +92,12 @@ def _fuzz(conn) -> None:
     # that left no room to grow the stack, which the kernel answers with SIGSEGV.
     cap = _address_space() + MEMORY_CAP
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    # What the fork inherited is the test suite's heap, not a render's: left to the
+    # collector, every full collection a render triggers walks all of it (in a suite that
+    # had hosted workers, 0.8-1.1 s charged to one render). A worker runs its full
+    # collections between activations (temporal/collector.py), so the render's own cost is
+    # what is measured here.
+    gc.freeze()
     timings: list[tuple[float, str, str]] = []
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
