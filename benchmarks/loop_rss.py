@@ -129,11 +129,12 @@ class Sampler(PeakRss):
             self._stop.wait(0.5)
 
 
-async def _start(client: Any, playbook: Any, queue: str, persist: bool) -> Any:
+async def _start(client: Any, playbook: Any, queue: str, persist: bool, continue_after: int = 0) -> Any:
     from noetl_temporal.temporal.client import start_execution
 
     if persist:
-        return await start_execution(client, playbook, task_queue=queue, execution_timeout_s=3600)
+        return await start_execution(client, playbook, task_queue=queue, execution_timeout_s=3600,
+                                     continue_as_new_after_events=continue_after)
     # A diagnostic: the same execution with no event store writes (the workflow keeps its
     # whole log then), to tell the store's local activities' share of native memory.
     import dataclasses
@@ -150,7 +151,8 @@ async def _start(client: Any, playbook: Any, queue: str, persist: bool) -> Any:
                                        execution_timeout=timedelta(hours=1))
 
 
-async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = True) -> None:
+async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = True,
+              continue_after: int = 0) -> None:
     from noetl_temporal.temporal.devserver import EmbeddedTemporal
     from noetl_temporal.temporal.worker import build_worker
 
@@ -165,8 +167,9 @@ async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = T
         traced_start = tracemalloc.get_traced_memory()[0] // 2**20
         with Sampler(types_every) as sampler:
             async with build_worker(env.client, task_queue=queue):
-                handle = await _start(env.client, playbook, queue, persist)
+                handle = await _start(env.client, playbook, queue, persist, continue_after)
                 output = await handle.result()
+                runs = [w async for w in env.client.list_workflows(f"WorkflowId='{handle.id}'")]
                 ran = time.perf_counter() - sampler.t0
                 # The closed run leaves the worker's cache: what it alone held is freed now,
                 # before the worker stops (which frees what the worker held for all runs).
@@ -179,7 +182,8 @@ async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = T
         after_trim = rss_mib()
     store = os.path.getsize(os.environ["NOETL_EVENT_STORE"]) if os.path.exists(os.environ["NOETL_EVENT_STORE"]) else 0
     total = (output.get("steps") or {}).get("total", {}).get("result")
-    print(f"{items:,}-item {kind} loop: {output['state']} ({total} results) in {ran:.0f} s\n")
+    print(f"{items:,}-item {kind} loop: {output['state']} ({total} results) in {ran:.0f} s, "
+          f"{len(runs)} workflow run(s)\n")
     print("| t (s) | RSS (MiB) | Python blocks | glibc in use (MiB) | glibc free, kept (MiB) |")
     print("|---:|---:|---:|---:|---:|")
     step = max(1, len(sampler.rows) // 12)
@@ -207,10 +211,13 @@ def main() -> None:
                         help="also trace Python's allocations of every size (slow): Python's or native?")
     parser.add_argument("--no-persist", action="store_true",
                         help="a diagnostic: no event store writes (the workflow keeps its whole log)")
+    parser.add_argument("--continue-after-events", type=int, default=0, metavar="N",
+                        help="continue as new once a run's history holds N events (0: when Temporal suggests it)")
     args = parser.parse_args()
     if args.tracemalloc:
         tracemalloc.start()
-    asyncio.run(run(args.items, args.kind, args.types, persist=not args.no_persist))
+    asyncio.run(run(args.items, args.kind, args.types, persist=not args.no_persist,
+                    continue_after=args.continue_after_events))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ snapshot), so continue-as-new keeps it too.
 from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
-           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
+           "BOUNDED_RUN_WORK", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -61,10 +62,17 @@ STEP_TIMEOUT_BOUNDS_STEP = "step-timeout-bounds-step"
 #: reads it too: an input's work budget is ``budget.PACED_WORK_BUDGET`` (250, was 500).
 PACED_WORKFLOW_TASKS = "paced-workflow-tasks"
 
+#: The workflow shell's: a run continues as new after a bounded amount of work too (yields of
+#: inline work, events stored; ``temporal/run_length.py``), not only when its history is long.
+#: Before: a 10,000-step noop chain was one run, so a query to it after it closed replayed all
+#: its work (5-6 s), and a noop loop's worker kept every event-store write's batch (2.2 KiB an
+#: item of native memory held by the SDK) until the loop ended.
+BOUNDED_RUN_WORK = "bounded-run-work"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
-                            PACED_WORKFLOW_TASKS)
+                            PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK)
 
 
 #: every name this code understands (never remove one while executions may list it)

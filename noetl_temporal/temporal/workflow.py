@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
     from .metrics import count_execution
     from .pacing import TASK_BREAK, YIELD_ACTIVITY, ends_task
     from .playbook_result import playbook_failed
+    from .run_length import work_is_long
     from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH, has_attribute
     from .types import WORKFLOW_NAME, RunInput
 
@@ -95,7 +96,8 @@ class PlaybookWorkflow:
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
         self._details = ""         # the Temporal UI's current details, as last set
-        self._yields = 0           # Yield commands of this run (pacing.ends_task)
+        self._yields = 0           # Yield commands of this run (pacing.ends_task, run_length)
+        self._stored_before = 0    # events stored by earlier runs (run_length)
 
     @property
     def engine(self) -> ExecutionState:
@@ -123,10 +125,10 @@ class PlaybookWorkflow:
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
                              behaviours=behaviours.of_input(inp.behaviours)))
             self._mark_state()
-        self._events.flushed_seq = self.engine.log.base
+        self._events.flushed_seq = self._stored_before = self.engine.log.base
         self._show_progress()
         try:
-            await workflow.wait_condition(lambda: self._done() or self._history_is_long())
+            await workflow.wait_condition(lambda: self._done() or self._run_is_long())
             if not self._done():
                 await self._continue_as_new(flusher)
         except asyncio.CancelledError:
@@ -179,13 +181,19 @@ class PlaybookWorkflow:
 
     # ------------------------------------------------------------------ continue-as-new
 
-    def _history_is_long(self) -> bool:
+    def _run_is_long(self) -> bool:
+        """Time to hand over to a fresh run: the history is long, or (``bounded-run-work``)
+        the run's work is (``run_length``: what a rebuild replays, what the SDK keeps)."""
         inp = self._input
         assert inp is not None
         info = workflow.info()
         if inp.continue_as_new_after_events:
-            return info.get_current_history_length() >= inp.continue_as_new_after_events
-        return info.is_continue_as_new_suggested()
+            if info.get_current_history_length() >= inp.continue_as_new_after_events:
+                return True
+        elif info.is_continue_as_new_suggested():
+            return True
+        return self._started_with(behaviours.BOUNDED_RUN_WORK) and \
+            work_is_long(self._yields, self._events.flushed_seq - self._stored_before)
 
     async def _continue_as_new(self, flusher: asyncio.Future[None] | None) -> None:
         """Drain, then hand the engine state to a fresh run.

@@ -18,11 +18,13 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.engine import behaviours
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
+from noetl_temporal.temporal.types import RunInput
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -36,6 +38,8 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "noop_loop": HERE / "noop_loop.yaml", "noop_loop_patched": HERE / "noop_loop.yaml",
              # and after `paced-workflow-tasks` (`noop_loop_patched` is the before)
              "noop_loop_paced": HERE / "noop_loop.yaml",
+             # and after `bounded-run-work`: its first run, which continues as new (run_length.py)
+             "noop_loop_bounded": HERE / "noop_loop_bounded.yaml",
              # before and after the shell change `failed-playbook-fails-workflow`
              "failed_close": HERE / "failed_close.yaml", "failed_close_patched": HERE / "failed_close.yaml",
              # before and after the engine change `step-timeout-bounds-step`
@@ -47,7 +51,9 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
-DIGESTED = {"noop_loop", "noop_loop_patched", "noop_loop_paced"}
+DIGESTED = {"noop_loop", "noop_loop_patched", "noop_loop_paced", "noop_loop_bounded"}
+# Executions that continue as new: their first run is kept (and the events it made).
+FIRST_RUN = {"noop_loop_bounded"}
 
 
 def events_digest(events: list) -> str:
@@ -69,12 +75,26 @@ async def record(names: list[str]) -> None:
             report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
                                            execution_id=f"replay-{name}", source=str(path))
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
+            events = report.events
+            if name in FIRST_RUN:
+                history, events = await _first_run(env.client, history, events)
             (HERE / f"{name}.history.json").write_text(history.to_json())
             if name in DIGESTED:
-                (HERE / f"{name}.events.sha256").write_text(events_digest(report.events) + "\n")
+                (HERE / f"{name}.events.sha256").write_text(events_digest(events) + "\n")
             else:
-                (HERE / f"{name}.events.json").write_text(json.dumps(report.events, indent=1, sort_keys=True))
-            print(f"{name}: {report.state}, {len(report.events)} events")
+                (HERE / f"{name}.events.json").write_text(json.dumps(events, indent=1, sort_keys=True))
+            print(f"{name}: {report.state}, {len(events)} events")
+
+
+async def _first_run(client: Any, last: Any, events: list) -> tuple[Any, list]:
+    """The execution's first run's history, and the events it made: up to the ``seq`` its
+    hand-over to the next run carried (the snapshot's log ``base``)."""
+    first_id = last.events[0].workflow_execution_started_event_attributes.first_execution_run_id
+    history = await client.get_workflow_handle(last.workflow_id, run_id=first_id).fetch_history()
+    handed = history.events[-1].workflow_execution_continued_as_new_event_attributes
+    [resume] = await client.data_converter.decode(handed.input.payloads, [RunInput])
+    base = resume.resume["state"]["log"]["base"]
+    return history, [e for e in events if e["seq"] <= base]
 
 
 if __name__ == "__main__":

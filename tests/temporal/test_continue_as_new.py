@@ -117,3 +117,35 @@ async def test_in_flight_tasks_are_capped_per_execution(temporal, task_queue, tm
     now, peak = map(int, counter.read_text().split())
     assert (now, peak) == (0, 2)
     assert dataclasses.fields(RunInput)  # RunInput stays a plain dataclass
+
+
+async def test_inline_work_continues_as_new_after_a_bounded_amount_of_it(temporal, task_queue):
+    """``bounded-run-work``: a noop loop makes few history events (Temporal never suggests
+    continuing), yet each run ends after ``RUN_YIELDS_MAX`` yields, so a query to the closed
+    workflow replays one short run; the log stays one gap-free sequence across the runs."""
+    from noetl_temporal.temporal.run_length import RUN_YIELDS_MAX
+
+    items = 2_600   # about 130 items a yield (engine/budget.py): over RUN_YIELDS_MAX yields
+    playbook = load_playbook_text(textwrap.dedent(f"""
+        workflow:
+          - step: each
+            loop: {{in: "{{{{ range({items}) | list }}}}", iterator: i}}
+            tool: {{kind: noop, result: "{{{{ i }}}}"}}
+            next: {{arcs: [{{step: total}}]}}
+          - step: total
+            tool: {{kind: noop, result: "{{{{ each.results | sum }}}}"}}
+        """)).playbook
+    store = open_event_store()
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120)
+        latest = temporal.client.get_workflow_handle(handle.id)
+        output = await asyncio.wait_for(latest.result(), timeout=110)
+        assert (await latest.query("status"))["state"] == "COMPLETED"   # a rebuild of the last run
+    assert output["state"] == "COMPLETED" and output["steps"]["total"]["result"] == sum(range(items))
+    first = temporal.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    assert (await first.describe()).status == WorkflowExecutionStatus.CONTINUED_AS_NEW
+    history = await first.fetch_history()
+    assert len(history.events) < 100 < RUN_YIELDS_MAX * 10   # not what Temporal would suggest
+    events = await read_events(temporal.client, handle.id, store=store, limit=100_000)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert sum(1 for e in events if e["event_type"] == "loop.iteration.done") == items

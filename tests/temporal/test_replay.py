@@ -31,7 +31,7 @@ def _workflow(sandboxed: bool) -> type:
 
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
                                   "loop_fail_fast", "loop_fail_fast_patched", "noop_loop", "noop_loop_patched",
-                                  "noop_loop_paced",
+                                  "noop_loop_paced", "noop_loop_bounded",
                                   "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
@@ -159,6 +159,23 @@ async def test_the_pacing_behaviour_is_what_keeps_each_history_replaying(name, f
     real = PlaybookWorkflow._started_with
     monkeypatch.setattr(PlaybookWorkflow, "_started_with",
                         lambda self, b: forced if b == behaviours.PACED_WORKFLOW_TASKS else real(self, b))
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+async def test_the_run_work_bound_is_what_keeps_its_history_replaying(monkeypatch):
+    """``noop_loop_bounded`` is the first run of a noop loop started with ``bounded-run-work``:
+    it continued as new after ``run_length.RUN_YIELDS_MAX`` yields, with a short history.
+    Replaying it with the bound off is a nondeterminism error (the run goes on where the
+    history says it handed over)."""
+    history = WorkflowHistory.from_json("replay-noop_loop_bounded",
+                                        (HISTORIES / "noop_loop_bounded.history.json").read_text())
+    assert history.events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
+    assert len(history.events) < 100
+    real = PlaybookWorkflow._started_with
+    monkeypatch.setattr(PlaybookWorkflow, "_started_with",
+                        lambda self, b: False if b == behaviours.BOUNDED_RUN_WORK else real(self, b))
     replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
