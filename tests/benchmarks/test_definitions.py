@@ -203,3 +203,24 @@ def test_first_activation_benchmark_runs_on_small_sizes():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "| noop chain | 50 |" in proc.stdout and "| fan-out + join | 50 |" in proc.stdout
+
+
+@pytest.mark.temporal
+def test_api_paging_benchmark_runs_on_small_sizes():
+    """The benchmark of the API paging a huge log (docs/performance.md), on both stores: it
+    pages every event, and drops its scratch PostgreSQL database."""
+    import psycopg
+
+    from tests.support.postgres import require_dsn
+
+    dsn = require_dsn()
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.api_paging", "--events", "1000,3000",
+                           "--pg-dsn", dsn], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| sqlite |", "| postgresql |"))]
+    assert [row.split("|")[1:3] for row in rows] == [[" sqlite ", " 998 "], [" sqlite ", " 2,998 "],
+                                                       [" postgresql ", " 998 "], [" postgresql ", " 2,998 "]]
+    assert [row.split("|")[6] for row in rows] == [" 1 ", " 3 ", " 1 ", " 3 "]   # pages of 1,000
+    with psycopg.connect(dsn) as conn:
+        left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'noetl_paging_%'").fetchall()
+    assert left == []
