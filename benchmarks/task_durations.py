@@ -8,31 +8,48 @@ detector (``TMPRL1101``) cuts a single *activation* at 2 s, which history does n
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
-__all__ = ["task_durations", "describe"]
+__all__ = ["run_histories", "task_durations", "describe"]
 
 _ENDS = {EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
          EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT}
 
 
-async def task_durations(handle: Any) -> tuple[list[float], int, int]:
-    """Seconds of each workflow task, the history's length, and its failed or timed-out tasks."""
-    started: float | None = None
+async def run_histories(client: Any, workflow_id: str) -> AsyncIterator[Any]:
+    """The history of every run of an execution, the first run first (continue-as-new chains
+    them: ``bounded-run-work`` hands inline work to a fresh run every 16 yields)."""
+    latest = await client.get_workflow_handle(workflow_id).fetch_history()
+    run_id = latest.events[0].workflow_execution_started_event_attributes.first_execution_run_id
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        yield history
+        last = history.events[-1]
+        run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id \
+            if last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW else ""
+
+
+async def task_durations(client: Any, workflow_id: str) -> tuple[list[float], int, int, int]:
+    """Seconds of each workflow task, the history's length and its failed or timed-out tasks
+    over every run, and the number of runs."""
     spans: list[float] = []
-    events = failed = 0
-    async for event in handle.fetch_history_events():
-        events += 1
-        at = event.event_time.ToMicroseconds() / 1e6
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-            started = at
-        elif event.event_type in _ENDS and started is not None:
-            spans.append(at - started)
-            started = None
-            failed += event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
-    return spans, events, failed
+    events = failed = runs = 0
+    async for history in run_histories(client, workflow_id):
+        runs += 1
+        started: float | None = None
+        for event in history.events:
+            events += 1
+            at = event.event_time.ToMicroseconds() / 1e6
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+                started = at
+            elif event.event_type in _ENDS and started is not None:
+                spans.append(at - started)
+                started = None
+                failed += event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+    return spans, events, failed, runs
 
 
 def describe(spans: list[float]) -> str:
