@@ -66,7 +66,8 @@ PACED_WORKFLOW_TASKS = "paced-workflow-tasks"
 #: inline work, events stored; ``temporal/run_length.py``), not only when its history is long.
 #: Before: a 10,000-step noop chain was one run, so a query to it after it closed replayed all
 #: its work (5-6 s), and a noop loop's worker kept every event-store write's batch (2.2 KiB an
-#: item of native memory held by the SDK) until the loop ended.
+#: item of native memory held by the SDK) until the loop ended. With it, a run's first yield
+#: ends its workflow task too (``pacing.ends_task``), as that task also builds or restores.
 BOUNDED_RUN_WORK = "bounded-run-work"
 
 #: what a new execution gets

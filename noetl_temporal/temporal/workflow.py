@@ -363,7 +363,8 @@ class PlaybookWorkflow:
         every few yields in a later workflow task, ``pacing.ends_task``)."""
         self._yields += 1
         try:
-            if self._started_with(behaviours.PACED_WORKFLOW_TASKS) and ends_task(self._yields):
+            if self._started_with(behaviours.PACED_WORKFLOW_TASKS) and \
+                    ends_task(self._yields, first_breaks=self._started_with(behaviours.BOUNDED_RUN_WORK)):
                 await workflow.execute_activity(YIELD_ACTIVITY, start_to_close_timeout=TASK_BREAK,
                                                 summary="noetl: continue inline work")
             else:
