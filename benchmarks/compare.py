@@ -1,6 +1,6 @@
 """Playbooks against expert hand-written Temporal, workload by workload (issue 11).
 
-    python -m benchmarks [--rounds 3] [--quick] [--workloads chain,retry,api] [--servers stock,embedded] [--in-worker]
+    python -m benchmarks [--rounds 2] [--quick] [--workloads chain,retry,api] [--servers stock,embedded] [--in-worker]
 
 For each server setting a real dev server is started; for each workload every side gets
 a fresh worker in a process of their own, one small warm-up execution each (the
@@ -174,7 +174,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="workloads: " + ", ".join(keys))
     parser.add_argument("--rounds", type=int, default=None,
-                        help="timed rounds per side (default 3; 1 with --quick); the api workload always "
+                        help="timed rounds per side (default 2; 1 with --quick); the api workload always "
                              "runs 2 (1 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: small sizes, 1 round, the embedded server's setting only unless --servers")
@@ -197,7 +197,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         if unknown:
             parser.error(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(known)}")
     if args.rounds is None:
-        args.rounds = 1 if args.quick else 3
+        args.rounds = 1 if args.quick else 2  # 3 rounds took 703 s: over issue 30's 10 minutes
     if args.out is None:
         args.out = RESULTS / ("latest-in-worker" if args.in_worker else "latest")
     if args.rounds < 1:

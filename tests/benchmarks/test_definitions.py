@@ -111,7 +111,7 @@ def test_bodies_behave_as_the_workloads_expect(tmp_path):
 def test_command_line_is_checked():
     args = compare.parse(["--quick", "--workloads", "chain,retry"])
     assert (args.rounds, args.servers, args.workloads) == (1, ["embedded"], ["chain", "retry"])
-    assert compare.parse([]).rounds == 3 and compare.parse([]).servers == ["stock", "embedded"]
+    assert compare.parse([]).rounds == 2 and compare.parse([]).servers == ["stock", "embedded"]
     assert compare.API in compare.parse([]).workloads and compare.parse(["--workloads", "api"]).workloads == ["api"]
     assert compare.parse([]).out == compare.RESULTS / "latest" and not compare.parse([]).in_worker
     opted = compare.parse(["--in-worker"])
