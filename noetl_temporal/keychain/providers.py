@@ -19,8 +19,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import yaml
-
 from ..errors import ToolError
 
 __all__ = ["KeychainProvider", "EnvProvider", "FileProvider", "ChainProvider", "KeychainError",
@@ -138,6 +136,8 @@ class FileProvider:
             return None
         except OSError as exc:
             raise KeychainError(f"cannot read the credentials file {path}: {exc.strerror}") from None
+        import yaml  # here: only a keychain that reads the file needs PyYAML (~0.8 MiB of every worker)
+
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
