@@ -93,9 +93,11 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
             sides.append(PlaybookSide(client, workers["playbook"].queue, playbooks))
         samples: dict[str, list[float]] = {s.name: [] for s in sides}
         last: dict[str, tuple[str, str | None]] = {}
+        for side in sides:  # warm-up, small: sandbox imports, connections, the python pool
+            await side.timed(warm, scratch)
+        # Sampled from here: starting the python tool's fork server is a vfork, and until its
+        # exec the new process shares the worker's pages, which a summed RSS counts twice.
         with TreeSampler(pids) as sampler:
-            for side in sides:  # warm-up, small: sandbox imports, connections, the python pool
-                await side.timed(warm, scratch)
             cpu0 = {name: tree_cpu(pid) for name, pid in pids.items()}
             for r in range(rounds):
                 # each side goes first in turn, so drift on a shared machine hits all of them
