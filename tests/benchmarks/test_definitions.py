@@ -67,7 +67,7 @@ def test_the_isolating_anchor_registers_every_activity_the_workflows_call_as_a_p
 
 def test_sizes_are_the_issue_s():
     by_key = {w.key: w for w in workloads(SIZES)}
-    assert by_key["chain"].arg == {"n": 20} and by_key["seq_loop"].arg == {"n": 200}
+    assert by_key["chain"].arg == {"n": 20} and by_key["seq_loop"].arg == {"n": 100}
     assert by_key["par_loop"].arg == {"n": 1000, "max_in_flight": 50}
     assert by_key["many"].executions == 100 and by_key["many"].arg == {"n": 5}
     assert by_key["fast_path"].arg == {"n": 20, "local": True}
