@@ -24,6 +24,7 @@ from noetl_temporal.dsl.models import Playbook
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.playbook_result import workflow_output
 
+from .task_durations import run_histories
 from .workloads import Workload
 
 __all__ = ["WorkerProcess", "Side", "PlaybookSide", "HandwrittenSide", "BenchError", "history"]
@@ -69,16 +70,9 @@ class WorkerProcess:
 async def history(client: Client, workflow_id: str, run_id: str | None) -> tuple[int, int]:
     """(events, runs) of one execution, across continue-as-new runs."""
     events = runs = 0
-    while run_id is not None or runs == 0:
-        hist = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+    async for hist in run_histories(client, workflow_id, run_id):
         events += len(hist.events)
         runs += 1
-        last = hist.events[-1] if hist.events else None
-        run_id = None
-        if last is not None and last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-            run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-        if run_id is None:
-            break
     return events, runs
 
 

@@ -19,11 +19,13 @@ _ENDS = {EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_WORK
          EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT}
 
 
-async def run_histories(client: Any, workflow_id: str) -> AsyncIterator[Any]:
-    """The history of every run of an execution, the first run first (continue-as-new chains
-    them: ``bounded-run-work`` hands inline work to a fresh run every 16 yields)."""
-    latest = await client.get_workflow_handle(workflow_id).fetch_history()
-    run_id = latest.events[0].workflow_execution_started_event_attributes.first_execution_run_id
+async def run_histories(client: Any, workflow_id: str, run_id: str | None = None) -> AsyncIterator[Any]:
+    """The history of every run of an execution from ``run_id`` on (default: its first run),
+    in order (continue-as-new chains them: ``bounded-run-work`` hands inline work to a fresh
+    run every 16 yields)."""
+    if run_id is None:
+        latest = await client.get_workflow_handle(workflow_id).fetch_history()
+        run_id = latest.events[0].workflow_execution_started_event_attributes.first_execution_run_id
     while run_id:
         history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
         yield history

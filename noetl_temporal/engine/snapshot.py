@@ -102,9 +102,11 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 
 def _plain_pipe(pipe: PipelineRun) -> dict[str, Any]:
-    data = copy.deepcopy(_fields(pipe))
-    data["state"] = pipe.state.value
-    # the envelopes' JSON (their fields would be written, not the objects they read)
+    data = _fields(pipe)
+    # the envelopes' JSON (their fields would be written, not the objects they read), copied
+    # once by ``_json``: not deep-copied as objects first
+    data.update(state=pipe.state.value, last_outcome=None, error=None)
+    data = copy.deepcopy(data)
     data["last_outcome"] = _json(pipe.last_outcome)
     data["error"] = _json(pipe.error)
     return data

@@ -156,12 +156,17 @@ async def test_the_pacing_behaviour_is_what_keeps_each_history_replaying(name, f
     activity), ``noop_loop_paced`` after (every fourth a normal activity, ending the workflow task);
     replaying either with the other choice is a nondeterminism error."""
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    failure = await _replay_with_behaviour(history, behaviours.PACED_WORKFLOW_TASKS, forced, monkeypatch)
+    assert failure is not None and "Nondeterminism" in str(failure)
+
+
+async def _replay_with_behaviour(history: WorkflowHistory, behaviour: str, forced: bool, monkeypatch):
+    """Replay ``history`` with the shell behaviour forced on or off; the replay's failure, if any."""
     real = PlaybookWorkflow._started_with
     monkeypatch.setattr(PlaybookWorkflow, "_started_with",
-                        lambda self, b: forced if b == behaviours.PACED_WORKFLOW_TASKS else real(self, b))
+                        lambda self, b: forced if b == behaviour else real(self, b))
     replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+    return (await replayer.replay_workflow(history, raise_on_replay_failure=False)).replay_failure
 
 
 async def test_the_run_work_bound_is_what_keeps_its_history_replaying(monkeypatch):
@@ -173,12 +178,8 @@ async def test_the_run_work_bound_is_what_keeps_its_history_replaying(monkeypatc
                                         (HISTORIES / "noop_loop_bounded.history.json").read_text())
     assert history.events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
     assert len(history.events) < 100
-    real = PlaybookWorkflow._started_with
-    monkeypatch.setattr(PlaybookWorkflow, "_started_with",
-                        lambda self, b: False if b == behaviours.BOUNDED_RUN_WORK else real(self, b))
-    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+    failure = await _replay_with_behaviour(history, behaviours.BOUNDED_RUN_WORK, False, monkeypatch)
+    assert failure is not None and "Nondeterminism" in str(failure)
 
 
 @pytest.mark.parametrize("name,recorded_failed", [("failed_close", False), ("failed_close_patched", True)])
