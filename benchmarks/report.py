@@ -7,10 +7,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_report", "markdown", "TARGETS"]
+__all__ = ["write_report", "markdown", "targets", "TARGETS"]
 
-# Issue 11's targets: playbook / hand-written at most this, per workload and setting.
+# Issue 11's targets (playbook / hand-written at most this, per workload and setting), which
+# issue 30 keeps for the in-worker mode. Issue 30 relaxes time for the default mode (a process
+# per python task) against in-process activities, and asks the default to beat the anchor
+# that isolates the way it does.
 TARGETS = {"time": 1.10, "events": 1.25, "memory": 1.5}
+DEFAULT_MODE_TIME = 1.30
+VS_ISOLATING = {"time": 1.00, "events": 1.25}
+
+
+def targets(anchor: str, in_worker: bool = False) -> dict[str, float]:
+    """The limits a row's ratios to ``anchor`` are held to, for the mode the run used."""
+    if anchor == "isolated":
+        return VS_ISOLATING
+    return TARGETS if in_worker else dict(TARGETS, time=DEFAULT_MODE_TIME)
 MIB = 1 << 20
 
 
@@ -40,10 +52,10 @@ def ratios(row: dict[str, Any], anchor: str = "handwritten") -> dict[str, float 
             "pss": _ratio(pb.get("pss"), hw.get("pss"))}
 
 
-def _missed(row: dict[str, Any], r: dict[str, float | None]) -> str:
+def _missed(row: dict[str, Any], r: dict[str, float | None], limits: dict[str, float]) -> str:
     if row.get("error") or row.get("na"):
         return "–"
-    missed = [name for name, limit in TARGETS.items() if r[name] is not None and r[name] > limit]
+    missed = [name for name, limit in limits.items() if r[name] is not None and r[name] > limit]
     return ", ".join(missed) or "none"
 
 
@@ -57,7 +69,7 @@ def _cells(row: dict[str, Any], names: list[str], fmt, key: str, ratio_key: str)
     return text + " (" + ", ".join(f"{r:.2f}×" if r is not None else "–" for r in rs) + ")"
 
 
-def _row(row: dict[str, Any], names: list[str]) -> str:
+def _row(row: dict[str, Any], names: list[str], in_worker: bool) -> str:
     mib = lambda b: f"{b / MIB:.0f}" if b else "–"  # noqa: E731
     events = lambda n: str(n) if n is not None else "–"  # noqa: E731
     cpu = lambda s: f"{s:.2f}" if s is not None else "–"  # noqa: E731
@@ -69,7 +81,7 @@ def _row(row: dict[str, Any], names: list[str]) -> str:
              *time_ratios,
              _cells(row, names, events, "events", "events"), _cells(row, names, mib, "rss", "memory"),
              _cells(row, names, mib, "pss", "pss"), _cells(row, names, cpu, "cpu", "cpu"),
-             " / ".join(_missed(row, by_anchor[a]) for a in anchors)]
+             " / ".join(_missed(row, by_anchor[a], targets(a, in_worker)) for a in anchors)]
     if row.get("error"):
         cells[-1] = f"error: {row['error'][:160]}"
     elif row.get("na"):
@@ -107,9 +119,8 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     order = {w: i for i, w in enumerate(dict.fromkeys(r["workload"] for r in results["rows"]))}
     for row in sorted(results["rows"], key=lambda r: (order[r["workload"]], r["server"] != "stock")):
-        lines.append(_row(row, names))
-    lines += ["", "Targets (issue 11): ratio ≤ " + f"{TARGETS['time']:.2f}, history events ≤ "
-              f"{TARGETS['events']:.2f}×, peak RSS of the worker with its tool processes ≤ {TARGETS['memory']:.1f}×."]
+        lines.append(_row(row, names, bool(results.get("in_worker"))))
+    lines += ["", _targets_line(bool(results.get("in_worker")), isolated)]
     if isolated:
         lines += ["", "Anchors: *hand-written* runs each activity in its worker (the SDK's default); "
                   "*hand-written, isolating* runs each activity's code in a process of its own "
@@ -121,6 +132,17 @@ def markdown(results: dict[str, Any]) -> str:
 
         lines += ["", api_markdown(api)]
     return "\n".join(lines) + "\n"
+
+
+def _targets_line(in_worker: bool, isolated: bool) -> str:
+    hw = targets("handwritten", in_worker)
+    mode = "in-worker mode (issue 11's, kept by issue 30)" if in_worker else "default mode (issue 30)"
+    text = (f"Targets, {mode}: against the hand-written side ratio ≤ {hw['time']:.2f}, history events ≤ "
+            f"{hw['events']:.2f}×, peak RSS of the worker with its tool processes ≤ {hw['memory']:.1f}×")
+    if isolated:
+        iso = targets("isolated")
+        text += f"; against the isolating side ratio ≤ {iso['time']:.2f}, history events ≤ {iso['events']:.2f}×"
+    return text + "."
 
 
 def write_report(results: dict[str, Any], out: Path) -> str:

@@ -170,6 +170,21 @@ def test_report_flags_missed_targets_and_not_applicable_rows():
     assert "ran `in_worker: true`" in report.markdown(dict(results, in_worker=True)).splitlines()[0]
 
 
+def test_report_holds_each_mode_to_its_own_time_target():
+    side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20, "cpu": 0.5}
+    results = {"started": 0, "duration": 1, "rounds": 2, "quick": False, "cpus": 2, "load_average": (1, 1, 1),
+               "servers": {"stock": []}, "rows": [
+                   {"workload": "a", "title": "A", "server": "stock", "handwritten": side,
+                    "isolated": dict(side, median=1.1), "playbook": dict(side, median=1.2)}]}
+    default = report.markdown(results).splitlines()
+    assert default[4].endswith("| none / time |")  # 1.20 ≤ 1.30 in-process; 1.09 > 1.00 isolating
+    assert "default mode (issue 30)" in default[6] and "ratio ≤ 1.30" in default[6] and "ratio ≤ 1.00" in default[6]
+    del results["rows"][0]["isolated"]
+    in_worker = report.markdown(dict(results, in_worker=True)).splitlines()
+    assert in_worker[4].endswith("| time |")  # 1.20 > 1.10 in the in-worker mode
+    assert "in-worker mode" in in_worker[6] and "ratio ≤ 1.10" in in_worker[6]
+
+
 def test_report_shows_both_anchors_when_the_isolating_one_ran():
     side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20, "cpu": 0.5}
     results = {"started": 0, "duration": 1, "rounds": 3, "quick": False, "cpus": 2, "load_average": (1, 1, 1),
