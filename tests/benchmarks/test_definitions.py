@@ -185,6 +185,21 @@ def test_report_holds_each_mode_to_its_own_time_target():
     assert "in-worker mode" in in_worker[6] and "ratio ≤ 1.10" in in_worker[6]
 
 
+def test_combined_table_takes_each_ratio_against_its_own_run():
+    from benchmarks.combined import combined_table
+
+    side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20, "cpu": 0.5}
+    row = {"workload": "a", "title": "A", "server": "stock"}
+    default = {"rows": [dict(row, handwritten=side, isolated=dict(side, median=2.0),
+                             playbook=dict(side, median=1.5, rss=160 << 20))]}
+    in_worker = {"rows": [dict(row, handwritten=dict(side, median=0.8), playbook=dict(side, median=1.0))]}
+    text = combined_table(default, in_worker)
+    assert "| A | stock | 1.00 s | 2.00 s | 1.50 s | 1.00 s (0.800 s) | **1.50** | **0.75** | **1.25** | " \
+           "100 / 160 / 100 (1.60×, 1.00×) |" in text
+    assert "(≤ 1.30)" in text and "(≤ 1.00)" in text and "(≤ 1.10)" in text
+    assert "| – (–) |" in combined_table(default, {"rows": []})  # no in-worker twin: said, not invented
+
+
 def test_report_shows_both_anchors_when_the_isolating_one_ran():
     side = {"median": 1.0, "events": 100, "rss": 100 << 20, "pss": 50 << 20, "cpu": 0.5}
     results = {"started": 0, "duration": 1, "rounds": 3, "quick": False, "cpus": 2, "load_average": (1, 1, 1),
