@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI
 from noetl_temporal.store.catalog import Catalog
 
 from .errors import install_error_handlers, responses
-from .limits import BodyLimit
+from .limits import EXPANSION, BodyLimit
 from .methods import install_method_not_allowed
 from .playbooks import PlaybookCache
 from .routes import catalog, control, events, executions, health, view
@@ -36,7 +36,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.link = TemporalLink(settings)
     app.state.catalog = settings.catalog or Catalog.from_config()
-    app.state.playbooks = PlaybookCache()  # start requests' playbooks, loaded once per content
+    # start requests' playbooks, loaded once per content, their size counted up to the 413's limit
+    app.state.playbooks = PlaybookCache(measure_up_to=EXPANSION * settings.max_body_bytes)
     protected: dict = {}
     if settings.token:
         protected = {"dependencies": [Depends(bearer_auth(settings.token))], "responses": responses(401)}

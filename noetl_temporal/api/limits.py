@@ -9,6 +9,8 @@ bounds that at 10,000,000 characters, far above a request's size), and the playb
 payload then go to Temporal's history and the payload store in expanded form. So a start
 request is measured again once parsed (:func:`check_expanded`): its playbook and payload,
 as JSON, may hold at most ``EXPANSION`` times the body limit (413, naming the limit).
+A part that does not change between requests (a cached playbook) is measured once, with
+:func:`expanded_size`, and handed over as ``measured``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from ..errors import NoetlError
 
-__all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded"]
+__all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded", "expanded_size"]
 
 #: how much bigger than ``--max-body-bytes`` a request may become once parsed (JSON is
 #: wordier than YAML: quotes and braces; aliases are what this is for)
@@ -30,9 +32,10 @@ class TooLarge(NoetlError):
     """A request that expands past its limit once parsed: 413."""
 
 
-def _json_size(value: Any, limit: int) -> int:
-    """The JSON length of ``value``, counted without building it, stopping past ``limit``
-    (aliases make one object appear many times: each appearance counts)."""
+def expanded_size(value: Any, limit: int) -> int:
+    """The JSON length of ``value``, counted without building it; exact up to ``limit``, and
+    above ``limit`` once the count passes it (the walk stops there: aliases make one object
+    appear many times, and each appearance counts)."""
     total, stack = 0, [value]
     while stack and total <= limit:
         item = stack.pop()
@@ -50,17 +53,31 @@ def _json_size(value: Any, limit: int) -> int:
     return total
 
 
-def check_expanded(max_body_bytes: int, **parts: Any) -> None:
+def check_expanded(max_body_bytes: int, measured: dict[str, int] | None = None, **parts: Any) -> None:
     """Refuse a parsed request whose parts (``playbook=``, ``payload=``) hold more than
-    ``EXPANSION`` times the body limit together."""
+    ``EXPANSION`` times the body limit together.
+
+    ``measured``: parts already measured, by name: ``expanded_size(value, cap)`` with ``cap``
+    at least this call's limit (``EXPANSION * max_body_bytes``). They count first, so a size
+    counted up to the whole limit decides exactly as measuring the value here would: exact
+    when it fits, over the limit when it does not. The message names them first too."""
     limit = EXPANSION * max_body_bytes
+    names = [*(measured or {}), *parts]
     total = 0
-    for name, value in parts.items():
-        total += _json_size(value, limit - total)
+    for name, size in (measured or {}).items():
+        total += size
         if total > limit:
-            raise TooLarge(f"the request's {' and '.join(parts)} expand to more than {limit} bytes once parsed "
-                           f"(limit: {EXPANSION} x --max-body-bytes; the {name} crossed it): write the "
-                           "data out instead of repeating it with YAML aliases, or send less")
+            raise _too_large(names, name, limit)
+    for name, value in parts.items():
+        total += expanded_size(value, limit - total)
+        if total > limit:
+            raise _too_large(names, name, limit)
+
+
+def _too_large(names: list[str], crossed: str, limit: int) -> TooLarge:
+    return TooLarge(f"the request's {' and '.join(names)} expand to more than {limit} bytes once parsed "
+                    f"(limit: {EXPANSION} x --max-body-bytes; the {crossed} crossed it): write the "
+                    "data out instead of repeating it with YAML aliases, or send less")
 
 
 class BodyLimit:

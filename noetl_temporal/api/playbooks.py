@@ -11,11 +11,21 @@ burst of 50 starts of a new playbook loads it once, not 50 times in the pool). A
 playbook is not kept: each request gets its own ``PlaybookInvalid`` (422), the same as
 before (the requests that waited for a failing load load it themselves).
 
-The cached :class:`LoadedPlaybook` is shared by every request that hits it, so nothing on
-the start path may change it (nothing does: the start reads the model, ``raw`` for the
-size check, and dumps the definition). Bounded by entries and by the summed length of
-their texts, least recently used first out; a playbook larger than the budget's eighth is
-loaded every time (its load is not what a burst of small starts pays for).
+What is kept is a :class:`StartPlaybook`: the loaded playbook and what a start derives from
+it alone, so a hit does none of it again: the definition the workflow input carries (the
+model's JSON dump), that definition's SHA-256 (the memo and details show it), and the
+raw playbook's expanded size (the 413 check; the payload is still measured per request).
+
+A cached entry is shared by every request that hits it, so nothing on the start path may
+change it. Nothing does: the route reads the model and the size, ``start_execution`` puts
+the definition into the workflow input, which the payload converter turns into JSON bytes
+(codecs see only those), and the labels only read it (``tests/api/test_playbook_cache.py``
+checks a real start leaves it equal to a fresh dump). It is neither copied per start nor
+frozen: a deep copy costs what the dump it replaces did (0.03 ms for ``hello.yaml``), and
+Temporal's JSON encoder writes a read-only mapping (``MappingProxyType``) as the list of its
+keys. Bounded by entries and by the summed length of their texts, least recently
+used first out; a playbook larger than the budget's eighth is loaded every time (its load
+is not what a burst of small starts pays for).
 """
 
 from __future__ import annotations
@@ -23,36 +33,73 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
 from noetl_temporal.dsl import LoadedPlaybook, load_playbook_text
+from noetl_temporal.dsl.models import Playbook, playbook_definition
+from noetl_temporal.temporal.labels import definition_hash
 
-__all__ = ["PlaybookCache", "load_for_start"]
+from .limits import expanded_size
+
+__all__ = ["PlaybookCache", "StartPlaybook", "load_for_start", "prepare"]
 
 MAX_ENTRIES = 128
 # Summed over the entries. A loaded playbook takes about 40 times its text (57 KiB for the
-# 1.5 KB of examples/hello.yaml), so the cache holds about 40 MiB at most.
+# 1.5 KB of examples/hello.yaml; its definition adds 4 KiB), so the cache holds about 40 MiB
+# at most.
 MAX_TEXT_CHARS = 1 << 20
 
 
+@dataclass(frozen=True, slots=True)
+class StartPlaybook:
+    """A valid playbook and what starting it needs, derived once from its text."""
+
+    loaded: LoadedPlaybook
+    #: ``playbook_definition(loaded.playbook)``: the workflow input's playbook (read only)
+    definition: dict[str, Any]
+    #: ``labels.definition_hash(definition)``: the memo's and the details' pin
+    digest: str
+    #: ``expanded_size(loaded.raw, cap)``, ``cap`` the cache's ``measure_up_to``
+    expanded: int
+
+    @property
+    def playbook(self) -> Playbook:
+        return self.loaded.playbook
+
+
+def prepare(text: str, label: str, measure_up_to: int) -> StartPlaybook:
+    """Load ``text`` (``PlaybookInvalid`` as the loader raises it) and derive what a start needs."""
+    loaded = load_playbook_text(text, label)
+    definition = playbook_definition(loaded.playbook)
+    return StartPlaybook(loaded=loaded, definition=definition, digest=definition_hash(definition),
+                         expanded=expanded_size(loaded.raw, measure_up_to))
+
+
 class PlaybookCache:
-    """Loaded playbooks by (SHA-256 of the text, label); for one event loop (no locks)."""
+    """Start playbooks by (SHA-256 of the text, label); for one event loop (no locks).
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_chars: int = MAX_TEXT_CHARS) -> None:
+    ``measure_up_to``: how far a playbook's expanded size is counted, at least the largest
+    limit it is checked against (``EXPANSION * max_body_bytes``: beyond, only "more" matters).
+    """
+
+    def __init__(self, measure_up_to: int, max_entries: int = MAX_ENTRIES, max_chars: int = MAX_TEXT_CHARS) -> None:
+        self.measure_up_to = measure_up_to
         self.max_entries, self.max_chars = max_entries, max_chars
-        self._entries: OrderedDict[tuple[str, str], tuple[int, LoadedPlaybook]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str], tuple[int, StartPlaybook]] = OrderedDict()
         self._chars = 0
-        self.loading: dict[tuple[str, str], asyncio.Future[LoadedPlaybook | None]] = {}
+        self.loading: dict[tuple[str, str], asyncio.Future[StartPlaybook | None]] = {}
 
-    def get(self, key: tuple[str, str]) -> LoadedPlaybook | None:
+    def get(self, key: tuple[str, str]) -> StartPlaybook | None:
         hit = self._entries.get(key)
         if hit is None:
             return None
         self._entries.move_to_end(key)
         return hit[1]
 
-    def put(self, key: tuple[str, str], size: int, loaded: LoadedPlaybook) -> None:
+    def put(self, key: tuple[str, str], size: int, loaded: StartPlaybook) -> None:
         if size * 8 > self.max_chars or key in self._entries:
             return
         self._entries[key] = (size, loaded)
@@ -65,9 +112,9 @@ class PlaybookCache:
         return len(self._entries)
 
 
-async def load_for_start(cache: PlaybookCache, text: str, label: str) -> LoadedPlaybook:
-    """``load_playbook_text(text, label)``, from ``cache`` when this text was loaded before
-    (a miss loads in the thread pool: a large playbook must not stall the event loop).
+async def load_for_start(cache: PlaybookCache, text: str, label: str) -> StartPlaybook:
+    """``prepare(text, label, ...)``, from ``cache`` when this text was loaded before (a miss
+    loads in the thread pool: a large playbook must not stall the event loop).
     Raises ``PlaybookInvalid`` as the loader does."""
     key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), label)
     loaded = cache.get(key)
@@ -78,11 +125,11 @@ async def load_for_start(cache: PlaybookCache, text: str, label: str) -> LoadedP
         loaded = await asyncio.shield(pending)  # one waiter's cancellation must not cancel the others'
         if loaded is not None:
             return loaded
-        return await run_in_threadpool(load_playbook_text, text, label)  # it failed: our own error
-    done: asyncio.Future[LoadedPlaybook | None] = asyncio.get_running_loop().create_future()
+        return await run_in_threadpool(prepare, text, label, cache.measure_up_to)  # it failed: our own error
+    done: asyncio.Future[StartPlaybook | None] = asyncio.get_running_loop().create_future()
     cache.loading[key] = done
     try:
-        loaded = await run_in_threadpool(load_playbook_text, text, label)
+        loaded = await run_in_threadpool(prepare, text, label, cache.measure_up_to)
         cache.put(key, len(text), loaded)
         return loaded
     finally:

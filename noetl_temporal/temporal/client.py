@@ -105,14 +105,21 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           heartbeat_timeout_s: float = 30.0,
                           execution_timeout_s: float | None = None,
                           continue_as_new_after_events: int = 0, version: int | None = None,
-                          api_url: str | None = None) -> WorkflowHandle[Any, Any]:
+                          api_url: str | None = None, definition: dict[str, Any] | None = None,
+                          digest: str | None = None) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
     ``search_attributes``: set ours (a namespace without them registered: a warning, and the
     execution starts without them; ``noetl-temporal setup`` registers them);
     ``api_url``: the API's base URL, linked from the run's details in the Temporal UI.
+    ``definition``/``digest``: ``playbook_definition(playbook)`` and its
+    ``labels.definition_hash``, when the caller keeps them (the API, per cached playbook);
+    otherwise made here. The definition is only read (the workflow input carries it to the
+    data converter, which encodes it), so a caller may share one between starts.
     """
-    definition = playbook_definition(playbook)
+    if definition is None:
+        definition = playbook_definition(playbook)
+    digest = digest or labels.definition_hash(definition)
     execution_id = execution_id or new_execution_id(playbook.metadata.name or playbook.metadata.path)
     inp = RunInput(execution_id=execution_id, playbook=definition,
                    payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s,
@@ -129,8 +136,9 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
         return await client.start_workflow(
             WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
             static_summary=labels.summary(definition, source),
-            static_details=labels.details(definition, source=source, version=version, api_url=link),
-            memo=labels.memo(definition, source),
+            static_details=labels.details(definition, source=source, version=version, api_url=link,
+                                          digest=digest),
+            memo=labels.memo(definition, source, digest=digest),
             execution_timeout=timedelta(seconds=timeout) if timeout else None,
             **more,
         )

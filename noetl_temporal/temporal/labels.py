@@ -2,7 +2,9 @@
 the details panel, the memo and the search attributes.
 
 Used by the client for top-level starts and by the workflow for sub-playbooks, so both
-look alike. Pure (hashlib, json), safe inside the workflow sandbox.
+look alike. Pure (hashlib, json), safe inside the workflow sandbox. They only read the
+definition. ``digest=``: its :func:`definition_hash`, when the caller already has it (the
+API keeps it with a cached playbook; hashing the dump is most of what these cost).
 """
 
 from __future__ import annotations
@@ -40,13 +42,14 @@ def summary(playbook: dict[str, Any], source: str | None = None) -> str:
 
 
 def details(playbook: dict[str, Any], *, source: str | None = None, version: int | None = None,
-            api_url: str | None = None, parent: str | None = None) -> str:
+            api_url: str | None = None, parent: str | None = None, digest: str | None = None) -> str:
     """Markdown for the run page's details panel."""
     name, path = playbook_label(playbook, source)
     lines = [f"**playbook** `{name}` · path `{path}`"]
     if source:
         lines.append(f"**source** `{source}`" + (f" · catalog version {version}" if version else ""))
-    lines.append(f"**definition** sha256 `{definition_hash(playbook)[:16]}` (pinned for this execution)")
+    digest = digest or definition_hash(playbook)
+    lines.append(f"**definition** sha256 `{digest[:16]}` (pinned for this execution)")
     if parent:
         lines.append(f"**parent execution** `{parent}`")
     if api_url:
@@ -54,9 +57,9 @@ def details(playbook: dict[str, Any], *, source: str | None = None, version: int
     return "\n\n".join(lines)
 
 
-def memo(playbook: dict[str, Any], source: str | None = None) -> dict[str, Any]:
+def memo(playbook: dict[str, Any], source: str | None = None, *, digest: str | None = None) -> dict[str, Any]:
     name, path = playbook_label(playbook, source)
-    return {HASH_MEMO: definition_hash(playbook), "noetl.playbook_path": path, "noetl.playbook_name": name}
+    return {HASH_MEMO: digest or definition_hash(playbook), "noetl.playbook_path": path, "noetl.playbook_name": name}
 
 
 def search_attributes(playbook: dict[str, Any], source: str | None = None,

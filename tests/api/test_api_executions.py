@@ -233,3 +233,45 @@ async def test_list_executions_filters_and_pages(api):
     future = (await api.get("/executions", params={"playbook_path": path,
                                                    "started_after": "2999-01-01T00:00:00Z"})).json()
     assert future["items"] == []
+
+
+def _payload(payload) -> dict:
+    """A payload's data and metadata (a protobuf map's serialized order is not fixed)."""
+    return {"data": payload.data, "metadata": dict(sorted(payload.metadata.items()))}
+
+
+async def _start_request(client, execution_id: str) -> dict:
+    """What the start sent, as Temporal recorded it (bytes), the execution id written ``<id>``."""
+    async for event in client.get_workflow_handle(execution_id).fetch_history_events(page_size=1):
+        attrs = event.workflow_execution_started_event_attributes
+        meta = event.user_metadata
+        sent = {"input": [_payload(p) for p in attrs.input.payloads],
+                "memo": {k: _payload(v) for k, v in attrs.memo.fields.items()},
+                "search_attributes": {k: _payload(v) for k, v in attrs.search_attributes.indexed_fields.items()},
+                "summary": _payload(meta.summary), "details": _payload(meta.details),
+                "workflow": (attrs.workflow_type.name, attrs.task_queue.name,
+                             attrs.workflow_execution_timeout.ToSeconds())}
+        return json.loads(json.dumps(sent, sort_keys=True, default=lambda b: b.decode("latin-1"))
+                          .replace(execution_id, "<id>"))
+    raise AssertionError(f"no history for {execution_id}")
+
+
+async def test_starts_of_the_same_text_send_the_same_request_as_an_uncached_start(temporal, task_queue, api):
+    """The second start is served from the playbook cache (its definition, digest and size):
+    what it sends Temporal must be the first start's, and what ``start_execution`` sends
+    when it dumps and hashes the playbook itself (the CLI's path), byte for byte."""
+    from noetl_temporal.dsl import load_playbook_text
+    from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.temporal.control import search_attributes_available
+
+    body = {"playbook": HELLO, "payload": {"name": "ada", "n": [1, 2]}}
+    first, second = [(await api.post("/executions", json=body)).json()["execution_id"] for _ in range(2)]
+    uncached = await start_execution(temporal.client, load_playbook_text(HELLO, "<request>").playbook,
+                                     payload=body["payload"], task_queue=task_queue, source="inline",
+                                     search_attributes=await search_attributes_available(temporal.client),
+                                     execution_timeout_s=60, heartbeat_timeout_s=2, api_url="http://api/")
+    sent = [await _start_request(temporal.client, i) for i in (first, second, uncached.id)]
+    assert first != second and sent[0] == sent[1] == sent[2]
+    assert '"execution_id":"<id>"' in sent[0]["input"][0]["data"] and "noetl.playbook_sha256" in sent[0]["memo"]
+    for execution_id in (first, second, uncached.id):
+        assert (await wait_state(api, execution_id))["state"] == "COMPLETED"

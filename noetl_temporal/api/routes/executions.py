@@ -16,11 +16,11 @@ from fastapi.concurrency import run_in_threadpool
 from noetl_temporal.engine.context import deep_merge
 from noetl_temporal.observe import read_status
 from noetl_temporal.redact import redact
-from noetl_temporal.store.catalog import PATH_PATTERN, catalog_path_of
+from noetl_temporal.store.catalog import PATH_PATTERN, Catalog, catalog_path_of
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 
-from ..deps import CatalogDep, ClientDep, ExecutionId, LinkDep, SettingsDep
+from ..deps import ClientDep, ExecutionId, LinkDep, SettingsDep
 from ..errors import BadRequest, responses
 from ..limits import check_expanded
 from ..models import (
@@ -40,6 +40,7 @@ from ..models import (
 )
 from ..paging import decode_token, encode_token
 from ..playbooks import load_for_start
+from ..settings import Settings, TemporalLink
 
 router = APIRouter(tags=["executions"])
 
@@ -53,24 +54,33 @@ def _links(execution_id: str) -> Links:
 @router.post("/executions", status_code=202, response_model=StartResponse,
              responses=responses(404, 413, 422, 503),
              summary="Start an execution (inline YAML or a catalog reference); returns at once")
-async def start(body: StartExecution, request: Request, response: Response, settings: SettingsDep,
-                link: LinkDep, catalog: CatalogDep) -> StartResponse:
+async def start(body: StartExecution, request: Request, response: Response) -> StartResponse:
+    # The app's objects straight from app.state, not as dependencies (as the other routes
+    # take them): FastAPI solves each dependency on every request, a measurable part of a
+    # start's CPU on the API's one event loop. They take only the request, so the OpenAPI
+    # document and the errors are the same either way.
+    state = request.app.state
+    settings: Settings = state.settings
+    link: TemporalLink = state.link
     version: int | None = None
     if isinstance(body, StartInline):
         text, source, label = body.playbook, "inline", "<request>"
     else:
+        catalog: Catalog = state.catalog
         entry = await run_in_threadpool(catalog.get_entry, body.path, body.version)
         text, version, label = entry["content"], entry["version"], entry["path"]
         source = f"catalog:{entry['path']}@{version}"
-    loaded = await load_for_start(request.app.state.playbooks, text, label)  # PlaybookInvalid -> 422
-    # before Temporal or a store sees it: what the body expanded to (aliases) -> 413
-    check_expanded(settings.max_body_bytes, playbook=loaded.raw, payload=body.payload)
+    loaded = await load_for_start(state.playbooks, text, label)  # PlaybookInvalid -> 422
+    # before Temporal or a store sees it: what the body expanded to (aliases) -> 413; the
+    # playbook was measured when it was loaded (the cache counts up to this limit or more)
+    check_expanded(settings.max_body_bytes, measured={"playbook": loaded.expanded}, payload=body.payload)
     client = await link.client()
     handle = await start_execution(client, loaded.playbook, payload=body.payload, task_queue=settings.queue,
                                    source=source, search_attributes=await link.path_attribute(),
                                    execution_timeout_s=settings.execution_timeout_s,
                                    heartbeat_timeout_s=settings.heartbeat_timeout_s,
-                                   version=version, api_url=str(request.base_url))  # linked from the Temporal UI
+                                   version=version, api_url=str(request.base_url),  # linked from the Temporal UI
+                                   definition=loaded.definition, digest=loaded.digest)
     response.headers["Location"] = f"/executions/{handle.id}"
     return StartResponse(execution_id=handle.id, state="PENDING",
                          playbook_path=catalog_path_of(loaded.playbook.metadata), catalog_version=version,
