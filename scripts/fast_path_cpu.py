@@ -18,6 +18,14 @@ is in this process. Around each execution the script reads every thread's CPU ti
 * ``other``: any other Python thread (``asyncio.to_thread``, default executors).
 
 Sides are interleaved execution by execution; medians of ``--rounds`` per side, per step.
+``--timeline`` also splits a step's wall time by marks (both sides' ``execute_local_activity``
+and activity interceptor, the workflow activations, the python tool's in-worker thread):
+``dispatch`` (scheduled -> the activity starts: the ``rest of act.``ivation in the workflow
+thread, then ``to activity``: completing it, the core, the activity task's decoding), ``run``
+(the activity; for an in-worker python task ``to thread``, ``code``, ``from thread``), ``back``
+(ended -> resumed in the workflow; ``to resume`` from the start of that activation) and
+``workflow`` (resumed -> the next one scheduled: the engine). The hand-written side then runs
+unsandboxed (the patch does not reach into the sandbox), a little faster than in the benchmark.
 ``--profile loop`` (or ``workflow``) runs a few more executions of each side with
 ``cProfile`` on that thread (the workflow thread's through ``workflow_cpu.TimedRunner``)
 and prints the top entries of each.
@@ -37,10 +45,13 @@ import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 GROUPS = ("loop", "workflow", "in-worker", "other", "core")
+SEGMENTS = ("dispatch", "rest of act.", "to activity", "run", "to thread", "code", "from thread", "back",
+            "to resume", "workflow")
 
 
 def _thread_cpu() -> dict[int, int]:
@@ -73,6 +84,96 @@ def _by_group(before: dict[int, int], after: dict[int, int]) -> dict[str, float]
     out: dict[str, float] = defaultdict(float)
     for tid, ns in after.items():
         out[_group(tid, names)] += (ns - before.get(tid, 0)) / 1e6
+    return out
+
+
+# ------------------------------------------------------------------ --timeline: where a step's wall time goes
+
+_MARKS: list[tuple[str, float]] = []   # (what, perf_counter), both sides, in order
+
+
+def _install_timeline() -> Any:
+    """Mark when each local activity is scheduled and resumed (workflow side) and when it
+    starts and ends (activity side); returns the activity interceptor to give both workers."""
+    from temporalio import workflow
+    from temporalio.worker import ActivityInboundInterceptor, Interceptor
+
+    inner = workflow.execute_local_activity
+
+    async def execute_local_activity(*args: Any, **kwargs: Any) -> Any:
+        _MARKS.append(("sched", time.perf_counter()))
+        try:
+            return await inner(*args, **kwargs)
+        finally:
+            _MARKS.append(("resume", time.perf_counter()))
+
+    workflow.execute_local_activity = execute_local_activity  # type: ignore[assignment]
+
+    from noetl_temporal.tools.python import inworker
+
+    run_code = inworker._run
+
+    def marked_run(request: Any) -> Any:   # the python tool's in-worker thread
+        _MARKS.append(("code", time.perf_counter()))
+        try:
+            return run_code(request)
+        finally:
+            _MARKS.append(("code_end", time.perf_counter()))
+
+    inworker._run = marked_run
+
+    from workflow_cpu import Meter
+
+    timed = Meter.timed
+
+    def marked_timed(self: Any, workflow_id: str, activate: Any, act: Any) -> Any:   # an activation
+        _MARKS.append(("activation", time.perf_counter()))
+        try:
+            return timed(self, workflow_id, activate, act)
+        finally:
+            _MARKS.append(("activation_end", time.perf_counter()))
+
+    Meter.timed = marked_timed  # type: ignore[method-assign]
+
+    class Marks(ActivityInboundInterceptor):
+        async def execute_activity(self, input: Any) -> Any:
+            _MARKS.append(("start", time.perf_counter()))
+            try:
+                return await self.next.execute_activity(input)
+            finally:
+                _MARKS.append(("end", time.perf_counter()))
+
+    class MarksInterceptor(Interceptor):
+        def intercept_activity(self, next: Any) -> Any:
+            return Marks(next)
+
+    return MarksInterceptor()
+
+
+def _segments(marks: list[tuple[str, float]]) -> dict[str, list[float]]:
+    """Per local activity (ms): scheduled -> started (dispatch), started -> ended (run),
+    ended -> resumed (back), resumed -> next scheduled (workflow)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    last: dict[str, float] = {}
+    for what, at in marks:
+        if what == "sched" and "resume" in last:
+            out["workflow"].append((at - last["resume"]) * 1000)
+        if what == "start" and "sched" in last:
+            out["dispatch"].append((at - last["sched"]) * 1000)
+            if last.get("activation_end", 0) > last["sched"]:   # its activation's rest, then loop and core
+                out["rest of act."].append((last["activation_end"] - last["sched"]) * 1000)
+                out["to activity"].append((at - last["activation_end"]) * 1000)
+        if what == "resume" and last.get("activation", 0) > last.get("end", at):
+            out["to resume"].append((at - last["activation"]) * 1000)   # activation start -> resumed
+        if what == "end" and "start" in last:
+            out["run"].append((at - last["start"]) * 1000)
+            if last.get("code", 0) > last["start"]:   # an in-worker python task: its thread's part
+                out["to thread"].append((last["code"] - last["start"]) * 1000)
+                out["code"].append((last["code_end"] - last["code"]) * 1000)
+                out["from thread"].append((at - last["code_end"]) * 1000)
+        if what == "resume" and "end" in last:
+            out["back"].append((at - last["end"]) * 1000)
+        last[what] = at
     return out
 
 
@@ -144,6 +245,8 @@ async def main() -> None:
     parser.add_argument("--profile-rounds", type=int, default=10)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--profile-out", help="keep each side's stats as PREFIX-SIDE.prof")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also split each step's wall time: dispatch, run, back, workflow (medians, ms)")
     parser.add_argument("--drive", help=argparse.SUPPRESS)   # the child: the server's address
     args = parser.parse_args()
     in_worker = not args.process
@@ -174,10 +277,14 @@ async def main() -> None:
     queues = {"playbook": f"fpc-pb-{suffix}", "handwritten": f"fpc-hw-{suffix}"}
     pb_client = await Client.connect(address, data_converter=data_converter())
     hw_client = await Client.connect(address)
-    pb_worker = build_worker(pb_client, task_queue=queues["playbook"],
+    marks = [_install_timeline()] if args.timeline else []
+    pb_worker = build_worker(pb_client, task_queue=queues["playbook"], interceptors=marks,
                              unsandboxed_workflow_runner=TimedRunner(UnsandboxedWorkflowRunner(), meter))
+    # The timeline's patch of execute_local_activity does not reach into the sandbox.
+    hw_runner = UnsandboxedWorkflowRunner() if args.timeline else SandboxedWorkflowRunner()
     hw_worker = Worker(hw_client, task_queue=queues["handwritten"], workflows=handwritten.WORKFLOWS,
-                       activities=handwritten.ACTIVITIES, workflow_runner=TimedRunner(SandboxedWorkflowRunner(), meter))
+                       activities=handwritten.ACTIVITIES, workflow_runner=TimedRunner(hw_runner, meter),
+                       interceptors=marks)
     env_vars = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--drive", address, "--steps", str(args.steps), *(["--process"] if args.process else []),
@@ -186,10 +293,15 @@ async def main() -> None:
     try:
         async with pb_worker, hw_worker:
             per: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in queues}
+            timeline: dict[str, dict[str, list[float]]] = {s: defaultdict(list) for s in queues}
             for r in range(args.rounds + 2):   # two warm-up rounds
                 for side, queue in queues.items():
                     before, started, activations = _thread_cpu(), time.perf_counter(), sum(meter.activations.values())
+                    _MARKS.clear()
                     await driver.run(side, queue)
+                    if r >= 2:
+                        for name, values in _segments(_MARKS).items():
+                            timeline[side][name].extend(values)
                     wall = time.perf_counter() - started
                     split = _by_group(before, _thread_cpu())
                     if r >= 2:
@@ -204,6 +316,13 @@ async def main() -> None:
             print(f"  {'side':<12}" + "".join(f"{g:>11}" for g in (*GROUPS, "total", "wall", "act")))
             for side in queues:
                 print(f"  {side:<12}" + "".join(f"{statistics.median(per[side][g]):>11.3f}" for g in (*GROUPS, "total", "wall", "act")))
+            if args.timeline:
+                print("\na step's wall time (ms, medians over every local activity; the hand-written side unsandboxed):")
+                print(f"  {'side':<12}" + "".join(f"{g:>13}" for g in SEGMENTS))
+                for side in queues:
+                    print(f"  {side:<12}" + "".join(
+                        f"{statistics.median(timeline[side][g]) if timeline[side][g] else 0.0:>13.3f}"
+                        for g in SEGMENTS))
             if args.profile:
                 for side, queue in queues.items():
                     profiler = cProfile.Profile()
