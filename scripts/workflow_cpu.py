@@ -56,8 +56,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from benchmarks import handwritten
 from benchmarks.engine_scale import chain as scale_chain
+from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, playbook_yaml, with_opt_in
 from benchmarks.workloads import chain as fed_chain
-from benchmarks.workloads import playbook_yaml
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.temporal.claimcheck import data_converter
 from noetl_temporal.temporal.client import start_execution
@@ -66,7 +66,7 @@ from noetl_temporal.temporal.playbook_result import workflow_output
 from noetl_temporal.temporal.worker import build_worker
 from noetl_temporal.tools import aclose_clients
 
-SIDES = ("python", "fed", "noop", "handwritten", "handwritten_unsandboxed")
+SIDES = ("python", "fed", "fast", "noop", "handwritten", "handwritten_unsandboxed", "handwritten_local")
 
 # ``--split``: parts of an activation timed on their own (thread CPU, calls), by dotted path.
 SPLIT = ("noetl_temporal.engine.machine.step", "noetl_temporal.engine.progress.describe",
@@ -74,7 +74,11 @@ SPLIT = ("noetl_temporal.engine.machine.step", "noetl_temporal.engine.progress.d
          "noetl_temporal.temporal.payloads.PayloadConverter.from_payloads",
          "noetl_temporal.engine.envelopes.TaskResult.from_dict",
          "temporalio.worker._workflow_instance._ActivityHandle._apply_schedule_command",
-         "temporalio.worker._workflow_instance._WorkflowInstanceImpl._apply")
+         "temporalio.worker._workflow_instance._WorkflowInstanceImpl._apply",
+         "noetl_temporal.temporal.task_runs.local_run_task",
+         "noetl_temporal.engine.event_log.EventLog.emit",
+         "noetl_temporal.engine.invocation.run_task_command",
+         "noetl_temporal.engine.pipeline.task_finished")
 
 
 def _split(parts: dict[str, list[float]], meter: Meter) -> None:
@@ -193,14 +197,17 @@ def _time_gc(parts: dict[str, list[float]], meter: Meter) -> None:
 
 
 def _playbooks(steps: int) -> dict[str, Any]:
+    fast = with_opt_in(with_opt_in(fed_chain(steps), FAST_PATH_OPT_IN), IN_WORKER_OPT_IN) if FAST_PATH_OPT_IN else {}
     texts = {"python": scale_chain(steps, "python"), "fed": playbook_yaml(fed_chain(steps)),
+             "fast": playbook_yaml(fast),
              "noop": scale_chain(steps, "noop")}
     return {side: load_playbook_text(text, source=f"<{side}>").playbook for side, text in texts.items()}
 
 
 async def _run(client: Client, side: str, queue: str, steps: int, playbooks: dict[str, Any]) -> str:
     if side.startswith("handwritten"):
-        handle = await client.start_workflow("BenchChain", {"n": steps}, id=f"hw-{uuid.uuid4().hex[:12]}",
+        arg = {"n": steps, "local": side == "handwritten_local"}
+        handle = await client.start_workflow("BenchChain", arg, id=f"hw-{uuid.uuid4().hex[:12]}",
                                              task_queue=queue)
         out = await handle.result()
         assert out == {"i": steps}, out
@@ -253,7 +260,7 @@ async def main() -> None:
     try:
         async with AsyncExitStack() as stack:
             for side in dict.fromkeys([*sides, *([args.profile] if args.profile else [])]):
-                if side == "handwritten":
+                if side in ("handwritten", "handwritten_local"):
                     worker = Worker(env.client, task_queue=queues[side], workflows=handwritten.WORKFLOWS,
                                     activities=handwritten.ACTIVITIES,
                                     workflow_runner=TimedRunner(SandboxedWorkflowRunner(), meter))

@@ -118,9 +118,11 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     # (Temporal's, so infrastructure retries count) is known only here.
     context = dict(cmd.secret_context, _attempt=call.attempt)
     try:
-        cmd = dataclasses.replace(cmd, config=render_attempt(cmd.config, context, call.attempt))
+        rendered = render_attempt(cmd.config, context, call.attempt)
     except TemplateError as exc:
         raise ToolError(str(exc), kind="template", retryable=False) from None
+    if rendered is not cmd.config:  # (usually nothing reads `_attempt`: no copy)
+        cmd = dataclasses.replace(cmd, config=rendered)
     if keychain.needs_keychain(cmd.kind, cmd.config):  # providers may block: off the event loop
         prepared = await asyncio.to_thread(
             keychain.prepare, cmd.kind, cmd.config, secret_context=context,
@@ -208,7 +210,9 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     beats = None if info.is_local else _Heartbeats(history)
     try:
         outcome = await _fitting_history(await execute(cmd, call), cmd, call)
-        outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
+        written = outcome.meta.get("attempt")
+        if written != attempt or type(written) is not int:  # (tools write it: usually no copy)
+            outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
         context = dict(cmd.policy_context)
         view = outcome_view(outcome)
         context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})

@@ -115,10 +115,14 @@ def _sanitize(x: Any, seen: set[int]) -> Any:
     return _sanitize(_default(x), seen)
 
 
+# What ``json.dumps(x, default=_default)`` builds on every call; stateless, so shared.
+_ENCODER = json.JSONEncoder(default=_default)
+
+
 def to_jsonable(x: Any) -> Any:
     """``json.loads(json.dumps(x, default=str))`` semantics, never raising."""
     try:
-        return json.loads(json.dumps(x, default=_default))
+        return json.loads(_ENCODER.encode(x))
     except (TypeError, ValueError, RecursionError):
         return _sanitize(x, set())
 

@@ -250,6 +250,19 @@ async def test_in_worker_errors_keep_the_envelope(call: ToolCall) -> None:
     assert (await py(call, "result = 1", in_worker="yes"))["error"]["kind"] == "config"
 
 
+async def test_in_worker_code_compiled_once_behaves_as_in_a_process(call: ToolCall) -> None:
+    """The in-worker mode reuses the compiled code of a task it ran before: a second run
+    gets fresh globals, a syntax error is answered as a process answers it, and the code
+    does not inherit the worker module's ``from __future__ import annotations``."""
+    code = "count = globals().get('count', 0) + 1\ndef main(x: int):\n    return [count, main.__annotations__['x'] is int]"
+    for _ in range(2):
+        out = await py(call, code, input={"x": 1}, in_worker=True)
+        assert out["result"] == [1, True], out
+    assert out["result"] == (await py(call, code, input={"x": 1}))["result"]
+    broken = "def main(:\n    pass"
+    assert (await py(call, broken, in_worker=True))["error"] == (await py(call, broken))["error"]
+
+
 async def test_in_worker_task_cancelled_before_a_thread_takes_it_never_runs(call: ToolCall, tmp_path: Path) -> None:
     from noetl_temporal.tools.python.inworker import IN_WORKER_THREADS
 

@@ -144,8 +144,7 @@ class PythonTool:
         except TimeoutError:
             raise ToolTimeout(f"python code ran past its {timeout:g} s timeout; in_worker mode cannot stop "
                               "it, its thread runs on") from None
-        if resp.get("ok"):
-            resp["result"] = to_jsonable(resp.get("result"))
+        # The result is made JSON-plain once, with the rest of the outcome (``base._outcome``).
         empty = _proc.Capture(0)
         return self._answer(resp, empty, empty, None)
 

@@ -153,7 +153,8 @@ def _run(req):
     try:
         if req.get("libs"):
             _import_libs(req["libs"], g)
-        compiled = compile(code, filename, "exec")
+        # The in-worker mode hands over the code compiled once (``inworker``); a process compiles it.
+        compiled = req.get("compiled") or compile(code, filename, "exec")
         exec(compiled, g)
         main = g.get("main")
         if callable(main) and main is not prebound_main:
