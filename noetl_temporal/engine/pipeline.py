@@ -310,12 +310,14 @@ def _apply_task_patches(end: _TaskEnd, verdict: _Verdict, event: dict[str, Any])
     task sequences bind a task's own plain-name ``set:`` (``fetch_result: "{{ output }}"``) to
     the task's *result*; its ``ctx.``/``iter.`` keys and policy ``then.set`` see the envelope.
     Undefined values are warnings in the task's event (strict covers its configuration)."""
+    then = verdict.then
+    if end.task.is_empty() and (then is None or then.is_empty()):
+        return   # nothing to render (a plain task: once per loop item)
     state, run, task, result = end.state, end.run, end.task, end.outcome.result
     result_scope = dict(end.scope, output=result, outcome=result)
     with undefined.recording() as found:
         apply_patches(state, end.step_def, task, run, end.pipe, end.outcome, where=f"{run.step}.tool.{task.name}.set",
                       extra=end.scope, vars_extra=result_scope)
-        then = verdict.then
         if then is not None and not then.is_empty():
             apply_patches(state, end.step_def, then, run, end.pipe, end.outcome, extra=end.scope,
                           where=f"{run.step}.tool.{task.name}.spec.policy.rules[{verdict.rule_index}].then")
