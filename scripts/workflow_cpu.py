@@ -4,6 +4,7 @@ Temporal workflow doing the same.
 
     PYTHONPATH=. python3 scripts/workflow_cpu.py [--steps 200] [--rounds 5]
     PYTHONPATH=. python3 scripts/workflow_cpu.py --sides par_loop,handwritten_par_loop [--items 1000]
+    PYTHONPATH=. python3 scripts/workflow_cpu.py --sides branches,handwritten_branches [--branches 50]
     PYTHONPATH=. python3 scripts/workflow_cpu.py --profile python --top 30   # cProfile of the activations
 
 Every workflow activation runs in the worker's workflow thread through the runner's
@@ -29,7 +30,10 @@ Sides (all on one embedded dev server, one worker process, each on its own task 
 * ``par_loop``: the benchmark's parallel loop (``benchmarks/workloads.loop``: ``--items``
   items, ``--in-flight`` at once) with its python tasks ``in_worker: true`` (the benchmark's
   ``--in-worker``), measured per item; ``handwritten_par_loop``: ``BenchParallelLoop``
-  (``asyncio.gather`` behind a ``Semaphore``), sandboxed as in the benchmark.
+  (``asyncio.gather`` behind a ``Semaphore``), sandboxed as in the benchmark;
+* ``branches``: the benchmark's fan-out (``benchmarks/workloads.branches``: one step,
+  ``--branches`` parallel steps, a join), ``in_worker: true``, measured per branch;
+  ``handwritten_branches``: ``BenchBranches``, sandboxed.
 
 ``--profile SIDE`` runs one more execution of that side with ``cProfile`` enabled only
 inside ``activate`` (Python 3.11's profiler hooks the thread that enables it), and prints
@@ -62,7 +66,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from benchmarks import handwritten
 from benchmarks.engine_scale import chain as scale_chain
-from benchmarks.workloads import IN_WORKER_OPT_IN, playbook_yaml, with_opt_in
+from benchmarks.workloads import IN_WORKER_OPT_IN, branches, playbook_yaml, with_opt_in
 from benchmarks.workloads import chain as fed_chain
 from benchmarks.workloads import loop as par_loop
 from noetl_temporal.dsl import load_playbook_text
@@ -73,8 +77,10 @@ from noetl_temporal.temporal.playbook_result import workflow_output
 from noetl_temporal.temporal.worker import build_worker
 from noetl_temporal.tools import aclose_clients
 
-SIDES = ("python", "fed", "noop", "handwritten", "handwritten_unsandboxed", "par_loop", "handwritten_par_loop")
+SIDES = ("python", "fed", "noop", "handwritten", "handwritten_unsandboxed", "par_loop", "handwritten_par_loop",
+         "branches", "handwritten_branches")
 LOOP_SIDES = ("par_loop", "handwritten_par_loop")   # measured per loop item, not per step
+FAN_SIDES = ("branches", "handwritten_branches")    # measured per branch
 
 # ``--split``: parts of an activation timed on their own (thread CPU, calls), by dotted path.
 SPLIT = ("noetl_temporal.engine.machine.step", "noetl_temporal.engine.progress.describe",
@@ -204,15 +210,22 @@ def _time_gc(parts: dict[str, list[float]], meter: Meter) -> None:
     gc.callbacks.append(clock)
 
 
-def _playbooks(steps: int, items: int, in_flight: int) -> dict[str, Any]:
+def _playbooks(steps: int, items: int, in_flight: int, fan: int) -> dict[str, Any]:
     texts = {"python": scale_chain(steps, "python"), "fed": playbook_yaml(fed_chain(steps)),
              "noop": scale_chain(steps, "noop"),
-             "par_loop": playbook_yaml(with_opt_in(par_loop(items, in_flight), IN_WORKER_OPT_IN))}
+             "par_loop": playbook_yaml(with_opt_in(par_loop(items, in_flight), IN_WORKER_OPT_IN)),
+             "branches": playbook_yaml(with_opt_in(branches(fan), IN_WORKER_OPT_IN))}
     return {side: load_playbook_text(text, source=f"<{side}>").playbook for side, text in texts.items()}
 
 
 async def _run(client: Client, side: str, queue: str, args: argparse.Namespace, playbooks: dict[str, Any]) -> str:
     steps = args.steps
+    if side == "handwritten_branches":
+        handle = await client.start_workflow("BenchBranches", {"n": args.branches},
+                                             id=f"hw-{uuid.uuid4().hex[:12]}", task_queue=queue)
+        out = await handle.result()
+        assert out == {"i": sum(1 + k + 1 for k in range(args.branches))}, out
+        return handle.id
     if side == "handwritten_par_loop":
         handle = await client.start_workflow("BenchParallelLoop", {"n": args.items, "max_in_flight": args.in_flight},
                                              id=f"hw-{uuid.uuid4().hex[:12]}", task_queue=queue)
@@ -242,8 +255,8 @@ def _top(stats: pstats.Stats, sort: str, n: int) -> Iterator[str]:
 
 
 def _units(side: str, args: argparse.Namespace) -> int:
-    """What a side's CPU is divided by: loop items for the loop sides, steps for the others."""
-    return args.items if side in LOOP_SIDES else args.steps
+    """What a side's CPU is divided by: loop items, branches, or steps (the chains)."""
+    return args.items if side in LOOP_SIDES else args.branches if side in FAN_SIDES else args.steps
 
 
 async def main() -> None:
@@ -252,8 +265,9 @@ async def main() -> None:
     parser.add_argument("--items", type=int, default=1000, help="items of the parallel loop sides (default 1000)")
     parser.add_argument("--in-flight", type=int, default=50, help="their iterations at once (default 50)")
     parser.add_argument("--rounds", type=int, default=5, help="executions per side (best of them); one more warms up")
-    parser.add_argument("--sides", default=",".join(s for s in SIDES if s not in LOOP_SIDES),
-                        help=f"comma-separated, of {', '.join(SIDES)} (default: all but the loop sides)")
+    parser.add_argument("--branches", type=int, default=50, help="parallel branches of the fan-out sides (default 50)")
+    parser.add_argument("--sides", default=",".join(s for s in SIDES if s not in LOOP_SIDES + FAN_SIDES),
+                        help=f"comma-separated, of {', '.join(SIDES)} (default: the chains)")
     parser.add_argument("--profile", choices=SIDES, help="profile one more execution of this side")
     parser.add_argument("--profile-out", help="write the profile's stats to this file (pstats)")
     parser.add_argument("--top", type=int, default=25, help="profile entries to print (default 25)")
@@ -272,7 +286,7 @@ async def main() -> None:
     if args.split:
         _split(parts, meter)
         _time_gc(parts, meter)
-    playbooks = _playbooks(args.steps, args.items, args.in_flight)
+    playbooks = _playbooks(args.steps, args.items, args.in_flight, args.branches)
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli_path(),
                                                 data_converter=data_converter(),
                                                 dev_server_extra_args=["--headless"])
@@ -281,7 +295,7 @@ async def main() -> None:
     try:
         async with AsyncExitStack() as stack:
             for side in dict.fromkeys([*sides, *([args.profile] if args.profile else [])]):
-                if side in ("handwritten", "handwritten_par_loop"):
+                if side in ("handwritten", "handwritten_par_loop", "handwritten_branches"):
                     worker = Worker(env.client, task_queue=queues[side], workflows=handwritten.WORKFLOWS,
                                     activities=handwritten.ACTIVITIES,
                                     workflow_runner=TimedRunner(SandboxedWorkflowRunner(), meter))
@@ -300,7 +314,8 @@ async def main() -> None:
                     if r:
                         results[side].append((meter.cpu[wid], meter.activations[wid]))
             print(f"workflow-thread CPU per step of {args.steps}-step sequential chains, per item of "
-                  f"{args.items}-item parallel loops ({args.in_flight} in flight), best of {args.rounds} "
+                  f"{args.items}-item parallel loops ({args.in_flight} in flight), per branch of "
+                  f"{args.branches}-branch fan-outs, best of {args.rounds} "
                   f"(load average {os.getloadavg()[0]:.1f}):")
             print(f"  {'side':<24} {'ms/unit':>8} {'activations/unit':>17}   all runs (ms/unit)")
             for side in sides:
