@@ -200,6 +200,16 @@ def _single_expression(text: str) -> str | None:
     return expr
 
 
+@lru_cache(maxsize=4096)
+def _bare_name(expr: str) -> str | None:
+    """The name an expression is made of alone (``i`` of ``{{ i }}``), else None. Only a name
+    the template reads (``_names_in``) is in a render's scope: ``true``, ``none`` and the
+    like are constants to Jinja, never looked up."""
+    name = expr.strip()
+    # (``self`` is not looked up either: Jinja's call takes it as its own argument.)
+    return name if name.isidentifier() and name != "self" else None
+
+
 def _native(value: Any) -> Any:
     if isinstance(value, ChainableUndefined):
         undefined.noticed(value._undefined_name)
@@ -280,6 +290,12 @@ def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
         expr = _single_expression(text)
         ctx = _scope_for(text, context, seed, now)
         if expr is not None:
+            name = _bare_name(expr)
+            if name is not None and name in ctx:
+                # ``{{ i }}``: Jinja would return the context's value as it is; set up no
+                # render for it (a loop renders its item this way once per item).
+                limits.start()
+                return _native(limits.check_result(ctx[name]))
             return _native(_compile_expr(expr)(**ctx))
         return _compile_template(text).render(**ctx)
     except TemplateSyntaxError as exc:

@@ -1,7 +1,10 @@
-"""Workflow-thread CPU per step (issue 30): the CPU a worker spends in workflow activations,
-for a playbook's sequential chain and for the hand-written Temporal workflow doing the same.
+"""Workflow-thread CPU per step or loop item (issue 30): the CPU a worker spends in workflow
+activations, for a playbook's sequential chain or parallel loop and for the hand-written
+Temporal workflow doing the same.
 
     PYTHONPATH=. python3 scripts/workflow_cpu.py [--steps 200] [--rounds 5]
+    PYTHONPATH=. python3 scripts/workflow_cpu.py --sides par_loop,handwritten_par_loop [--items 1000]
+    PYTHONPATH=. python3 scripts/workflow_cpu.py --sides branches,handwritten_branches [--branches 50]
     PYTHONPATH=. python3 scripts/workflow_cpu.py --profile python --top 30   # cProfile of the activations
 
 Every workflow activation runs in the worker's workflow thread through the runner's
@@ -23,7 +26,17 @@ Sides (all on one embedded dev server, one worker process, each on its own task 
   fed the previous result through a template (``{{ s3.i }}``), the same body as the hand-written side;
 * ``noop``: ``--steps`` sequential ``kind: noop`` steps (inline: no activity);
 * ``handwritten``: ``benchmarks/handwritten.py``'s ``BenchChain`` (``--steps`` ``execute_activity``
-  in a loop), in the SDK's default sandbox, and ``handwritten_unsandboxed`` outside it.
+  in a loop), in the SDK's default sandbox, and ``handwritten_unsandboxed`` outside it;
+* ``fast``: the ``fed`` chain on the fast path (``FAST_PATH_OPT_IN``: local activities) with its
+  python tasks ``in_worker: true``; ``handwritten_local``: ``BenchChain`` with
+  ``execute_local_activity`` (``scripts/fast_path_cpu.py`` splits such a step by thread);
+* ``par_loop``: the benchmark's parallel loop (``benchmarks/workloads.loop``: ``--items``
+  items, ``--in-flight`` at once) with its python tasks ``in_worker: true`` (the benchmark's
+  ``--in-worker``), measured per item; ``handwritten_par_loop``: ``BenchParallelLoop``
+  (``asyncio.gather`` behind a ``Semaphore``), sandboxed as in the benchmark;
+* ``branches``: the benchmark's fan-out (``benchmarks/workloads.branches``: one step,
+  ``--branches`` parallel steps, a join), ``in_worker: true``, measured per branch;
+  ``handwritten_branches``: ``BenchBranches``, sandboxed.
 
 ``--profile SIDE`` runs one more execution of that side with ``cProfile`` enabled only
 inside ``activate`` (Python 3.11's profiler hooks the thread that enables it), and prints
@@ -56,8 +69,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from benchmarks import handwritten
 from benchmarks.engine_scale import chain as scale_chain
-from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, playbook_yaml, with_opt_in
+from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, branches, playbook_yaml, with_opt_in
 from benchmarks.workloads import chain as fed_chain
+from benchmarks.workloads import loop as par_loop
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.temporal.claimcheck import data_converter
 from noetl_temporal.temporal.client import start_execution
@@ -66,18 +80,23 @@ from noetl_temporal.temporal.playbook_result import workflow_output
 from noetl_temporal.temporal.worker import build_worker
 from noetl_temporal.tools import aclose_clients
 
-SIDES = ("python", "fed", "fast", "noop", "handwritten", "handwritten_unsandboxed", "handwritten_local")
+SIDES = ("python", "fed", "fast", "noop", "handwritten", "handwritten_unsandboxed", "handwritten_local",
+         "par_loop", "handwritten_par_loop", "branches", "handwritten_branches")
+LOOP_SIDES = ("par_loop", "handwritten_par_loop")   # measured per loop item, not per step
+FAN_SIDES = ("branches", "handwritten_branches")    # measured per branch
 
 # ``--split``: parts of an activation timed on their own (thread CPU, calls), by dotted path.
 SPLIT = ("noetl_temporal.engine.machine.step", "noetl_temporal.engine.progress.describe",
+         # parts of the engine's step (nested in it)
+         "noetl_temporal.engine.event_log.EventLog.emit", "noetl_temporal.engine.invocation.render_config",
+         "noetl_temporal.engine.invocation.run_task_command",
          "noetl_temporal.temporal.payloads.PayloadConverter.to_payloads",
+         "noetl_temporal.temporal.payloads.LocalOnlyJSON.to_payload",   # nested: the events' batches
          "noetl_temporal.temporal.payloads.PayloadConverter.from_payloads",
          "noetl_temporal.engine.envelopes.TaskResult.from_dict",
          "temporalio.worker._workflow_instance._ActivityHandle._apply_schedule_command",
          "temporalio.worker._workflow_instance._WorkflowInstanceImpl._apply",
          "noetl_temporal.temporal.task_runs.local_run_task",
-         "noetl_temporal.engine.event_log.EventLog.emit",
-         "noetl_temporal.engine.invocation.run_task_command",
          "noetl_temporal.engine.pipeline.task_finished")
 
 
@@ -196,15 +215,30 @@ def _time_gc(parts: dict[str, list[float]], meter: Meter) -> None:
     gc.callbacks.append(clock)
 
 
-def _playbooks(steps: int) -> dict[str, Any]:
+def _playbooks(steps: int, items: int, in_flight: int, fan: int) -> dict[str, Any]:
     fast = with_opt_in(with_opt_in(fed_chain(steps), FAST_PATH_OPT_IN), IN_WORKER_OPT_IN) if FAST_PATH_OPT_IN else {}
     texts = {"python": scale_chain(steps, "python"), "fed": playbook_yaml(fed_chain(steps)),
              "fast": playbook_yaml(fast),
-             "noop": scale_chain(steps, "noop")}
+             "noop": scale_chain(steps, "noop"),
+             "par_loop": playbook_yaml(with_opt_in(par_loop(items, in_flight), IN_WORKER_OPT_IN)),
+             "branches": playbook_yaml(with_opt_in(branches(fan), IN_WORKER_OPT_IN))}
     return {side: load_playbook_text(text, source=f"<{side}>").playbook for side, text in texts.items()}
 
 
-async def _run(client: Client, side: str, queue: str, steps: int, playbooks: dict[str, Any]) -> str:
+async def _run(client: Client, side: str, queue: str, args: argparse.Namespace, playbooks: dict[str, Any]) -> str:
+    steps = args.steps
+    if side == "handwritten_branches":
+        handle = await client.start_workflow("BenchBranches", {"n": args.branches},
+                                             id=f"hw-{uuid.uuid4().hex[:12]}", task_queue=queue)
+        out = await handle.result()
+        assert out == {"i": sum(1 + k + 1 for k in range(args.branches))}, out
+        return handle.id
+    if side == "handwritten_par_loop":
+        handle = await client.start_workflow("BenchParallelLoop", {"n": args.items, "max_in_flight": args.in_flight},
+                                             id=f"hw-{uuid.uuid4().hex[:12]}", task_queue=queue)
+        out = await handle.result()
+        assert len(out) == args.items, len(out)
+        return handle.id
     if side.startswith("handwritten"):
         arg = {"n": steps, "local": side == "handwritten_local"}
         handle = await client.start_workflow("BenchChain", arg, id=f"hw-{uuid.uuid4().hex[:12]}",
@@ -228,11 +262,20 @@ def _top(stats: pstats.Stats, sort: str, n: int) -> Iterator[str]:
         yield f"{nc:>8} {tt * 1000:>9.1f} {ct * 1000:>9.1f}  {name}"
 
 
+def _units(side: str, args: argparse.Namespace) -> int:
+    """What a side's CPU is divided by: loop items, branches, or steps (the chains)."""
+    return args.items if side in LOOP_SIDES else args.branches if side in FAN_SIDES else args.steps
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps per chain (default 200)")
+    parser.add_argument("--items", type=int, default=1000, help="items of the parallel loop sides (default 1000)")
+    parser.add_argument("--in-flight", type=int, default=50, help="their iterations at once (default 50)")
     parser.add_argument("--rounds", type=int, default=5, help="executions per side (best of them); one more warms up")
-    parser.add_argument("--sides", default=",".join(SIDES), help=f"comma-separated, of {', '.join(SIDES)}")
+    parser.add_argument("--branches", type=int, default=50, help="parallel branches of the fan-out sides (default 50)")
+    parser.add_argument("--sides", default=",".join(s for s in SIDES if s not in LOOP_SIDES + FAN_SIDES),
+                        help=f"comma-separated, of {', '.join(SIDES)} (default: the chains)")
     parser.add_argument("--profile", choices=SIDES, help="profile one more execution of this side")
     parser.add_argument("--profile-out", help="write the profile's stats to this file (pstats)")
     parser.add_argument("--top", type=int, default=25, help="profile entries to print (default 25)")
@@ -251,7 +294,7 @@ async def main() -> None:
     if args.split:
         _split(parts, meter)
         _time_gc(parts, meter)
-    playbooks = _playbooks(args.steps)
+    playbooks = _playbooks(args.steps, args.items, args.in_flight, args.branches)
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_cli_path(),
                                                 data_converter=data_converter(),
                                                 dev_server_extra_args=["--headless"])
@@ -260,7 +303,7 @@ async def main() -> None:
     try:
         async with AsyncExitStack() as stack:
             for side in dict.fromkeys([*sides, *([args.profile] if args.profile else [])]):
-                if side in ("handwritten", "handwritten_local"):
+                if side in ("handwritten", "handwritten_local", "handwritten_par_loop", "handwritten_branches"):
                     worker = Worker(env.client, task_queue=queues[side], workflows=handwritten.WORKFLOWS,
                                     activities=handwritten.ACTIVITIES,
                                     workflow_runner=TimedRunner(SandboxedWorkflowRunner(), meter))
@@ -275,33 +318,36 @@ async def main() -> None:
             results: dict[str, list[tuple[float, int]]] = {side: [] for side in sides}
             for r in range(args.rounds + 1):   # round 0 warms up; sides interleaved round by round
                 for side in sides:
-                    wid = await _run(env.client, side, queues[side], args.steps, playbooks)
+                    wid = await _run(env.client, side, queues[side], args, playbooks)
                     if r:
                         results[side].append((meter.cpu[wid], meter.activations[wid]))
-            print(f"workflow-thread CPU per step, {args.steps}-step sequential chains, best of {args.rounds} "
+            print(f"workflow-thread CPU per step of {args.steps}-step sequential chains, per item of "
+                  f"{args.items}-item parallel loops ({args.in_flight} in flight), per branch of "
+                  f"{args.branches}-branch fan-outs, best of {args.rounds} "
                   f"(load average {os.getloadavg()[0]:.1f}):")
-            print(f"  {'side':<24} {'ms/step':>8} {'activations/step':>17}   all runs (ms/step)")
+            print(f"  {'side':<24} {'ms/unit':>8} {'activations/unit':>17}   all runs (ms/unit)")
             for side in sides:
                 best = min(results[side])
-                print(f"  {side:<24} {best[0] / args.steps * 1000:>8.3f} {best[1] / args.steps:>17.2f}   "
-                      f"{[round(c / args.steps * 1000, 3) for c, _ in results[side]]}")
+                units = _units(side, args)
+                print(f"  {side:<24} {best[0] / units * 1000:>8.3f} {best[1] / units:>17.2f}   "
+                      f"{[round(c / units * 1000, 3) for c, _ in results[side]]}")
             if args.split:
                 runs = args.rounds + 1
-                print(f"\nparts, all {runs} rounds of {', '.join(sides)} (ms per step; calls per step):")
+                per = sum(_units(side, args) for side in sides) * runs
+                print(f"\nparts, all {runs} rounds of {', '.join(sides)} (ms per unit; calls per unit):")
                 for path, (cpu, calls) in parts.items():
-                    per = len(sides) * runs * args.steps
                     print(f"  {cpu / per * 1000:8.3f} {calls / per:6.2f}  {path}")
             if args.profile:
                 profiler = cProfile.Profile()
                 meter.profiler = profiler
-                await _run(env.client, args.profile, queues[args.profile], args.steps, playbooks)
+                await _run(env.client, args.profile, queues[args.profile], args, playbooks)
                 meter.profiler = None
                 stats = pstats.Stats(profiler)
                 if args.profile_out:
                     stats.dump_stats(args.profile_out)
                 for sort, title in (("tottime", "internal time"), ("cumulative", "cumulative time")):
                     print(f"\nprofile of one {args.profile} execution's activations, top {args.top} by {title} "
-                          f"(ms for the whole run; divide by {args.steps} for per step):")
+                          f"(ms for the whole run; divide by {_units(args.profile, args)} for per unit):")
                     print(f"{'calls':>8} {'tottime':>9} {'cumtime':>9}  function")
                     for line in _top(stats, sort, args.top):
                         print(line)

@@ -102,10 +102,14 @@ def ended_outcome(last: Outcome | None, *, ok: bool, result: Any, error: ErrorIn
     return (last or _NO_OUTCOME).updated(status="ok" if ok else "error", result=result, error=error)
 
 
+# ``json.dumps(value, default=str)`` builds its encoder on every call: this one is built once.
+_ENCODE = json.JSONEncoder(default=str).encode
+
+
 def short(value: Any, limit: int = 2048) -> Any:
     """Keep event payloads small: large values are summarized, not copied."""
     try:
-        text = json.dumps(value, default=str)
+        text = _ENCODE(value)
     except (TypeError, ValueError):
         text = str(value)
     if len(text) <= limit:
@@ -122,4 +126,4 @@ def short_outcome(outcome: dict[str, Any]) -> dict[str, Any]:
 
 def plain(value: Any) -> Any:
     """JSON-plain copy for command payloads (activities receive JSON)."""
-    return json.loads(json.dumps(value, default=str))
+    return json.loads(_ENCODE(value))

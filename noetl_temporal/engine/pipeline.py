@@ -51,7 +51,6 @@ PipelineEnd = PipelineDone | IterationDone
 INLINE_KINDS = tool_kinds.INLINE_KINDS
 #: undefined-value warnings kept per task run (a loop over a typo would repeat one)
 _MAX_WARNINGS = 10
-_RENDERED_IN_WORKFLOW = tool_kinds.IN_WORKFLOW_KINDS
 #: the error of a cancelled task that reported none (an ``ok`` outcome that arrived after
 #: the cancel): the empty error object the step's failure always carried then
 _NO_ERROR = ErrorInfo.from_dict({})
@@ -90,7 +89,7 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
                        payload={"meta": {"kind": task.kind}})
         try:
             config, secret_context = _render_task(state, step_def, task, context, started)
-            rules = [] if task.kind in INLINE_KINDS else invocation.task_rules(run, task, context)
+            rules = [] if task.kind in INLINE_KINDS else invocation.task_rules(state, run, step_def, task, context)
         except TemplateError as exc:
             end = _apply_outcome(state, run, pipe, task, TaskReport(task_run_id, error_outcome("template", str(exc))))
             if end is not None:
@@ -132,8 +131,7 @@ def _render_task(state: ExecutionState, step_def: Step, task: Task, context: Any
     (Its ``set:`` patches warn in its ``task.done``/``task.failed`` payload.)"""
     strict = state.playbook.executor.spec.strict_templates
     with undefined.recording(strict=strict) as found:
-        rendered = invocation.render_config(step_def, task, context,
-                                            in_activity=task.kind not in _RENDERED_IN_WORKFLOW)
+        rendered = invocation.render_config(state, step_def, task, context)
     _add_warnings(started, found)
     return rendered
 
@@ -312,12 +310,14 @@ def _apply_task_patches(end: _TaskEnd, verdict: _Verdict, event: dict[str, Any])
     task sequences bind a task's own plain-name ``set:`` (``fetch_result: "{{ output }}"``) to
     the task's *result*; its ``ctx.``/``iter.`` keys and policy ``then.set`` see the envelope.
     Undefined values are warnings in the task's event (strict covers its configuration)."""
+    then = verdict.then
+    if end.task.is_empty() and (then is None or then.is_empty()):
+        return   # nothing to render (a plain task: once per loop item)
     state, run, task, result = end.state, end.run, end.task, end.outcome.result
     result_scope = dict(end.scope, output=result, outcome=result)
     with undefined.recording() as found:
         apply_patches(state, end.step_def, task, run, end.pipe, end.outcome, where=f"{run.step}.tool.{task.name}.set",
                       extra=end.scope, vars_extra=result_scope)
-        then = verdict.then
         if then is not None and not then.is_empty():
             apply_patches(state, end.step_def, then, run, end.pipe, end.outcome, extra=end.scope,
                           where=f"{run.step}.tool.{task.name}.spec.policy.rules[{verdict.rule_index}].then")

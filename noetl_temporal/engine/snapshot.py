@@ -23,7 +23,8 @@ from .state_machines import LoopState, PipelineState, TokenState
 
 __all__ = ["snapshot", "restore"]
 
-_SKIP = {"playbook", "graph", "log", "tokens", "join_buffers", "step_runs", "pipelines"}
+_SKIP = {"playbook", "graph", "log", "tokens", "join_buffers", "step_runs", "pipelines",
+         "task_plans"}   # derived from the playbook: rebuilt on first use
 
 
 def _pipe(data: dict[str, Any], parked: bool = False) -> PipelineRun:

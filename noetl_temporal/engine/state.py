@@ -15,6 +15,7 @@ from .envelopes import ErrorInfo, Outcome
 from .event_log import EventLog
 from .graph import StepGraph
 from .state_machines import LoopState, PipelineState, TokenState
+from .task_plans import TaskPlan
 
 __all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "StepRecord", "Failure", "ExecutionState"]
 
@@ -195,6 +196,9 @@ class ExecutionState:
     parked_pipelines: list[list[Any]] = field(default_factory=list)   # [step_run_id, iteration]
     parked_loops: list[str] = field(default_factory=list)             # loop step runs to refill
     yield_requested: bool = False
+    # Derived from the playbook, never snapshotted: each task's invariants by (step, task),
+    # built on its first invocation (``task_plans.py``).
+    task_plans: dict[tuple[str, str], TaskPlan] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def finished(self) -> bool:

@@ -72,8 +72,21 @@ __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
 MAX_PENDING = 1_500
 
 
+# (workflow time in ns, its text): one text per workflow time, which stands still within an
+# activation while every task's end asks for it. A pure function of the time, so sharing it
+# between executions and threads is safe (the pair is replaced whole).
+_last_now: tuple[int, str] = (-1, "")
+
+
 def _now() -> str:
-    return workflow.now().isoformat().replace("+00:00", "Z")
+    global _last_now
+    ns = workflow.time_ns()
+    last = _last_now
+    if last[0] == ns:
+        return last[1]
+    text = workflow.now().isoformat().replace("+00:00", "Z")
+    _last_now = (ns, text)
+    return text
 
 
 # Unsandboxed per workflow, so a worker hosting the user's own workflows keeps theirs in the
@@ -96,6 +109,7 @@ class PlaybookWorkflow:
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
         self._details = ""         # the Temporal UI's current details, as last set
+        self._progress_due = False  # a refresh of them is queued on the event loop
         self._yields = 0           # Yield commands of this run (pacing.ends_task, run_length)
         self._stored_before = 0    # events stored by earlier runs (run_length)
 
@@ -267,6 +281,18 @@ class PlaybookWorkflow:
             return
         for command in commands:
             self._execute(command)
+        self._progress_soon()
+
+    def _progress_soon(self) -> None:
+        """Refresh the current details once the loop has run what is ready: a query reads
+        them in an activation of its own, so one refresh after the inputs of a turn shows
+        what one after each input did (a loop's tasks end ten or more to an activation)."""
+        if not self._progress_due:
+            self._progress_due = True
+            asyncio.get_running_loop().call_soon(self._progress_now)
+
+    def _progress_now(self) -> None:
+        self._progress_due = False
         self._show_progress()
 
     def _execute(self, command: Command) -> None:

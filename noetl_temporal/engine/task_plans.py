@@ -1,0 +1,109 @@
+"""What every invocation of one task shares: the parts of its ``RunTask`` and of its
+configuration's rendering that depend on the playbook alone.
+
+A loop runs its task once per item; each of those invocations dumped the keychain, the
+result spec and four layers of tool spec from their pydantic models, merged the step's
+``input``, and walked the configuration for deferred templates, the same every time
+(issue 30: a fifth of the engine's CPU per loop item). A :class:`TaskPlan` holds them,
+built on a task's first invocation in an execution and kept in ``ExecutionState.task_plans``.
+
+Derived, never serialized: the snapshot leaves the plans out and a restored run builds
+them again from its playbook, so they change nothing a replay or continue-as-new sees.
+The plan's values are shared by the commands built from it: nothing may mutate them
+(the activity gets its own decoded copy; the workflow only reads a ``RunTask``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import tool_kinds
+from ..dsl.models import Playbook, Step, Task
+from ..templates import reads_name, referenced_names
+from .context import deep_merge
+
+__all__ = ["TaskPlan", "task_plan", "READS_KEYCHAIN", "reads_attempt", "deferred_strings", "OUTCOME_NAMES"]
+
+READS_KEYCHAIN = reads_name("keychain")
+reads_attempt = reads_name("_attempt")
+# Names a policy guard gets from the activity's own outcome, not from the engine.
+OUTCOME_NAMES = ("output", "outcome", "_attempt")
+_CONTROL_KEYS = frozenset({"policy", "failure", "lifecycle", "entry_step", "final_step", "no_next_is_error",
+                           "max_jumps", "max_step_runs", "timeout_s", "mode", "max_in_flight", "result"})
+
+
+def _deferred_in_activity(text: str) -> bool:
+    return READS_KEYCHAIN(text) or reads_attempt(text)
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task's invariants (see the module's docstring)."""
+
+    config: dict[str, Any]        # task.config with the step's input merged in, unrendered
+    defer: Callable[[str], bool]  # which of its strings the workflow leaves unrendered
+    deferred_names: frozenset[str] | None   # names those read (None: no deferred string)
+    rules: list[dict[str, Any]]   # the policy rules as dumped (templated numbers unrendered)
+    policy_names: frozenset[str]  # names the rules' guards read from the engine's context
+    keychain: list[dict[str, Any]]
+    result_spec: dict[str, Any]
+    spec: dict[str, Any]          # the layered tool knobs
+    on_unmatched: str | None
+
+
+def task_plan(plans: dict[tuple[str, str], TaskPlan], playbook: Playbook, step_def: Step, task: Task) -> TaskPlan:
+    """The task's plan from ``plans`` (an execution's ``task_plans``), built there on its
+    first invocation."""
+    key = (step_def.step, task.name)
+    plan = plans.get(key)
+    if plan is None:
+        plan = plans[key] = _build(playbook, step_def, task)
+    return plan
+
+
+def _build(playbook: Playbook, step_def: Step, task: Task) -> TaskPlan:
+    config = dict(task.config)
+    if step_def.input:
+        merged = dict(step_def.input)
+        merged.update(config.get("input") or {})
+        config["input"] = merged
+    # A task that runs in the workflow (inline kinds, sub-playbooks) has exactly one
+    # attempt: only its keychain templates wait (for the activity that resolves secrets).
+    defer = _deferred_in_activity if task.kind not in tool_kinds.IN_WORKFLOW_KINDS else READS_KEYCHAIN
+    deferred = deferred_strings(config, defer)
+    rules = [r.model_dump() for r in task.spec.policy.rules] if task.spec.policy else []
+    return TaskPlan(
+        config=config, defer=defer,
+        deferred_names=frozenset(referenced_names(deferred) - {"keychain", "_attempt"}) if deferred else None,
+        rules=rules, policy_names=frozenset(referenced_names([r.get("when") for r in rules]) - set(OUTCOME_NAMES)),
+        keychain=[k.model_dump(mode="json") for k in playbook.keychain],
+        result_spec=task.spec.result.model_dump(mode="json", exclude_none=True) if task.spec.result else {},
+        spec=_layered_spec(playbook, step_def, task),
+        on_unmatched=task.spec.policy.on_unmatched if task.spec.policy else None)
+
+
+def deferred_strings(value: Any, predicate: Callable[[str], bool]) -> list[str]:
+    if isinstance(value, str):
+        return [value] if predicate(value) else []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in deferred_strings(v, predicate)]
+    if isinstance(value, list):
+        return [s for v in value for s in deferred_strings(v, predicate)]
+    return []
+
+
+def _layered_spec(playbook: Playbook, step_def: Step, task: Task) -> dict[str, Any]:
+    """Tool knobs: executor.spec < step.spec < loop.spec < task.spec (maps merge, lists replace).
+
+    Control-plane keys (policies, routing, lifecycle) are not tool knobs and are left out.
+    """
+    layers = [playbook.executor.spec.model_dump(mode="json", exclude_none=True),
+              step_def.spec.model_dump(mode="json", exclude_none=True),
+              step_def.loop.spec.model_dump(mode="json", exclude_none=True) if step_def.loop else {},
+              task.spec.model_dump(mode="json", exclude_none=True)]
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = deep_merge(merged, {k: v for k, v in layer.items() if k not in _CONTROL_KEYS})
+    return merged
