@@ -82,11 +82,12 @@ def test_each_tool_points_at_its_kinds_declaration():
 
 def test_the_traits_the_runtime_reads_come_from_the_declarations():
     from noetl_temporal import keychain
-    from noetl_temporal.engine import pipeline
+    from noetl_temporal.engine import pipeline, task_plans
     from noetl_temporal.temporal import activities
 
     assert pipeline.INLINE_KINDS == {"noop"}
-    assert pipeline._RENDERED_IN_WORKFLOW == {"noop", "playbook"}  # replay: unchanged sets
+    # rendered in the workflow, not the activity (engine/task_plans.py); replay: unchanged sets
+    assert task_plans.tool_kinds.IN_WORKFLOW_KINDS == {"noop", "playbook"}
     assert activities._READS_REFS == {"result"}
     assert keychain.needs_keychain("postgres", {}) and not keychain.needs_keychain("http", {})
     assert WORKFLOW_KINDS == {"playbook"}
