@@ -43,7 +43,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,7 +59,7 @@ from ..engine.messages import RunTask
 from ..engine.policy_evaluation import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
 from ..store import large_results
-from ..tool_kinds import READS_RESULT_REFS
+from ..tool_kinds import CREDENTIAL_KINDS, READS_RESULT_REFS
 from ..tools import ToolCall
 from ..tools.base import error_outcome, run_outcome
 from .converter import has_claim_check, oversized
@@ -108,12 +108,28 @@ def _previous_attempts() -> list[dict[str, Any]]:
 _READS_REFS = READS_RESULT_REFS
 
 
+def _plain(value: Any) -> bool:
+    """Nothing in ``value``, at any depth, that preparing a configuration acts on: no
+    template (what reads ``_attempt`` or ``keychain`` is one) and no mapping shaped like a
+    ResultRef. One walk instead of the three the steps make to find out; a superset of
+    what each looks for, so a False only means they take their usual course."""
+    if isinstance(value, str):
+        return "{{" not in value and "{%" not in value
+    if isinstance(value, Mapping):
+        return value.get("kind") != large_results.REF_KIND and all(_plain(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return True
+
+
 async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keychain.Scrubber]:
     """``_attempt`` and secrets rendered in, ResultRefs read back: the configuration the tool gets."""
     large_results.check_result_spec(cmd.result_spec)
     knobs = cmd.spec.get(cmd.kind)
     if isinstance(knobs, dict):  # `spec.<kind>:` defaults from executor/step/loop/task layers
         cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
+    if cmd.kind not in CREDENTIAL_KINDS and _plain(cmd.config):  # the usual task: as it is
+        return dict(cmd.config), keychain.Scrubber()
     # The engine left templates reading `_attempt` unrendered: this attempt's number
     # (Temporal's, so infrastructure retries count) is known only here.
     context = dict(cmd.secret_context, _attempt=call.attempt)
