@@ -229,9 +229,8 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
         written = outcome.meta.get("attempt")
         if written != attempt or type(written) is not int:  # (tools write it: usually no copy)
             outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
-        context = dict(cmd.policy_context)
-        view = outcome_view(outcome)
-        context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
+        # Without rules the decision reads only the status: no guard context to build.
+        context = _policy_context(cmd, outcome, attempt) if cmd.rules else {}
         decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
     except Exception as exc:  # a bug on our side: never retried, always reported with its type
         # No exception chaining: Temporal would record the cause's text, which may quote a secret.
@@ -264,6 +263,14 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
     return TaskResult(outcome=outcome, attempts=attempts, rule_index=decision.rule_index,
                       action=decision.action, exhausted=exhausted)
+
+
+def _policy_context(cmd: RunTask, outcome: Outcome, attempt: int) -> dict[str, Any]:
+    """What the task's policy guards read: the engine's names, and this attempt's outcome."""
+    context = dict(cmd.policy_context)
+    view = outcome_view(outcome)
+    context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
+    return context
 
 
 async def _fitting_history(outcome: Outcome, cmd: RunTask, call: ToolCall) -> Outcome:
