@@ -104,6 +104,9 @@ def _previous_attempts() -> list[dict[str, Any]]:
     return []
 
 
+#: the scrubber of a task that reads no secret (immutable: one for all)
+_NO_SECRETS = keychain.Scrubber()
+
 #: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
 _READS_REFS = READS_RESULT_REFS
 
@@ -129,7 +132,7 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     if isinstance(knobs, dict):  # `spec.<kind>:` defaults from executor/step/loop/task layers
         cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
     if cmd.kind not in CREDENTIAL_KINDS and _plain(cmd.config):  # the usual task: as it is
-        return dict(cmd.config), keychain.Scrubber()
+        return dict(cmd.config), _NO_SECRETS
     # The engine left templates reading `_attempt` unrendered: this attempt's number
     # (Temporal's, so infrastructure retries count) is known only here.
     context = dict(cmd.secret_context, _attempt=call.attempt)
@@ -147,7 +150,7 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
         call.secrets = prepared.scrubber.secrets
         config, scrubber = prepared.config, prepared.scrubber
     else:
-        config, scrubber = dict(cmd.config), keychain.Scrubber()
+        config, scrubber = dict(cmd.config), _NO_SECRETS
     if cmd.kind not in _READS_REFS:
         config = await large_results.resolve_refs(config)
     return config, scrubber
