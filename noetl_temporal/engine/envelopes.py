@@ -45,11 +45,16 @@ def _assemble(keys: tuple[str, ...] | None, always: Mapping[str, Any], optional:
     the JSON did not have stays absent, an ``optional`` one set since is added after them.
     (``dataclasses.replace(..., keys=None)`` makes a changed copy write the built-in order.)
     """
+    if keys is None:  # the activity's envelopes, every call: the same object, without the general pass
+        built = dict(always)
+        for key, value in optional.items():
+            if value is not None:
+                built[key] = value
+        for key, value in extra.items():
+            built.setdefault(key, value)
+        return built
     out: dict[str, Any] = {}
-    if keys is None:
-        keys, present = (), dict(always)
-    else:
-        present = {k: v for k, v in always.items() if k in keys}
+    present = {k: v for k, v in always.items() if k in keys}
     present.update((k, v) for k, v in optional.items() if v is not None or k in keys)
     for key in keys:
         if key in present:

@@ -32,6 +32,10 @@ class Decision:
                 "guard_errors": list(self.guard_errors)}
 
 
+#: the decisions without a rule (frozen, so shared): every task without a policy gets one
+_NO_RULE = {action: Decision(None, action) for action in ("continue", "fail", "retry", "jump", "break")}
+
+
 def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: Mapping[str, Any],
                     on_unmatched: str | None = None) -> Decision:
     """First matching rule wins; ``when: None`` is the ``else`` fallback.
@@ -41,7 +45,8 @@ def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: M
     and no ``else``, continue (the seed's rule).
     """
     if not rules:
-        return Decision(None, on_unmatched or ("continue" if outcome_status == "ok" else "fail"))
+        action = on_unmatched or ("continue" if outcome_status == "ok" else "fail")
+        return _NO_RULE.get(action) or Decision(None, action)
     errors: list[str] = []
     for index, rule in enumerate(rules):
         when = rule.get("when")

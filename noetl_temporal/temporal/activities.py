@@ -43,7 +43,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,7 +59,7 @@ from ..engine.messages import RunTask
 from ..engine.policy_evaluation import evaluate_policy, retry_delay
 from ..errors import TemplateError, ToolError
 from ..store import large_results
-from ..tool_kinds import READS_RESULT_REFS
+from ..tool_kinds import CREDENTIAL_KINDS, READS_RESULT_REFS
 from ..tools import ToolCall
 from ..tools.base import error_outcome, run_outcome
 from .converter import has_claim_check, oversized
@@ -104,8 +104,25 @@ def _previous_attempts() -> list[dict[str, Any]]:
     return []
 
 
+#: the scrubber of a task that reads no secret (immutable: one for all)
+_NO_SECRETS = keychain.Scrubber()
+
 #: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
 _READS_REFS = READS_RESULT_REFS
+
+
+def _plain(value: Any) -> bool:
+    """Nothing in ``value``, at any depth, that preparing a configuration acts on: no
+    template (what reads ``_attempt`` or ``keychain`` is one) and no mapping shaped like a
+    ResultRef. One walk instead of the three the steps make to find out; a superset of
+    what each looks for, so a False only means they take their usual course."""
+    if isinstance(value, str):
+        return "{{" not in value and "{%" not in value
+    if isinstance(value, Mapping):
+        return value.get("kind") != large_results.REF_KIND and all(_plain(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return True
 
 
 async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keychain.Scrubber]:
@@ -114,6 +131,8 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     knobs = cmd.spec.get(cmd.kind)
     if isinstance(knobs, dict):  # `spec.<kind>:` defaults from executor/step/loop/task layers
         cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
+    if cmd.kind not in CREDENTIAL_KINDS and _plain(cmd.config):  # the usual task: as it is
+        return dict(cmd.config), _NO_SECRETS
     # The engine left templates reading `_attempt` unrendered: this attempt's number
     # (Temporal's, so infrastructure retries count) is known only here.
     context = dict(cmd.secret_context, _attempt=call.attempt)
@@ -131,7 +150,7 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
         call.secrets = prepared.scrubber.secrets
         config, scrubber = prepared.config, prepared.scrubber
     else:
-        config, scrubber = dict(cmd.config), keychain.Scrubber()
+        config, scrubber = dict(cmd.config), _NO_SECRETS
     if cmd.kind not in _READS_REFS:
         config = await large_results.resolve_refs(config)
     return config, scrubber
@@ -213,9 +232,8 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
         written = outcome.meta.get("attempt")
         if written != attempt or type(written) is not int:  # (tools write it: usually no copy)
             outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
-        context = dict(cmd.policy_context)
-        view = outcome_view(outcome)
-        context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
+        # Without rules the decision reads only the status: no guard context to build.
+        context = _policy_context(cmd, outcome, attempt) if cmd.rules else {}
         decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
     except Exception as exc:  # a bug on our side: never retried, always reported with its type
         # No exception chaining: Temporal would record the cause's text, which may quote a secret.
@@ -248,6 +266,14 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
     return TaskResult(outcome=outcome, attempts=attempts, rule_index=decision.rule_index,
                       action=decision.action, exhausted=exhausted)
+
+
+def _policy_context(cmd: RunTask, outcome: Outcome, attempt: int) -> dict[str, Any]:
+    """What the task's policy guards read: the engine's names, and this attempt's outcome."""
+    context = dict(cmd.policy_context)
+    view = outcome_view(outcome)
+    context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
+    return context
 
 
 async def _fitting_history(outcome: Outcome, cmd: RunTask, call: ToolCall) -> Outcome:

@@ -75,6 +75,9 @@ class _TaskAttempts(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         if activity.info().activity_type != RUN_TASK_ACTIVITY:
             return await self.next.execute_activity(input)
+        meter = activity.metric_meter()
+        if meter is MetricMeter.noop:  # the runtime serves no metrics: nothing to count
+            return await self.next.execute_activity(input)
         kind = str(getattr(input.args[0], "kind", None) or "unknown") if input.args else "unknown"
         outcome = "error"
         try:
@@ -89,5 +92,5 @@ class _TaskAttempts(ActivityInboundInterceptor):
             outcome = "retry" if getattr(exc, "type", None) == "PolicyRetry" else "error"
             raise
         finally:
-            activity.metric_meter().create_counter(TASK_ATTEMPTS, "tool task attempts by kind and outcome") \
+            meter.create_counter(TASK_ATTEMPTS, "tool task attempts by kind and outcome") \
                 .add(1, {"kind": kind, "outcome": outcome})

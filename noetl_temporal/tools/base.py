@@ -119,8 +119,53 @@ def _sanitize(x: Any, seen: set[int]) -> Any:
 _ENCODER = json.JSONEncoder(default=_default)
 
 
+class _NotPlain(Exception):
+    """A value the copy below leaves to the JSON round trip."""
+
+
+#: values (a container counts its items) the copy walks before leaving a value to the round
+#: trip: a tool's usual result and helpers are a few; the C encoder wins on large ones
+_COPY_BUDGET = 64
+
+
+def _plain_copy(x: Any, left: list[int]) -> Any:
+    """What the JSON round trip makes of a value already made of JSON's own types (exactly
+    those: a subclass, a tuple, a non-str key, a non-finite float raise ``_NotPlain``): the
+    same value, its dicts and lists new."""
+    t = type(x)
+    if t is str or t is int or t is bool or x is None:
+        return x
+    if t is float:
+        if x - x == 0.0:  # finite (inf - inf and nan - nan are nan)
+            return x
+        raise _NotPlain
+    if t is dict:
+        left[0] -= len(x)
+        if left[0] < 0:
+            raise _NotPlain
+        out = {}
+        for key, value in x.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = _plain_copy(value, left)
+        return out
+    if t is list:
+        left[0] -= len(x)
+        if left[0] < 0:
+            raise _NotPlain
+        return [_plain_copy(value, left) for value in x]
+    raise _NotPlain
+
+
 def to_jsonable(x: Any) -> Any:
-    """``json.loads(json.dumps(x, default=str))`` semantics, never raising."""
+    """``json.loads(json.dumps(x, default=str))`` semantics, never raising.
+
+    A small value of JSON's own types is copied in Python, which for a handful of values
+    costs less than encoding and decoding them (a task's ``{"i": 2}``, its tool's helpers)."""
+    try:
+        return _plain_copy(x, [_COPY_BUDGET])
+    except _NotPlain:
+        pass
     try:
         return json.loads(_ENCODER.encode(x))
     except (TypeError, ValueError, RecursionError):

@@ -131,3 +131,19 @@ def test_to_jsonable_edge_cases() -> None:
     assert to_jsonable({1: "a", None: "b"}) == {"1": "a", "null": "b"}
     assert to_jsonable(b"bytes") == "bytes"
     assert to_jsonable((1, 2)) == [1, 2]
+
+
+@pytest.mark.parametrize("value", [
+    {"i": 2}, [1, [2.5, [None, True]]], {"x": -0.0, "big": 10**30, "s": "\ud800"}, [float("nan")], {"inf": float("inf")},
+    {1: 2}, {"t": (1,)}, {"many": list(range(200))}, "text", 7, None, {"sub": type("S", (str,), {})("x")},
+])
+def test_to_jsonable_is_the_json_round_trip(value: object) -> None:
+    got, expected = to_jsonable(value), json.loads(json.dumps(value, default=str))
+    assert json.dumps(got) == json.dumps(expected) and type(got) is type(expected)
+
+
+def test_to_jsonable_copies_containers() -> None:
+    value = {"a": [1, {"b": 2}]}
+    got = to_jsonable(value)
+    got["a"][1]["b"] = 3
+    assert value == {"a": [1, {"b": 2}]}

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 300.0
 OUTPUT_LIMIT = 64 * 1024  # per stream; user prints are diagnostics, not data
+# An in-worker task's py.stdout/py.stderr: its prints go to the worker's own streams.
+# Never fed, only read: one for every task.
+_NO_OUTPUT = _proc.Capture(0)
 
 
 def _code(config: dict) -> str:
@@ -145,8 +148,7 @@ class PythonTool:
             raise ToolTimeout(f"python code ran past its {timeout:g} s timeout; in_worker mode cannot stop "
                               "it, its thread runs on") from None
         # The result is made JSON-plain once, with the rest of the outcome (``base._outcome``).
-        empty = _proc.Capture(0)
-        return self._answer(resp, empty, empty, None)
+        return self._answer(resp, _NO_OUTPUT, _NO_OUTPUT, None)
 
     async def _start(self, env: dict, base: dict, cwd: str, pipes: spawn.TaskPipes) -> Any:
         """A forked child when the fork server serves this environment, else a process of its own."""
