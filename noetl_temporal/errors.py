@@ -26,6 +26,8 @@ Outside the tree on purpose (``tests/test_errors.py`` holds this list too)::
                                           other refused template construct
     _Stop(Exception)                      dsl.yaml_loader: unwinds the YAML builder after a
                                           diagnostic was reported; never leaves the module
+    _NotPlain(Exception)                  tools.base: unwinds to_jsonable's fast copy when a
+                                          value needs the JSON round trip; never leaves it
 
 The engine's runaway guards are outcomes, not exceptions, so the run's events and ctx
 stay: a task-policy jump cycle past ``executor.spec.max_jumps`` fails its pipeline with a

@@ -17,6 +17,7 @@ from noetl_temporal.errors import NoetlError
 OUTSIDERS = {
     "noetl_temporal.template_limits.LimitExceeded": "jinja2.exceptions.SecurityError",
     "noetl_temporal.dsl.yaml_loader._Stop": "Exception",
+    "noetl_temporal.tools.base._NotPlain": "Exception",
 }
 
 def _exception_classes() -> dict[str, type[BaseException]]:
