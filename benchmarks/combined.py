@@ -16,14 +16,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .report import MIB, _seconds, targets
+from .report import MIB, ratio_of, seconds, targets
 
 __all__ = ["combined_table"]
 
 
 def _ratio(pb: dict[str, Any], anchor: dict[str, Any], key: str) -> str:
-    a, b = pb.get(key), anchor.get(key)
-    return f"{a / b:.2f}" if a and b else "–"
+    r = ratio_of(pb.get(key), anchor.get(key))
+    return f"{r:.2f}" if r is not None else "–"
 
 
 def _rows_by_key(run: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -49,9 +49,9 @@ def combined_table(default: dict[str, Any], in_worker: dict[str, Any]) -> str:
             f"{hw['rss'] / MIB:.0f} / {pb['rss'] / MIB:.0f} / "
             + (f"{ipb['rss'] / MIB:.0f}" if ipb.get("rss") else "–")
             + f" ({_ratio(pb, hw, 'rss')}×, {_ratio(ipb, ihw, 'rss')}×)")
-        cells = [row["title"], row["server"], _seconds(hw.get("median")), _seconds(iso.get("median")),
-                 _seconds(pb.get("median")),
-                 f"{_seconds(ipb.get('median'))} ({_seconds(ihw.get('median'))})",
+        cells = [row["title"], row["server"], seconds(hw.get("median")), seconds(iso.get("median")),
+                 seconds(pb.get("median")),
+                 f"{seconds(ipb.get('median'))} ({seconds(ihw.get('median'))})",
                  f"**{_ratio(pb, hw, 'median')}**", f"**{_ratio(pb, iso, 'median')}**",
                  f"**{_ratio(ipb, ihw, 'median')}**", mib]
         lines.append("| " + " | ".join(cells) + " |")

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_report", "markdown", "targets", "TARGETS"]
+__all__ = ["write_report", "markdown", "targets", "TARGETS", "ratio_of", "seconds"]
 
 # Issue 11's targets (playbook / hand-written at most this, per workload and setting), which
 # issue 30 keeps for the in-worker mode. Issue 30 relaxes time for the default mode (a process
@@ -26,11 +26,12 @@ def targets(anchor: str, in_worker: bool = False) -> dict[str, float]:
 MIB = 1 << 20
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
+def ratio_of(a: float | None, b: float | None) -> float | None:
+    """``a / b``, or None when either is missing (or ``b`` is zero)."""
     return a / b if a is not None and b else None
 
 
-def _seconds(x: float | None) -> str:
+def seconds(x: float | None) -> str:
     if x is None:
         return "–"
     return f"{x:.2f} s" if x >= 0.995 else f"{x:.3f} s"
@@ -45,11 +46,11 @@ def ratios(row: dict[str, Any], anchor: str = "handwritten") -> dict[str, float 
     """The playbook's figures over an anchor's: ``handwritten`` (activities in the worker)
     or ``isolated`` (a process per activity, ``benchmarks.isolated``)."""
     hw, pb = row.get(anchor) or {}, row.get("playbook") or {}
-    return {"time": _ratio(pb.get("median"), hw.get("median")),
-            "events": _ratio(pb.get("events"), hw.get("events")),
-            "memory": _ratio(pb.get("rss"), hw.get("rss")),
-            "cpu": _ratio(pb.get("cpu"), hw.get("cpu")),
-            "pss": _ratio(pb.get("pss"), hw.get("pss"))}
+    return {"time": ratio_of(pb.get("median"), hw.get("median")),
+            "events": ratio_of(pb.get("events"), hw.get("events")),
+            "memory": ratio_of(pb.get("rss"), hw.get("rss")),
+            "cpu": ratio_of(pb.get("cpu"), hw.get("cpu")),
+            "pss": ratio_of(pb.get("pss"), hw.get("pss"))}
 
 
 def _missed(row: dict[str, Any], r: dict[str, float | None], limits: dict[str, float]) -> str:
@@ -77,7 +78,7 @@ def _row(row: dict[str, Any], names: list[str], in_worker: bool) -> str:
     by_anchor = {a: ratios(row, a) for a in anchors}
     time_ratios = [f"**{by_anchor[a]['time']:.2f}**" if by_anchor[a]["time"] is not None and not row.get("na")
                    else "n/a" for a in anchors]
-    cells = [row["title"], row["server"], *(_seconds((row.get(n) or {}).get("median")) for n in names),
+    cells = [row["title"], row["server"], *(seconds((row.get(n) or {}).get("median")) for n in names),
              *time_ratios,
              _cells(row, names, events, "events", "events"), _cells(row, names, mib, "rss", "memory"),
              _cells(row, names, mib, "pss", "pss"), _cells(row, names, cpu, "cpu", "cpu"),
