@@ -69,7 +69,7 @@ async def _fast_path_used(client, ident: tuple[str, str | None], workload: Workl
 
 
 async def measure(server, workload: Workload, warm: Workload, playbooks: dict, rounds: int,
-                  scratch: Path, isolated: bool = True) -> dict[str, Any]:
+                  scratch: Path, isolated: bool = True, persist_events: bool = True) -> dict[str, Any]:
     from temporalio.client import Client
 
     from noetl_temporal.temporal.claimcheck import data_converter
@@ -90,7 +90,7 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                              for name in ("handwritten", "isolated") if name in workers]
         if run_playbook:
             client = await Client.connect(server.address, data_converter=data_converter())
-            sides.append(PlaybookSide(client, workers["playbook"].queue, playbooks))
+            sides.append(PlaybookSide(client, workers["playbook"].queue, playbooks, persist_events))
         samples: dict[str, list[float]] = {s.name: [] for s in sides}
         last: dict[str, tuple[str, str | None]] = {}
         for side in sides:  # warm-up, small: sandbox imports, connections, the python pool
@@ -148,12 +148,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for workload in chosen:
                 t0 = time.perf_counter()
                 row = await measure(server, workload, warm[workload.key], playbooks, args.rounds, scratch,
-                                    isolated=not args.in_worker)
+                                    isolated=not args.in_worker, persist_events=not args.no_event_store)
                 row["server"] = setting
                 rows.append(row)
                 print(f"[{setting}] {workload.key}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         gc.collect()
-    if API in args.workloads and not args.in_worker:
+    if API in args.workloads and not args.in_worker and not args.no_event_store:
         executions, in_flight, rounds = API_QUICK_SIZES if args.quick else API_SIZES
         t0 = time.perf_counter()
         try:
@@ -165,7 +165,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             traceback.print_exc(file=sys.stderr)
         print(f"[embedded] {API}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"started": started, "duration": time.time() - started, "rounds": args.rounds, "quick": args.quick,
-            "in_worker": args.in_worker, "api_submit": api_result,
+            "in_worker": args.in_worker, "event_store": not args.no_event_store, "api_submit": api_result,
             "servers": {s: list(server_args(s)) for s in args.servers}, "rows": rows,
             "load_average": os.getloadavg(), "cpus": os.cpu_count()}
 
@@ -186,9 +186,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="run the playbooks' python tasks in the worker (in_worker: true, no process per "
                              "task), against the in-process anchor only: how much of each ratio the python "
                              "tool's isolation costs; not the default (skips the api workload)")
+    parser.add_argument("--no-event-store", action="store_true",
+                        help="a diagnostic, not a target run: the playbook executions write no events to "
+                             "the event store (they stay readable live only), to show what storing "
+                             "NoETL's events costs (skips the api workload)")
     parser.add_argument("--out", type=Path, default=None,
                         help="writes OUT.md and OUT.json (default benchmarks/results/latest, "
-                             "or latest-in-worker with --in-worker)")
+                             "latest-in-worker with --in-worker; -no-event-store added with "
+                             "--no-event-store)")
     args = parser.parse_args(argv)
     args.workloads = [k.strip() for k in args.workloads.split(",") if k.strip()]
     if args.servers is None:
@@ -201,7 +206,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     if args.rounds is None:
         args.rounds = 1 if args.quick else 2  # 3 rounds took 703 s: over issue 30's 10 minutes
     if args.out is None:
-        args.out = RESULTS / ("latest-in-worker" if args.in_worker else "latest")
+        args.out = RESULTS / (("latest-in-worker" if args.in_worker else "latest")
+                              + ("-no-event-store" if args.no_event_store else ""))
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     return args

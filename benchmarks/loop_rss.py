@@ -130,25 +130,13 @@ class Sampler(PeakRss):
 
 
 async def _start(client: Any, playbook: Any, queue: str, persist: bool, continue_after: int = 0) -> Any:
+    """``persist=False`` is a diagnostic: the same execution with no event store writes (the
+    workflow keeps its whole log then), to tell the store's local activities' share of
+    native memory."""
     from noetl_temporal.temporal.client import start_execution
 
-    if persist:
-        return await start_execution(client, playbook, task_queue=queue, execution_timeout_s=3600,
-                                     continue_as_new_after_events=continue_after)
-    # A diagnostic: the same execution with no event store writes (the workflow keeps its
-    # whole log then), to tell the store's local activities' share of native memory.
-    import dataclasses
-    from datetime import timedelta
-
-    from noetl_temporal.dsl.models import playbook_definition
-    from noetl_temporal.engine import behaviours
-    from noetl_temporal.temporal.types import WORKFLOW_NAME, RunInput
-
-    inp = RunInput(execution_id=f"rss-{uuid.uuid4().hex[:8]}", playbook=playbook_definition(playbook),
-                   payload={}, behaviours=list(behaviours.CURRENT))
-    inp = dataclasses.replace(inp, persist_events=False)
-    return await client.start_workflow(WORKFLOW_NAME, inp, id=inp.execution_id, task_queue=queue,
-                                       execution_timeout=timedelta(hours=1))
+    return await start_execution(client, playbook, task_queue=queue, execution_timeout_s=3600,
+                                 continue_as_new_after_events=continue_after, persist_events=persist)
 
 
 async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = True,

@@ -114,6 +114,8 @@ def markdown(results: dict[str, Any]) -> str:
         + (" — **quick smoke run: small sizes, not figures to compare**" if results["quick"] else "")
         + (" — **the playbooks' python tasks ran `in_worker: true` (no process per task, not the default)**"
            if results.get("in_worker") else "")
+        + (" — **a diagnostic: the playbook executions wrote no events to the event store "
+           "(`--no-event-store`), not a target run**" if results.get("event_store") is False else "")
         + f". Dev servers: {servers}.",
         "",
         *_header(isolated),

@@ -115,14 +115,16 @@ class HandwrittenSide(Side):
 class PlaybookSide(Side):
     name = "playbook"
 
-    def __init__(self, client: Client, queue: str, playbooks: dict[str, Playbook]) -> None:
+    def __init__(self, client: Client, queue: str, playbooks: dict[str, Playbook],
+                 persist_events: bool = True) -> None:
         self.client, self.queue, self.playbooks = client, queue, playbooks
+        self.persist_events = persist_events   # False: --no-event-store (a diagnostic)
 
     async def run_once(self, workload: Workload, scratch: Path) -> tuple[str, str | None]:
         payload = workload.per_run(scratch) if workload.per_run else {}
         playbook = self.playbooks[workload.playbook["metadata"]["name"]]  # loaded before any timing
         handle = await start_execution(self.client, playbook, payload=payload,
-                                       task_queue=self.queue,
+                                       task_queue=self.queue, persist_events=self.persist_events,
                                        execution_timeout_s=EXECUTION_TIMEOUT.total_seconds())
         out = await workflow_output(handle)   # a FAILED playbook's output is in its failure
         if out.get("state") != "COMPLETED":

@@ -106,7 +106,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           execution_timeout_s: float | None = None,
                           continue_as_new_after_events: int = 0, version: int | None = None,
                           api_url: str | None = None, definition: dict[str, Any] | None = None,
-                          digest: str | None = None) -> WorkflowHandle[Any, Any]:
+                          digest: str | None = None, persist_events: bool = True) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
     ``search_attributes``: set ours (a namespace without them registered: a warning, and the
@@ -116,6 +116,8 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     ``labels.definition_hash``, when the caller keeps them (the API, per cached playbook);
     otherwise made here. The definition is only read (the workflow input carries it to the
     data converter, which encodes it), so a caller may share one between starts.
+    ``persist_events=False``: the execution writes no events to the event store (they stay
+    readable live, from the workflow, while it runs): a diagnostic of what storing them costs.
     """
     if definition is None:
         definition = playbook_definition(playbook)
@@ -124,7 +126,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     inp = RunInput(execution_id=execution_id, playbook=definition,
                    payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s,
                    continue_as_new_after_events=continue_as_new_after_events,
-                   behaviours=list(behaviours.CURRENT))
+                   behaviours=list(behaviours.CURRENT), persist_events=persist_events)
     extra: dict[str, Any] = {}
     if search_attributes:
         extra["search_attributes"] = labels.search_attributes(definition, source)

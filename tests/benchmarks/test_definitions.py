@@ -117,6 +117,8 @@ def test_command_line_is_checked():
     opted = compare.parse(["--in-worker"])
     assert opted.in_worker and opted.out == compare.RESULTS / "latest-in-worker"
     assert compare.parse(["--in-worker", "--out", "x"]).out.name == "x"
+    assert not compare.parse([]).no_event_store
+    assert compare.parse(["--in-worker", "--no-event-store"]).out == compare.RESULTS / "latest-in-worker-no-event-store"
     for bad in (["--workloads", "nope"], ["--servers", "prod"], ["--rounds", "0"]):
         with pytest.raises(SystemExit):
             compare.parse(bad)
@@ -168,6 +170,8 @@ def test_report_flags_missed_targets_and_not_applicable_rows():
     assert "| n/a | " in text and "n/a: not yet" in text
     assert "in_worker" not in text
     assert "ran `in_worker: true`" in report.markdown(dict(results, in_worker=True)).splitlines()[0]
+    assert "no events to the event store" not in report.markdown(dict(results, event_store=True))
+    assert "not a target run" in report.markdown(dict(results, event_store=False)).splitlines()[0]
 
 
 def test_report_holds_each_mode_to_its_own_time_target():

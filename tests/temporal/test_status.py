@@ -182,3 +182,21 @@ async def test_noetl_state_search_attribute_follows_the_execution(temporal, task
         await workflow_output(handle)
     desc = await handle.describe()
     assert desc.typed_search_attributes.get(NOETL_STATE) == "FAILED"
+
+
+async def test_an_execution_started_without_persisting_events_stores_none_and_still_reports(
+        temporal, task_queue):
+    """``start_execution(persist_events=False)`` (the benchmarks' ``--no-event-store``
+    diagnostic): the run completes, the store has none of its events, and the workflow
+    itself still answers for them (a query, here after the close)."""
+    store = open_event_store()
+    async with build_worker(temporal.client, task_queue=task_queue, event_store=store):
+        quiet = await start(temporal, task_queue, SLOW_LOOP.replace("2.5", "0.3"), persist_events=False)
+        stored = await start(temporal, task_queue, SLOW_LOOP.replace("2.5", "0.3"))
+        for handle in (quiet, stored):
+            assert (await workflow_output(handle))["state"] == "COMPLETED"
+        live = [e["event_type"] for e in await read_events(temporal.client, quiet.id, limit=1000, live=True)]
+        assert live[0] == "playbook.execution.requested" and "playbook.finished" in live, live
+        assert store.read(quiet.id, limit=10) == []
+        assert [e["event_type"] for e in store.read(stored.id, limit=1000)] == [
+            e["event_type"] for e in await read_events(temporal.client, stored.id, limit=1000)]
