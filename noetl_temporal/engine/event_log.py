@@ -79,6 +79,8 @@ def _bound(value: Any, room: int, depth: int) -> int:
                 if inner < 0:
                     return -1
                 size += inner
+            if size > room:  # past the cap: no need to walk the rest
+                return -1
     elif kind is list or kind is tuple:
         if depth >= _MAX_DEPTH:
             return -1
