@@ -43,9 +43,6 @@ def _kind_of(event_type: str) -> tuple[str, str, str]:
 
 
 _BIG_INT = 1 << 64
-# The bound of a scalar whose JSON has a bounded length whatever its value. An int is not
-# here: past 64 bits its digits have no bound (``_bound`` checks it).
-_FIXED: dict[type, int] = {float: 24, bool: 5, type(None): 5}
 # Nesting past this depth is encoded to find out (and a cycle ends the walk here).
 _MAX_DEPTH = 16
 
@@ -59,7 +56,17 @@ def _bound(value: Any, room: int, depth: int) -> int:
     as a surrogate pair); a bounded int or a float encodes to at most 24; each member adds
     its separators."""
     kind = type(value)
-    if kind is dict:
+    if kind is str:
+        size = 2 + (6 if value.isascii() else 12) * len(value)
+    elif kind is int:
+        if not -_BIG_INT < value < _BIG_INT:  # digits without bound
+            return -1
+        size = 21
+    elif kind is float:
+        size = 24
+    elif kind is bool or value is None:
+        size = 5
+    elif kind is dict:
         if depth >= _MAX_DEPTH:
             return -1
         size = 2
@@ -67,20 +74,10 @@ def _bound(value: Any, room: int, depth: int) -> int:
             if type(key) is not str:
                 return -1
             size += 4 + (6 if key.isascii() else 12) * len(key)  # quotes, colon, comma
-            fixed = _FIXED.get(type(item))  # most members are scalars: sized here, no call
-            if fixed is not None:
-                size += fixed
-            elif type(item) is str:
-                size += 2 + (6 if item.isascii() else 12) * len(item)
-            elif type(item) is int and -_BIG_INT < item < _BIG_INT:
-                size += 21
-            else:
-                inner = _bound(item, room - size, depth + 1) if size <= room else -1
-                if inner < 0:
-                    return -1
-                size += inner
-            if size > room:  # past the cap: no need to walk the rest
+            inner = _bound(item, room - size, depth + 1) if size <= room else -1
+            if inner < 0:
                 return -1
+            size += inner
     elif kind is list or kind is tuple:
         if depth >= _MAX_DEPTH:
             return -1
@@ -91,14 +88,6 @@ def _bound(value: Any, room: int, depth: int) -> int:
             if inner < 0:
                 return -1
             size += inner
-    elif kind is str:
-        size = 2 + (6 if value.isascii() else 12) * len(value)
-    elif kind is int:
-        if not -_BIG_INT < value < _BIG_INT:  # digits without bound
-            return -1
-        size = 21
-    elif kind in _FIXED:
-        size = _FIXED[kind]
     else:
         return -1
     return size if size <= room else -1

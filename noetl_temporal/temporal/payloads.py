@@ -157,9 +157,8 @@ _LOCAL_METADATA = {"encoding": LOCAL_ONLY_ENCODING.encode()}
 class LocalOnlyJSON(JSONPlainPayloadConverter):
     """:class:`~.local_only.LocalOnly` values only, as JSON under ``LOCAL_ONLY_ENCODING``."""
 
-    def __init__(self) -> None:
-        super().__init__(encoder=ShallowDataclassEncoder, custom_type_converters=[_TYPES],
-                         encoding=LOCAL_ONLY_ENCODING)
+    def __init__(self) -> None:  # decoding is the SDK's; encoding is ``to_payload``'s own
+        super().__init__(custom_type_converters=[_TYPES], encoding=LOCAL_ONLY_ENCODING)
 
     def to_payload(self, value: Any) -> Payload | None:
         if not isinstance(value, LocalOnly):
