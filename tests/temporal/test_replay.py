@@ -32,7 +32,8 @@ def _workflow(sandboxed: bool) -> type:
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
                                   "loop_fail_fast", "loop_fail_fast_patched", "noop_loop", "noop_loop_patched",
                                   "noop_loop_paced", "noop_loop_bounded",
-                                  "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched"])
+                                  "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched",
+                                  "noetl_text", "noetl_text_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -211,3 +212,20 @@ async def test_a_failed_playbook_closes_the_way_its_input_says(name, recorded_fa
                         b == behaviours.FAILED_PLAYBOOK_FAILS_WORKFLOW else real(self, b))
     await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert raised == ([] if recorded_failed else ["FAILED"])
+
+
+@pytest.mark.parametrize("name,recorded_route", [("noetl_text", "python_text"), ("noetl_text_patched", "noetl_text")])
+async def test_printed_values_follow_the_recorded_input(name, recorded_route, monkeypatch):
+    """``noetl-text``: ``noetl_text`` was recorded before it (the workflow printed ``True``,
+    ``None`` and a Python repr into a ``set`` value, so the guard took ``python_text``),
+    ``noetl_text_patched`` after (``true``, ``null``, JSON: ``noetl_text``). Each replays
+    above; replaying either with the other choice is a nondeterminism error (the other
+    branch's activity), so the behaviour in the recorded input is what keeps it replaying."""
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    assert [e["entity_id"] for e in expected if e["event_type"] == "step.started"] == ["start", recorded_route]
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    recorded_new = recorded_route == "noetl_text"
+    monkeypatch.setattr(behaviours, "of_input", lambda names: [] if recorded_new else [behaviours.NOETL_TEXT])
+    replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
