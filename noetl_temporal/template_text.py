@@ -36,7 +36,7 @@ from jinja2 import Undefined
 
 from . import template_undefined as undefined
 
-__all__ = ["as_text", "noetl_text_on", "python_text"]
+__all__ = ["as_text", "text_of", "noetl_text_on", "python_text"]
 
 _NOETL_TEXT: ContextVar[bool] = ContextVar("noetl_text", default=True)
 
@@ -72,6 +72,15 @@ def as_text(value: Any) -> Any:
     if isinstance(value, (list, tuple, Mapping)):
         return json.dumps(_plain(value), default=str)
     return value
+
+
+def text_of(value: Any) -> str:
+    """A native value a tool must send as text (an http header, a shell variable): the text
+    a template would print for it, so ``headers: {X-On: "{{ flag }}"}`` sends ``true``."""
+    if isinstance(value, str):
+        return value
+    out = as_text(value)
+    return out if isinstance(out, str) else str(out)
 
 
 def _plain(value: Any) -> Any:

@@ -35,9 +35,9 @@ from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transit
 from ..template_text import python_text
 from ..templates import evaluate_condition
 from . import budget, ctx_size, joins, loops, pipeline, steps
+from .behaviours import NOETL_TEXT
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
-from .behaviours import NOETL_TEXT
 from .context import deep_merge
 from .event_log import EventLog
 from .graph import StepGraph
