@@ -38,6 +38,7 @@ from . import template_undefined as undefined
 
 __all__ = ["as_text", "text_of", "noetl_text_on", "python_text"]
 
+_AS_IS = frozenset({str, int, float})
 _NOETL_TEXT: ContextVar[bool] = ContextVar("noetl_text", default=True)
 
 
@@ -63,6 +64,8 @@ def python_text(on: bool = True) -> Iterator[None]:
 def as_text(value: Any) -> Any:
     """What a ``{{ }}`` inside text prints for ``value``: NoETL's spelling of a bool, None,
     list or mapping; anything else (a string, a number, an undefined) as it is, for Jinja."""
+    if type(value) in _AS_IS:   # most of what is printed: one set lookup
+        return value
     if value is True:
         return "true"
     if value is False:
