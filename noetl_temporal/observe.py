@@ -24,7 +24,12 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from .engine.envelopes import RunOutput
@@ -34,7 +39,7 @@ from .status_layers import ExecutionStatus
 from .store.event_store import EventStore
 from .store.legacy import expand_types
 from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, WITH_OUTPUT, execution_state
-from .temporal.liveness import Liveness, read_liveness
+from .temporal.liveness import Liveness, got_past_start, read_liveness
 from .temporal.playbook_result import workflow_output
 
 __all__ = ["read_status", "read_status_view", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close",
@@ -113,7 +118,7 @@ async def read_status_view(client: Client | None, execution_id: str,
     handle = client.get_workflow_handle(execution_id)
     if description.status in OPEN_STATUSES:
         liveness = await read_liveness(client, description)
-        return await _open_status(handle, execution_id, description, liveness, lifecycle), liveness
+        return await _open_status(client, execution_id, description, liveness, lifecycle), liveness
     terminal = lifecycle["terminal"] if lifecycle else None
     if terminal is None and description.status in WITH_OUTPUT:
         terminal = await _terminal_from_result(handle)
@@ -126,13 +131,13 @@ async def read_status_view(client: Client | None, execution_id: str,
                    completion_inferred=inferred), None
 
 
-async def _open_status(handle: Any, execution_id: str, description: Any, liveness: Liveness,
-                       lifecycle: dict[str, Any] | None) -> dict[str, Any]:
+async def _open_status(client: Client, execution_id: str, description: WorkflowExecutionDescription,
+                       liveness: Liveness, lifecycle: dict[str, Any] | None) -> dict[str, Any]:
     """The workflow's own answer when a worker gives it in time, else Temporal's evidence."""
     polling = liveness.workers_polling
     if polling:  # never a query nobody can answer: it would wait out its whole deadline
         try:
-            live = await handle.query("status", rpc_timeout=STATUS_QUERY_TIMEOUT)
+            live = await client.get_workflow_handle(execution_id).query("status", rpc_timeout=STATUS_QUERY_TIMEOUT)
         except (RPCError, WorkflowQueryFailedError):
             live = None  # no worker answered in time: what Temporal and the store know
         if live is not None:
@@ -141,7 +146,7 @@ async def _open_status(handle: Any, execution_id: str, description: Any, livenes
                            terminal_event=live.get("terminal_event"), workers_polling=polling)
     if lifecycle is not None and lifecycle.get("terminal") is not None:
         return {**_from_lifecycle(execution_id, lifecycle), "workers_polling": polling}
-    started = liveness.started or bool(lifecycle and lifecycle.get("started"))
+    started = bool(lifecycle and lifecycle.get("started")) or await got_past_start(client, description)
     return _status(execution_id, "RUNNING" if started else "PENDING",
                    current_step=liveness.current_step or (lifecycle or {}).get("current_step"),
                    started_at=(lifecycle or {}).get("started_at") or _iso(description.start_time),

@@ -37,7 +37,7 @@ from ..engine.steps import step_of_run_id
 from ..status_layers import ExecutionStatus
 from .search_attributes import NOETL_STATE
 
-__all__ = ["Liveness", "PendingTask", "read_liveness", "POLLER_WINDOW", "STALLED_AFTER"]
+__all__ = ["Liveness", "PendingTask", "read_liveness", "got_past_start", "POLLER_WINDOW", "STALLED_AFTER"]
 
 #: a poll older than this is a worker gone: Temporal's own window (a query to a task queue
 #: with no poll in the last minute fails at once), plus a margin for the poll's round trip
@@ -71,7 +71,6 @@ class Liveness:
 
     task_queue: str
     workers_polling: int
-    started: bool
     pending: tuple[PendingTask, ...]
 
     @property
@@ -87,10 +86,15 @@ async def read_liveness(client: Client, description: WorkflowExecutionDescriptio
     raw = description.raw_description
     pending = tuple(_pending_task(p) for p in raw.pending_activities)
     pollers = await _pollers(client, description.task_queue or "", now, _waiting_since(raw, now))
-    started = bool(pending) or bool(raw.pending_children) or _marked_running(description) or \
+    return Liveness(task_queue=description.task_queue or "", workers_polling=pollers, pending=pending)
+
+
+async def got_past_start(client: Client, description: WorkflowExecutionDescription) -> bool:
+    """Whether the open execution got past its start (then it is RUNNING, never PENDING):
+    asked only when no worker answered, the history read last, when nothing else shows it."""
+    raw = description.raw_description
+    return bool(raw.pending_activities) or bool(raw.pending_children) or _marked_running(description) or \
         await _first_task_completed(client, description)
-    return Liveness(task_queue=description.task_queue or "", workers_polling=pollers, started=started,
-                    pending=pending)
 
 
 def _pending_task(info: Any) -> PendingTask:
