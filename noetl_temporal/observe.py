@@ -43,7 +43,7 @@ from .temporal.liveness import Liveness, got_past_start, read_liveness
 from .temporal.playbook_result import workflow_output
 
 __all__ = ["read_status", "read_status_view", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close",
-           "QUERY_PAGE", "STATUS_QUERY_TIMEOUT"]
+           "QUERY_PAGE", "STATUS_QUERY_TIMEOUT", "EVENTS_QUERY_TIMEOUT"]
 
 # Events asked of the workflow per ``events`` query.
 QUERY_PAGE = 1000
@@ -52,6 +52,10 @@ QUERY_PAGE = 1000
 # execution's task queue (null when closed or unknown).
 STATUS_FIELDS = ("execution_id", "state", "current_step", "started_at", "ended_at", "terminal_event",
                  "completion_inferred", "workers_polling")
+
+#: a page of events from a live worker, bounded: a lost worker never answers, and a query
+#: that fails falls back to the event store (the server's own deadline is about 30 s)
+EVENTS_QUERY_TIMEOUT = timedelta(seconds=5)
 
 #: a live worker answers a status query in milliseconds; one that does not within this is
 #: treated as absent (the answer then comes from Temporal's description): status stays fast
@@ -245,7 +249,7 @@ async def _query_events(client: Client, execution_id: str, after_seq: int, limit
     out: list[dict[str, Any]] = []
     cursor = after_seq
     while len(out) < limit:
-        batch = await handle.query("events", args=[cursor, QUERY_PAGE])
+        batch = await handle.query("events", args=[cursor, QUERY_PAGE], rpc_timeout=EVENTS_QUERY_TIMEOUT)
         if not batch:
             break
         full = len(batch) == QUERY_PAGE

@@ -11,10 +11,13 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, NotFound
 from .connection import add_connection_arguments, target_of
+
+if TYPE_CHECKING:   # (imported when a command runs: --help stays fast)
+    from ..temporal.liveness import Liveness
 
 __all__ = ["add_status_arguments", "status_command", "add_events_arguments", "events_command"]
 
@@ -96,7 +99,7 @@ def status_command(args: argparse.Namespace) -> int:
     return _run(go())
 
 
-def _warn_no_worker(liveness: Any) -> None:
+def _warn_no_worker(liveness: Liveness) -> None:
     """Why an open execution makes no progress, on stderr (stdout stays the status)."""
     print(f"warning: no worker is polling task queue {liveness.task_queue!r}: the execution waits until one "
           f"runs (noetl-temporal worker --task-queue {liveness.task_queue} --address ...)", file=sys.stderr)

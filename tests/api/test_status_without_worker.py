@@ -19,7 +19,7 @@ import pytest
 from temporalio.service import RPCError
 
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_events
+from noetl_temporal.observe import EVENTS_QUERY_TIMEOUT, read_events
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.worker import build_worker
 from tests.api.conftest import app_client, make_settings, wait_for
@@ -109,6 +109,13 @@ async def test_status_without_a_worker_is_fast_running_and_says_no_worker_polls(
                 assert (body["state"], body["current_step"], body["workers_polling"]) == \
                     ("RUNNING", "long_task", 0), (path, body)
                 assert elapsed < API_BOUND_S, f"{path} took {elapsed:.1f}s"
+
+            # events: the workflow is asked for at most EVENTS_QUERY_TIMEOUT, then the store answers
+            started = time.monotonic()
+            response = await http.get(f"/executions/{handle.id}/events", params={"limit": 1000})
+            elapsed = time.monotonic() - started
+            assert response.status_code == 200, response.text
+            assert elapsed < EVENTS_QUERY_TIMEOUT.total_seconds() + API_BOUND_S, f"events took {elapsed:.1f}s"
 
         worker.start()   # a new worker: Temporal's attempt 2 runs the task again
         output = await asyncio.wait_for(handle.result(), timeout=60)
