@@ -36,7 +36,9 @@ Jinja's own sandbox already refuses ``range()`` over 100,000 items and private a
 from __future__ import annotations
 
 import math
+import operator
 import re
+import string
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import wraps
@@ -49,7 +51,8 @@ from jinja2.utils import _PassArg
 
 __all__ = ["MAX_OPS", "MAX_SIZE", "MAX_RENDER_SIZE", "MAX_VALUE_SIZE", "MAX_CTX_SIZE", "MAX_INT_BITS", "CHARS_PER_UNIT",
            "ValueBudget", "LimitExceeded", "start", "spend", "weight", "metered",
-           "checked_join", "check_nested", "check_result", "check_binop", "check_call", "guard_filters", "meter_loops", "METER_FILTER"]
+           "checked_join", "check_nested", "check_result", "check_binop", "check_call", "check_called", "check_number", "check_compare", "check_slice", "sliced", "compare",
+           "guard_filters", "guard_tests", "meter_loops", "METER_FILTER"]
 
 MAX_OPS = 1_000_000
 _COST_FILTER, _COST_CALL, _COST_MACRO = 5, 10, 100
@@ -60,6 +63,7 @@ MAX_VALUE_SIZE = 20_000_000
 MAX_CTX_SIZE = 40_000_000     # one execution's ctx, all keys together (engine/ctx_size.py)
 MAX_INT_BITS = 14_000    # ~4,214 decimal digits: str() of it works (Python refuses over 4,300)
 METER_FILTER = "noetl_metered"
+_FORMATTER = string.Formatter()
 
 _FIX = "work on less data in the template, or compute it in a python task"
 
@@ -133,6 +137,8 @@ class ValueBudget:
         return value
 
 
+_TEXT = str | bytes | bytearray
+
 # Concrete types first: an isinstance check against the Mapping ABC costs ~10x more, and
 # these checks run once per item of a loop's output.
 _CONTAINERS = (list, tuple, set, frozenset, dict)
@@ -147,6 +153,8 @@ def weight(value: Any, limit: int = MAX_SIZE, chars_per_item: int = 1, paid: boo
     levels deep, prints 2**80 items but takes 80 steps to measure). Inside a render
     (``paid``) the walk itself spends a unit per item it looks at."""
     if type(value) is str or type(value) is bytes:
+        return len(value) // chars_per_item
+    if isinstance(value, str | bytes | bytearray):   # Markup (``|safe``) is a str too: its length counts
         return len(value) // chars_per_item
     if not (isinstance(value, _CONTAINERS) or isinstance(value, Mapping)):
         return 1
@@ -174,6 +182,8 @@ def weight(value: Any, limit: int = MAX_SIZE, chars_per_item: int = 1, paid: boo
             elif kind not in _FLAT:
                 if isinstance(child, _CONTAINERS) or isinstance(child, Mapping):
                     inner.append(child)
+                elif isinstance(child, str | bytes | bytearray):
+                    total += len(child) // chars_per_item
                 else:
                     total += 1
         own[key] = total
@@ -287,23 +297,72 @@ def _power(base: Any, exponent: Any) -> None:
         _int_bits(base.bit_length() * exponent if exponent > MAX_INT_BITS else math.ceil(exponent * math.log2(abs(base))))
 
 
-_PERCENT_WIDTH = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\d+|\*)?(?:\.(\d+|\*))?")
-_BRACE_WIDTH = re.compile(r"\{[^{}]*?:[^{}]*?(\d+|\{)[^{}]*?\}")
+# One ``%`` conversion (``%%`` included: its type is ``%``) with its width and precision.
+_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\d+|\*)?(?:\.(\d+|\*))?[hlL]?(.)", re.DOTALL)
+_NUMBER = re.compile(r"\d+")
 
 
-def check_format(fmt: str, args: Iterable[Any], pattern: re.Pattern[str] = _PERCENT_WIDTH) -> None:
-    """A format string's widths (and ``*`` / nested widths taken from the arguments) and the
-    size of what it prints stay within ``MAX_SIZE``."""
-    args = list(args)
-    widths = [w for m in pattern.finditer(fmt) for w in m.groups() if w]
+def _printed(value: Any) -> int:
+    """At most how many characters ``value`` prints as in a format (``str``/``repr``): a
+    container's repr adds quotes and separators (4 per item is generous), bytes may escape
+    each byte as ``\\xNN``."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, bytes | bytearray):
+        return 4 * len(value) + 3
+    if _is_int(value):
+        return value.bit_length() // 3 + 2
+    if isinstance(value, _CONTAINERS) or isinstance(value, Mapping):
+        return 4 * weight(value, MAX_SIZE + 1) + 2
+    return 64   # floats, None, booleans, undefined: short
+
+
+def _field_size(widths: Iterable[str], widest: int, args: list[Any]) -> int:
+    """One replacement field: the widest argument plus every width and precision it names
+    (a precision after a width counts too: ``{:1.1500000000f}``); a ``*`` or nested ``{}``
+    takes its number from the arguments, so the largest integer argument counts."""
+    size = widest
     for width in widths:
         if width.isdigit():
-            _size(int(width))
-        else:  # '*' or a nested '{}' width: the number comes from the arguments
-            for arg in args:
-                if _is_int(arg):
-                    _size(abs(arg))
-    _size(len(fmt) + sum(weight(a) for a in args))
+            size += int(width)
+        else:
+            size += max((abs(a) for a in args if _is_int(a)), default=0)
+    return size
+
+
+def _percent_size(fmt: str, args: list[Any]) -> int:
+    widest = max((_printed(a) for a in args), default=0)
+    size = len(fmt)
+    for match in _PERCENT_FIELD.finditer(fmt):
+        if match.group(3) != "%":
+            size += _field_size((w for w in match.groups()[:2] if w), widest, args)
+        if size > MAX_SIZE:
+            break
+    return size
+
+
+def _brace_size(fmt: str, args: list[Any]) -> int:
+    """``str.format``: each field prints one argument, however often it repeats
+    (``'{0}' * 1000``), plus its widths and precisions."""
+    widest = max((_printed(a) for a in args), default=0)
+    size = len(fmt)
+    try:
+        fields = [(name, spec or "") for _, name, spec, _ in _FORMATTER.parse(fmt) if name is not None]
+    except ValueError:   # malformed: str.format raises its own error
+        return size
+    for _, spec in fields:
+        widths = _NUMBER.findall(spec) + (["{"] if "{" in spec else [])
+        size += _field_size(widths, widest, args)
+        if size > MAX_SIZE:
+            break
+    return size
+
+
+def check_format(fmt: str, args: Iterable[Any], brace: bool = False) -> None:
+    """What a ``%`` or ``format`` would print stays within ``MAX_SIZE``: checked before it is built."""
+    values = list(args)
+    _size((_brace_size if brace else _percent_size)(fmt, values))
+    spend(len(fmt) // CHARS_PER_UNIT + len(values))
 
 
 def check_binop(operator: str, left: Any, right: Any) -> None:
@@ -340,7 +399,21 @@ _STR_METHODS: dict[str, Callable[..., int]] = {
     "zfill": lambda s, width: max(len(s), width),
     "expandtabs": lambda s, tabsize=8: len(s) + s.count("\t") * max(tabsize, 0),
     "replace": lambda s, old, new, count=-1: _replaced(s, old, new, count),
+    "translate": lambda s, table, *a: _translated(s, table),
+    "encode": lambda s, encoding="utf-8", *a, **k: (4 if str(encoding).lower().replace("-", "") in ("utf8", "")
+                                                    else 10) * len(s),
+    "decode": lambda s, *a, **k: 4 * len(s),     # backslashreplace writes \\xNN per byte
+    "hex": lambda s, *a, **k: 3 * len(s),
 }
+
+
+def _translated(text: Any, table: Any) -> int:
+    """``str.translate`` maps each character to a string of any length (bytes: one byte)."""
+    if not isinstance(text, str):
+        return len(text)
+    values = table.values() if isinstance(table, Mapping) else table if isinstance(table, list | tuple) else ()
+    longest = max((len(v) for v in values if isinstance(v, str)), default=1)
+    return len(text) * max(longest, 1)
 
 
 def _predicted(predict: Callable[..., int | None], *args: Any, **kwargs: Any) -> int:
@@ -376,7 +449,7 @@ def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
     spend(_COST_MACRO if isinstance(obj, Macro) else _COST_CALL)
     inner = getattr(obj, "__wrapped__", obj)   # the sandbox wraps str.format
     owner = getattr(inner, "__self__", None)
-    if not isinstance(owner, str):
+    if not isinstance(owner, _TEXT):
         return args
     spend(_items(owner))
     name = getattr(inner, "__name__", "")
@@ -389,12 +462,91 @@ def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
         spend(len(items))
         _size(weight(items) + len(owner) * len(items))
         return (items, *args[1:])
-    elif name in ("format", "format_map"):
+    elif name in ("format", "format_map") and isinstance(owner, str):
         values = list(args) + list(kwargs.values())
         if name == "format_map" and args and isinstance(args[0], Mapping):
             values = list(args[0].values())
-        check_format(owner, values, _BRACE_WIDTH)
+        check_format(owner, values, brace=True)
     return args
+
+
+def check_called(obj: Any, result: Any) -> Any:
+    """After a call: what a ``str``/``bytes`` method built counts in the render's sizes, so a
+    method no prediction covers (``casefold`` can triple a string) is bounded in total too."""
+    owner = getattr(getattr(obj, "__wrapped__", obj), "__self__", None)
+    if isinstance(owner, _TEXT) and isinstance(result, _TEXT | list | tuple):
+        _size(len(result))
+    return check_number(result)
+
+
+def check_number(value: Any) -> Any:
+    """An integer a template built stays printable (Python refuses ``str()`` past 4,300 digits):
+    ``('9' * 4300) | int + 1`` is a located limit, not an engine error later."""
+    if type(value) is int and value.bit_length() > MAX_INT_BITS:
+        _int_bits(value.bit_length())
+    return value
+
+
+def _units(value: Any) -> int:
+    """What comparing against ``value`` may read: a string's length in units, a container's
+    items and text (walked and paid for), nothing for a scalar."""
+    if isinstance(value, _TEXT):
+        return len(value) // CHARS_PER_UNIT
+    if isinstance(value, _CONTAINERS) or isinstance(value, Mapping):
+        return weight(value, MAX_OPS + 1, CHARS_PER_UNIT)
+    return 0
+
+
+def check_compare(op: str, left: Any, right: Any) -> None:
+    """Comparisons are paid for by what they read: ``==`` of two 9 MB strings is a memcmp of
+    9 MB, ``in`` on a list compares every item. (A hashed ``in`` reads only the key.)"""
+    if op in ("in", "notin"):
+        if isinstance(right, Mapping | set | frozenset):
+            spend(_units(left))
+        elif isinstance(right, _TEXT) or isinstance(right, _CONTAINERS):
+            spend(_units(left) + _units(right) + (len(right) if isinstance(right, list | tuple) else 0))
+    elif isinstance(left, _TEXT) and isinstance(right, _TEXT):
+        spend(min(len(left), len(right)) // CHARS_PER_UNIT)
+    elif isinstance(left, _CONTAINERS) and isinstance(right, _CONTAINERS):
+        spend(min(_units(left), _units(right)))
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "lteq": operator.le, "gt": operator.gt,
+    "gteq": operator.ge, "in": lambda a, b: a in b, "notin": lambda a, b: a not in b,
+}
+
+
+def compare(left: Any, *pairs: Any) -> Any:
+    """``left op1 right1 op2 right2 ...`` as Python chains it (each pair paid for first)."""
+    result: Any = True
+    for index in range(0, len(pairs), 2):
+        op, right = pairs[index], pairs[index + 1]
+        check_compare(op, left, right)
+        result = _COMPARE[op](left, right)
+        if not result:
+            return result
+        left = right
+    return result
+
+
+def check_slice(obj: Any, argument: slice) -> None:
+    """``s[i:]`` copies: its size counts like any value the render builds (a slice in a
+    loop reached 1.4 GB), and copying a long string is paid for."""
+    if isinstance(obj, _TEXT | list | tuple):
+        try:
+            count = len(range(*argument.indices(len(obj))))
+        except (TypeError, ValueError):
+            return   # the subscript itself raises its own error
+        _size(count)
+        spend(count // CHARS_PER_UNIT if isinstance(obj, _TEXT) else count)
+
+
+def sliced(obj: Any, start: Any, stop: Any, step: Any) -> Any:
+    """``obj[start:stop:step]`` from a template."""
+    argument = slice(start, stop, step)
+    check_slice(obj, argument)
+    return obj[argument]
 
 
 def _container_size(factor: int) -> Callable[..., int | None]:
@@ -445,10 +597,42 @@ _FILTER_SIZES: dict[str, Callable[..., int | None]] = {
     **{name: _escaped_size for name in ("e", "escape", "forceescape")},
     "urlencode": lambda value, *a, **k: 3 * weight(value),    # %XX per character at most
     # (not `list`: it makes no item its input did not have, and pays _each per item)
-    **{name: _container_size(1) for name in ("join", "string", "urlize")},
+    "join": lambda value, d="", *a, **k: _joined_size(value, d),
+    **{name: _container_size(1) for name in ("string", "urlize")},
     "sum": lambda value, attribute=None, start=0: weight(value) if isinstance(start, list | tuple) else None,
-    **{name: lambda value, *a, **k: 2 * weight(value) for name in ("tojson", "to_json", "pprint")},
+    "tojson": lambda value, indent=None, *a, **k: _json_size(value, indent),
+    **{name: lambda value, *a, **k: 2 * weight(value) for name in ("to_json", "pprint")},
 }
+
+
+def _joined_size(value: Any, separator: Any) -> int:
+    """``join``: the items, plus the separator once between each two (``range(150) |
+    join('x' * 9000000)`` is 1.35 GB of separators)."""
+    count = len(value) if isinstance(value, _TEXT) or isinstance(value, _CONTAINERS) else 0
+    return weight(value) + _printed(separator) * max(count - 1, 0)
+
+
+def _depth(value: Any) -> int:
+    """How deeply containers nest in ``value`` (each container looked at once; paid by the
+    filter's work, which walks the same items)."""
+    deepest, stack, seen = 0, [(value, 1)], set()
+    while stack:
+        item, level = stack.pop()
+        if id(item) in seen or not (isinstance(item, _CONTAINERS) or isinstance(item, Mapping)):
+            continue
+        seen.add(id(item))
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in (item.values() if isinstance(item, Mapping) else item))
+    return deepest
+
+
+def _json_size(value: Any, indent: Any) -> int:
+    """``tojson(indent=n)`` writes each item on its own line, indented ``n`` per level."""
+    size = 2 * weight(value)
+    if indent is None or isinstance(value, _TEXT) or type(value) in _FLAT:
+        return size
+    step = len(indent) if isinstance(indent, str) else max(indent, 0) if _is_int(indent) else 0
+    return size + (weight(value) + 1) * (step * _depth(value) + 1)
 
 
 def _sorting(value: Any, *args: Any, **kwargs: Any) -> int:
@@ -522,6 +706,24 @@ def _work(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
 _WHOLE_INPUT = frozenset({"join", "tojson", "to_json", "pprint", "string", "sum", "format", "xmlattr"})
 
 
+def _lazy(value: Any) -> bool:
+    """An iterable whose size is only known once iterated (a generator, ``range``)."""
+    return isinstance(value, Iterator | range)
+
+
+# Filters that look an attribute up on every item: a long attribute name is read (hashed,
+# copied into an error) once per item.
+_PER_ITEM_ARGS = frozenset({"sort", "unique", "groupby", "selectattr", "rejectattr", "map", "join", "sum",
+                            "min", "max", "dictsort", "select", "reject"})
+
+
+def _argument_work(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    if name not in _PER_ITEM_ARGS:
+        return 0
+    text = sum(len(a) for a in (*args[1:], *kwargs.values()) if isinstance(a, str)) // CHARS_PER_UNIT
+    return text * (_each(args[0]) + 1) if text else 0
+
+
 def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     skip = 1 if _PassArg.from_obj(func) is not None else 0   # a leading context/environment argument
     predict = _FILTER_SIZES.get(name)
@@ -531,10 +733,10 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         work = _COST_FILTER
         if len(args) > skip:
             if type(args[skip]) not in _FLAT:   # a number touches no items (the common case, fast)
-                if name in _WHOLE_INPUT and isinstance(args[skip], Iterator):
+                if name in _WHOLE_INPUT and _lazy(args[skip]):
                     # a generator's items are measured before they are joined or serialized
                     args = (*args[:skip], list(args[skip]), *args[skip + 1:])
-                work += _work(name, args[skip:], kwargs)
+                work += _work(name, args[skip:], kwargs) + _argument_work(name, args[skip:], kwargs)
             spend(work)      # paid before the filter runs
             if predict is not None:
                 _size(_predicted(predict, *args[skip:], **kwargs))
@@ -546,12 +748,45 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
             if predict is None:
                 _size(len(result))   # bounded by its input; counted in what the render built
             return result
+        if kind is int:
+            return check_number(result)
         if kind in _FLAT or kind in _CONTAINERS:
+            return result
+        if isinstance(result, _TEXT):   # Markup (``safe``, ``escape``...): a string all the same
+            _size(len(result))
             return result
         # a generator (map, select, batch, slice, unique, reverse...) pays per item it yields
         return metered(result) if isinstance(result, Iterator) else result
 
     return guarded
+
+
+# Tests that read one value or a length, whatever its size.
+_CONSTANT_TESTS = frozenset({"boolean", "callable", "defined", "divisibleby", "escaped", "even", "false", "filter",
+                             "float", "integer", "iterable", "mapping", "none", "number", "odd", "sameas",
+                             "sequence", "string", "test", "true", "undefined"})
+_COMPARE_TESTS = {"eq": "eq", "equalto": "eq", "==": "eq", "ne": "ne", "!=": "ne", "lt": "lt", "lessthan": "lt",
+                  "<": "lt", "le": "lteq", "<=": "lteq", "gt": "gt", "greaterthan": "gt", ">": "gt",
+                  "ge": "gteq", ">=": "gteq", "in": "in"}
+
+
+def _guard_test(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(func)
+    def guarded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        if name in _COMPARE_TESTS and args:
+            check_compare(_COMPARE_TESTS[name], value, args[0])
+        elif name not in _CONSTANT_TESTS and type(value) not in _FLAT:
+            # ``is lower`` reads every character, at Python's per-character speed
+            spend(_items(value) * (8 if isinstance(value, _TEXT) else 1))
+        return func(value, *args, **kwargs)
+
+    return guarded
+
+
+def guard_tests(tests: Any) -> None:
+    """Wrap every test in place: a test pays for what it reads, like a comparison."""
+    for name, func in list(tests.items()):
+        tests[name] = _guard_test(name, func)
 
 
 def guard_filters(filters: dict[str, Callable[..., Any]]) -> None:

@@ -100,15 +100,42 @@ class _CodeGenerator(CodeGenerator):
         # Output buffers (macros, set blocks, filter blocks) and `~` join through the size limit.
         self.writeline("concat = str_join = environment.checked_join")
 
+    def visit_Getitem(self, node: nodes.Getitem, frame: Any) -> None:
+        # Jinja writes a slice as Python's `a[i:j]`, past the sandbox: ours is paid and sized.
+        if not isinstance(node.arg, nodes.Slice):
+            super().visit_Getitem(node, frame)
+            return
+        self.write("environment.sliced(")
+        self.visit(node.node, frame)
+        for part in (node.arg.start, node.arg.stop, node.arg.step):
+            self.write(", ")
+            if part is None:
+                self.write("None")
+            else:
+                self.visit(part, frame)
+        self.write(")")
+
+    def visit_Compare(self, node: nodes.Compare, frame: Any) -> None:
+        # Comparisons go through the environment, which pays for what they read (Jinja's
+        # sandbox intercepts arithmetic only: `==` of two 9 MB strings was free).
+        self.write("environment.compare(")
+        self.visit(node.expr, frame)
+        for operand in node.ops:
+            self.write(f", {operand.op!r}, ")
+            self.visit(operand.expr, frame)
+        self.write(")")
+
 
 class _Environment(ImmutableSandboxedEnvironment):
     """Mapping keys first, and the work/size limits of :mod:`.template_limits`."""
 
     template_class = _Template
     code_generator_class = _CodeGenerator
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
     concat = staticmethod(limits.checked_join)
     checked_join = staticmethod(limits.checked_join)
+    compare = staticmethod(limits.compare)
+    sliced = staticmethod(limits.sliced)
 
     def _generate(self, source: Any, *args: Any, **kwargs: Any) -> Any:
         return super()._generate(limits.meter_loops(source), *args, **kwargs)
@@ -123,13 +150,18 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         limits.check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        return limits.check_number(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         args = limits.check_call(__obj, args, kwargs)
         if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level is metered too
             args = (limits.metered(args[0]), *args[1:])
-        return super().call(__context, __obj, *args, **kwargs)
+        return limits.check_called(__obj, super().call(__context, __obj, *args, **kwargs))
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        if type(argument) is slice:   # a slice copies: paid and size-checked
+            limits.check_slice(obj, argument)
+        return super().getitem(obj, argument)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         # Stock Jinja returns an undefined that our chainable undefined would print as "":
@@ -177,6 +209,7 @@ def _make_env(finalize: Callable[[Any], Any]) -> _Environment:
     # Replaced per render with a seeded generator (see _globals_for); never the process RNG.
     env.filters.pop("random", None)
     limits.guard_filters(env.filters)
+    limits.guard_tests(env.tests)
     return env
 
 
