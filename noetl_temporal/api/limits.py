@@ -1,5 +1,8 @@
 """Request size limits: the body as plain ASGI middleware, and what it expands to.
 
+The middleware is also where each JSON body is checked for numbers no route can carry
+(NaN, infinities, over-long integers: :mod:`.json_numbers`), since it holds the body whole.
+
 Why the body here and not per route: a body must be refused before anything parses it
 (JSON, YAML), and a client that lies in ``Content-Length`` or streams chunks must be
 stopped too. Bodies are read up to the limit and replayed to the app; larger ones get 413.
@@ -20,6 +23,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ..errors import NoetlError
+from .json_numbers import is_json_body, refusal
 
 __all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded", "expanded_size"]
 
@@ -88,7 +92,8 @@ class BodyLimit:
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
         if declared is not None:
             try:
                 size = int(declared)
@@ -110,6 +115,10 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        # the one place every route's body passes whole: refuse numbers no route could carry
+        refused = refusal(body) if body and is_json_body(headers.get(b"content-type")) else None
+        if refused:
+            return await _reply(send, 422, refused)
         replayed = False
 
         async def replay() -> dict:
