@@ -18,6 +18,7 @@ A part that does not change between requests (a cached playbook) is measured onc
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import MutableMapping
 from typing import Any
@@ -85,9 +86,11 @@ def _too_large(names: list[str], crossed: str, limit: int) -> TooLarge:
 
 
 class BodyLimit:
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: Any, max_bytes: int, read_timeout_s: float | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        #: the whole body must arrive within this (a client trickling it holds a connection)
+        self.read_timeout_s = read_timeout_s
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -103,8 +106,14 @@ class BodyLimit:
                 return await _reply(send, 413, self._too_large())
         chunks: list[bytes] = []
         total = 0
+        deadline = None if self.read_timeout_s is None else asyncio.get_running_loop().time() + self.read_timeout_s
         while True:
-            message = await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                return await _reply(send, 408, f"the request body did not arrive within {self.read_timeout_s:g} s "
+                                               "(see --read-timeout)", close=True)
             if message["type"] == "http.disconnect":
                 return None
             chunk = message.get("body", b"")
@@ -134,8 +143,10 @@ class BodyLimit:
         return f"request body larger than {self.max_bytes} bytes (see --max-body-bytes)"
 
 
-async def _reply(send: Any, status: int, detail: str) -> None:
+async def _reply(send: Any, status: int, detail: str, close: bool = False) -> None:
     raw = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    if close:  # the rest of the request may still come: the connection cannot be reused
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
