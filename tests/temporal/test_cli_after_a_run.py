@@ -53,3 +53,14 @@ def test_a_closed_pipe_ends_the_command_quietly(embedded_run, command):
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.stderr == "", proc.stderr
     assert proc.returncode == 141    # as a shell reports a tool stopped by SIGPIPE
+
+
+def test_status_prints_json_values_not_python_ones(embedded_run):
+    execution_id, _, env = embedded_run
+    proc = subprocess.run([*CLI, "status", execution_id], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    fields = dict(line.split(None, 1) for line in proc.stdout.splitlines())
+    assert fields["execution_id"] == execution_id and fields["state"] == "COMPLETED"
+    assert fields["completion_inferred"] == "false", proc.stdout
+    assert not re.search(r"\b(None|False|True)\b", proc.stdout), proc.stdout
