@@ -64,3 +64,19 @@ def test_status_prints_json_values_not_python_ones(embedded_run):
     assert fields["execution_id"] == execution_id and fields["state"] == "COMPLETED"
     assert fields["completion_inferred"] == "false", proc.stdout
     assert not re.search(r"\b(None|False|True)\b", proc.stdout), proc.stdout
+
+
+def test_after_an_embedded_run_it_prints_the_command_that_still_works(embedded_run):
+    """The server the start hint names (`--address 127.0.0.1:<port>`) stopped with the run; the
+    last line names the command that works now, and that command answers."""
+    execution_id, proc, env = embedded_run
+    assert re.search(rf"control it: .* {re.escape(execution_id)} --address \S+ \(while this run lasts\)",
+                     proc.stderr), proc.stderr
+    last = proc.stderr.rstrip().splitlines()[-1]
+    command = re.search(rf"(noetl-temporal status\|events {re.escape(execution_id)})(.*)$", last)
+    assert command and "--address" not in last, proc.stderr
+    answers = {verb: subprocess.run([*CLI, verb, execution_id], cwd=REPO, env=env, capture_output=True,
+                                    text=True, timeout=120) for verb in ("status", "events")}
+    assert all(p.returncode == 0 for p in answers.values()), {v: p.stderr for v, p in answers.items()}
+    assert re.search(r"^state\s+COMPLETED$", answers["status"].stdout, re.M), answers["status"].stdout
+    assert "playbook.completed" in answers["events"].stdout or "step.done" in answers["events"].stdout
