@@ -121,3 +121,23 @@ def test_without_a_workload_section_its_keys_are_not_checked(tmp_path):
             tool: {kind: noop, result: "{{ workload.anything }}"}
     """)
     assert not _only(diags, "NTL705"), diags
+
+
+def test_code_of_a_workbook_entry_is_located_in_the_entry(tmp_path):
+    exit_code, diags = _validate(tmp_path, """
+        workbook:
+          - name: calc
+            tool:
+              kind: python
+              code: |
+                x = 1
+                y = (
+        workflow:
+          - step: a
+            tool: {kind: workbook, name: calc}
+    """)
+    assert exit_code == 2
+    [error] = _only(diags, "NTL314")
+    line, col = _line_col(tmp_path, "y = (")
+    assert (error["line"], error["col"]) == (line, col + len("y = ")), error   # at the `(`
+    assert error["path"] == "workbook[0].tool.code"
