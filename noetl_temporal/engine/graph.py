@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..dsl.models import Playbook, Step
+from ..dsl.result_paths import result_paths
 
 __all__ = ["StepGraph"]
 
@@ -31,15 +32,33 @@ class StepGraph:
     playbook: Playbook
     entry: str
     _reach_cache: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict, repr=False)
+    _keep_cache: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def analyse(self) -> StepGraph:
         """Compute the whole analysis now (it is otherwise computed on first use, inside the
         engine's first input): the shell does it once per playbook and shares the result
         between the executions of that playbook on a worker (``temporal/definitions.py``)."""
         for name in ("steps", "successors", "back_edges", "forward_upstreams", "join_upstreams",
-                     "joins", "_inclusive_forward_successors"):
+                     "joins", "_inclusive_forward_successors", "result_paths"):
             getattr(self, name)
         return self
+
+    @cached_property
+    def result_paths(self) -> dict[str, frozenset[str]]:
+        """The fixed paths the templates read below each name (``dsl/result_paths.py``)."""
+        return result_paths(self.playbook)
+
+    def kept_paths(self, step: str, task: str, also: list[str] | None = None) -> tuple[str, ...]:
+        """What a task's result keeps when it is stored by reference: the paths read below
+        its step's name and its own label (either may be how a template reaches it), and
+        ``also`` (its ``spec.result.keep``)."""
+        key = (step, task)
+        kept = self._keep_cache.get(key)
+        if kept is None:
+            paths = self.result_paths
+            named = paths.get(step, frozenset()) | paths.get(task, frozenset()) | {str(p) for p in also or ()}
+            kept = self._keep_cache[key] = tuple(sorted(named))
+        return kept
 
     @cached_property
     def steps(self) -> dict[str, Step]:
