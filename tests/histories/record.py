@@ -43,11 +43,14 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # before and after the shell change `failed-playbook-fails-workflow`
              "failed_close": HERE / "failed_close.yaml", "failed_close_patched": HERE / "failed_close.yaml",
              # before and after the engine change `step-timeout-bounds-step`
-             "step_timeout": HERE / "step_timeout.yaml", "step_timeout_patched": HERE / "step_timeout.yaml"}
+             "step_timeout": HERE / "step_timeout.yaml", "step_timeout_patched": HERE / "step_timeout.yaml",
+             # before and after the engine change `stored-result-fields`
+             "stored_fields": HERE / "stored_fields.yaml", "stored_fields_patched": HERE / "stored_fields.yaml"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
-          "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",)}
+          "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
+          "stored_fields": ("stored-result-fields",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
