@@ -48,15 +48,16 @@ class StepGraph:
         """The fixed paths the templates read below each name (``dsl/result_paths.py``)."""
         return result_paths(self.playbook)
 
-    def kept_paths(self, step: str, task: str, also: list[str] | None = None) -> tuple[str, ...]:
-        """What a task's result keeps when it is stored by reference: the paths read below
-        its step's name and its own label (either may be how a template reaches it), and
-        ``also`` (its ``spec.result.keep``)."""
+    def kept_paths(self, step: str, task: str, names: tuple[str, ...], also: list[str] | None) -> tuple[str, ...]:
+        """What the task ``task`` of ``step`` keeps of its result when it is stored by
+        reference: the paths read below ``names`` (its step, its label, the names bound to
+        its whole result: any may be how a template reaches it) and ``also`` (its
+        ``spec.result.keep``)."""
         key = (step, task)
         kept = self._keep_cache.get(key)
         if kept is None:
             paths = self.result_paths
-            named = paths.get(step, frozenset()) | paths.get(task, frozenset()) | {str(p) for p in also or ()}
+            named = {str(p) for p in also or ()}.union(*(paths.get(name, frozenset()) for name in names))
             kept = self._keep_cache[key] = tuple(sorted(named))
         return kept
 

@@ -79,17 +79,23 @@ def run_task_command(state: ExecutionState, run: StepRun, pipe: PipelineRun, ste
                    rules=rules, policy_context=plain(policy_context) if policy_context else {},
                    max_attempts=max_policy_attempts(rules), timeout=timeout,
                    iteration=pipe.iteration, secret_context=secret_context,
-                   keychain=plan.keychain, result_spec=_result_spec(state, plan, run.step, task.name),
+                   keychain=plan.keychain, result_spec=_result_spec(state, plan, run.step, task),
                    spec=plan.spec, source=state.source,
                    on_unmatched=plan.on_unmatched)
 
 
-def _result_spec(state: ExecutionState, plan: TaskPlan, step: str, task: str) -> dict[str, Any]:
+#: a pipeline-local name bound to the task's whole result (``output: {as: page}``)
+_WHOLE_OUTPUT = ("{{ output }}", "{{output}}", "{{ output.result }}", "{{ output.data }}")
+
+
+def _result_spec(state: ExecutionState, plan: TaskPlan, step: str, task: Task) -> dict[str, Any]:
     """``task.spec.result``, plus the paths a stored result keeps (``keep``) for executions
     that read stored results through them (behaviours.STORED_RESULT_FIELDS)."""
     if STORED_RESULT_FIELDS not in state.behaviours:
         return plan.result_spec
-    return {**plan.result_spec, "keep": list(state.graph.kept_paths(step, task, plan.result_spec.get("keep")))}
+    names = (step, task.name, *(k for k, v in task.set_vars.items() if v in _WHOLE_OUTPUT))
+    return {**plan.result_spec, "keep": list(state.graph.kept_paths(step, task.name, names,
+                                                                     plan.result_spec.get("keep")))}
 
 
 def _default_timeout(state: ExecutionState) -> float | None:

@@ -29,11 +29,14 @@ from typing import Any
 from ..errors import ResultFieldUnavailable
 from ..templates import HeldPart
 
-__all__ = ["StoredResult", "StoredLayer", "holds_fields", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS"]
+__all__ = ["StoredResult", "StoredLayer", "holds_fields", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS", "REF_KEYS"]
 
 REF_KIND = "result_ref"  # store/large_results.REF_KIND (the engine does not import the store)
 #: what a reference to a part keeps of its whole's ref (the rest describes the whole)
 REF_ONLY_KEYS = ("kind", "ref", "store", "meta")
+#: the reference's own keys a template may read where the result has no such field
+#: (``{{ step.kind == 'result_ref' }}``, ``step.extracted.x``, ``step.preview``: docs/tools.md)
+REF_KEYS = frozenset({"kind", "ref", "store", "meta", "extracted", "preview"})
 
 _LAZY: ContextVar[bool] = ContextVar("noetl_stored_lazy_parts", default=False)
 
@@ -86,16 +89,20 @@ class StoredResult(HeldPart):
         fields = self._ref["fields"]
         if path in fields:
             return fields[path]
-        if path in (self._ref.get("absent") or ()):
-            raise KeyError(key)  # undefined, as the same read of an inline result
         if path in (self._ref.get("omitted") or ()) or self._below(path):
             # held in part or not at all: what reads it decides (a task argument may take it whole)
             return StoredResult(self._ref, self._name, (*self._prefix, str(key)))
+        if not self._prefix and key in REF_KEYS and key in self._ref:
+            return self._ref[key]  # the reference's own keys, where the result has no such field
+        if path in (self._ref.get("absent") or ()):
+            raise KeyError(key)  # undefined, as the same read of an inline result
         raise self.unavailable(path)
 
     def __contains__(self, key: object) -> bool:
         path = self._path(key)
         if path in self._ref["fields"] or path in (self._ref.get("omitted") or ()) or self._below(path):
+            return True
+        if not self._prefix and key in REF_KEYS and key in self._ref:
             return True
         if path in (self._ref.get("absent") or ()):
             return False
