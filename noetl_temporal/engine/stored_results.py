@@ -83,8 +83,8 @@ class StoredResult(HeldPart):
                    for p in (self._ref.get(key) or ()))
 
     def __getitem__(self, key: Any) -> Any:
-        if not self._prefix and key == "_ref":  # NoETL's name for the reference itself
-            return self._ref
+        if not self._prefix and key in ("_ref", "_preview"):  # NoETL's names: the reference, its preview
+            return self._ref if key == "_ref" else self._ref.get("preview")
         path = self._path(key)
         fields = self._ref["fields"]
         if path in fields:
@@ -99,6 +99,8 @@ class StoredResult(HeldPart):
         raise self.unavailable(path)
 
     def __contains__(self, key: object) -> bool:
+        if not self._prefix and key in ("_ref", "_preview"):
+            return True
         path = self._path(key)
         if path in self._ref["fields"] or path in (self._ref.get("omitted") or ()) or self._below(path):
             return True
