@@ -117,3 +117,12 @@ def test_task_output_select_is_accepted(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "count" in _stored(report)["fields"]
     assert report["steps"]["big"]["result"]["n"] == 6000
+
+
+def test_a_task_policy_reads_the_result_the_tool_gave(tmp_path):
+    # the policy's guard runs in the activity: it reads the 3 MB result, not the reference it left as
+    spec = ('      spec: {policy: {rules: [{when: "{{ output.data.count > 100 }}", '
+            'then: {do: fail}}]}}\n')
+    proc, report = _run(tmp_path, _playbook(BIG, output=spec))
+    assert proc.returncode == 1, proc.stderr
+    assert report["state"] == "FAILED" and report["steps"]["start"]["status"] == "FAILED"
