@@ -58,6 +58,9 @@ class StepGraph:
         if kept is None:
             paths = self.result_paths
             named = {str(p) for p in also or ()}.union(*(paths.get(name, frozenset()) for name in names))
+            # a routing guard reads the step's result as `outcome.result.x` / `output.data.x` too
+            for outer in ("output", "outcome"):
+                named.update(p.split(".", 1)[1] for p in paths.get(outer, ()) if p.startswith(("result.", "data.")))
             kept = self._keep_cache[key] = tuple(sorted(named))
         return kept
 

@@ -15,11 +15,13 @@ from ..dsl.models import Step
 from ..errors import ResultFieldUnavailable, TemplateError
 from ..templates import evaluate_condition, render_value
 from . import ctx_size
+from .behaviours import STORED_RESULT_FIELDS
 from .common import add_token, emit, patch_ctx, record_failure, template_context
 from .context import Scope, outcome_view, set_path
 from .envelopes import Outcome
 from .event_types import CALL_DONE, CALL_ERROR
 from .state import ExecutionState, StepRun
+from .stored_results import held_outcome
 
 __all__ = ["EventName", "RouteDecision", "boundary_event", "decide", "route"]
 
@@ -87,6 +89,8 @@ def decide(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str,
     if router is None or not router.arcs:
         return RouteDecision(event)
     view = outcome_view(outcome)
+    if STORED_RESULT_FIELDS in state.behaviours:  # `outcome.result.count` as `start.count` reads it
+        view = held_outcome(view, run.step)
     context = template_context(state, step_def, args=run.args,
                                extra={"event": event, "output": view, "outcome": view})
     try:

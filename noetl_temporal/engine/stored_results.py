@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import ResultFieldUnavailable
 from ..templates import HeldPart
 
-__all__ = ["StoredResult", "StoredLayer", "holds_fields", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS", "REF_KEYS"]
+__all__ = ["StoredResult", "StoredLayer", "holds_fields", "held_outcome", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS", "REF_KEYS"]
 
 REF_KIND = "result_ref"  # store/large_results.REF_KIND (the engine does not import the store)
 #: what a reference to a part keeps of its whole's ref (the rest describes the whole)
@@ -179,3 +179,12 @@ class StoredLayer(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._inner)
+
+
+def held_outcome(view: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+    """An outcome's template view (``output``/``outcome`` of a routing guard) whose stored
+    result reads through its kept fields (``result`` and its alias ``data``)."""
+    if view is None or not holds_fields(view.get("result")):
+        return view
+    held = StoredResult(view["result"], name)
+    return {**view, "result": held, "data": held}

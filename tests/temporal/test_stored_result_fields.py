@@ -126,3 +126,9 @@ def test_a_task_policy_reads_the_result_the_tool_gave(tmp_path):
     proc, report = _run(tmp_path, _playbook(BIG, output=spec))
     assert proc.returncode == 1, proc.stderr
     assert report["state"] == "FAILED" and report["steps"]["start"]["status"] == "FAILED"
+
+
+def test_a_guard_on_the_outcome_reads_the_kept_fields_too(tmp_path):
+    proc, report = _run(tmp_path, _playbook(BIG, when="{{ outcome.result.count > 100 and output.data.count == 6000 }}"))
+    assert proc.returncode == 0, proc.stderr
+    assert report["steps"]["big"]["result"]["n"] == 6000 and "small" not in report["steps"]
