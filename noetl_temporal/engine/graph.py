@@ -23,6 +23,7 @@ from functools import cached_property
 
 from ..dsl.models import Playbook, Step
 from ..dsl.result_paths import result_paths
+from ..tool_kinds import IN_WORKFLOW_KINDS
 
 __all__ = ["StepGraph"]
 
@@ -45,7 +46,10 @@ class StepGraph:
 
     @cached_property
     def result_paths(self) -> dict[str, frozenset[str]]:
-        """The fixed paths the templates read below each name (``dsl/result_paths.py``)."""
+        """The fixed paths the templates read below each name (``dsl/result_paths.py``); none
+        to look for when no task runs as an activity (only those store results by reference)."""
+        if all(task.kind in IN_WORKFLOW_KINDS for step in self.playbook.workflow for task in step.tool):
+            return {}
         return result_paths(self.playbook)
 
     def kept_paths(self, step: str, task: str, names: tuple[str, ...], also: list[str] | None) -> tuple[str, ...]:

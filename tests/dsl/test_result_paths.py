@@ -16,9 +16,12 @@ from .helpers import playbook
     ("{{ start['rows'][2] }}", [("start", "rows.2")]),
     ("{{ start.rows | length }}", [("start", "rows")]),                 # the whole list
     ("{{ start.rows[ctx.i].id }}", [("start", "rows"), ("ctx", "i")]),  # cut at a key not fixed
-    ("{% for r in start.rows %}{{ r.id }}{% endfor %}", [("start", "rows")]),  # `r` is local
+    ("{% for r in start.rows %}{{ r.id }}{% endfor %}", [("start", "rows"), ("r", "id")]),  # (r: harmless)
     ("{{ start }}", []),                                                 # the whole result: its ref
     ("{{ start.a.b ~ other.c }}", [("start", "a.b"), ("other", "c")]),
+    ("{{ start.rows.0 }} and {{ start['a.b'].c }}", [("start", "rows.0")]),
+    ("start.count outside a template", []),
+    ("{{ start.rows[-1].id | default(0) }}", [("start", "rows.-1.id")]),
 ])
 def test_paths_in_one_template(text, expected):
     assert list(paths_in(text)) == expected
