@@ -139,6 +139,13 @@ class StoredResult(HeldPart):
             return part
         raise self.unavailable(".".join(self._prefix))
 
+    def in_text(self) -> Any:
+        """Printed into text: the whole result as its reference; a part never (an activity
+        cannot find a reference inside a string to read it back)."""
+        if not self._prefix:
+            return self._ref
+        raise self.unavailable(".".join(self._prefix))
+
     def unavailable(self, path: str | None) -> ResultFieldUnavailable:
         name = f"{self._name}.{path}" if path else self._name
         whole = _human((self._ref.get("meta") or {}).get("bytes"))

@@ -57,3 +57,11 @@ def test_a_part_not_held_is_a_reference_to_it_only_in_a_task_configuration():
         part = render("{{ start.rows }}", scope)
     assert part == {"kind": "result_ref", "ref": "noetl://fs/e/k.json", "store": "fs",
                     "meta": {"bytes": 3_000_000}, "path": ["rows"]}
+
+
+def test_printed_into_text_the_whole_is_its_reference_and_a_part_not_held_fails():
+    scope = {"start": StoredResult(_ref(), "start")}
+    assert '"ref": "noetl://fs/e/k.json"' in render("echo {{ start }}", scope)
+    assert render("n={{ start.count }}", scope) == "n=6000"
+    with lazy_parts(), pytest.raises(ResultFieldUnavailable):  # a reference inside a string is never read back
+        render("echo {{ start.rows }}", scope)
