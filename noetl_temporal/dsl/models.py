@@ -120,6 +120,8 @@ class ResultSpec(_Open):
     preview: bool | int | None = None
     #: NoETL 5.x ``output.preview_max_bytes``: the preview is the result's JSON cut to N bytes
     preview_max_bytes: int | None = Field(default=None, ge=0)
+    #: paths a stored result keeps for templates besides those they name (``output_select``)
+    keep: list[str] | None = None
 
 
 class TaskSpec(_Open):
