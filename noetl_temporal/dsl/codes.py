@@ -165,6 +165,12 @@ _TABLE: list[Code] = [
          "`spec: {policy: {finally: {...}}}`",
          "the message names the pipeline form that does it: a task before or after this one, or a clean-up "
          "task reached from both outcomes"),
+    Code("NTL410", _E, "a step's `spec.policy` holds task actions (`rules`): a step policy holds only `admit`, "
+                       "`failure` and `lifecycle`",
+         "`step: {spec: {policy: {rules: [{when: ..., then: {do: retry}}]}}}`",
+         "put the rules on the task they act on (`tool: {kind: ..., spec: {policy: {rules: [...]}}}`); route a "
+         "failed step with an arc `when: \"{{ event.name == 'step.failed' }}\"`, or stop the run at it with "
+         "`spec: {policy: {failure: {mode: fail_fast}}}`"),
     # ------------------------------------------------------------------ routing
     Code("NTL501", _E, "`next` is not in router form", "`next: end`, `next: [{step: end}]`",
          "write `next: {spec: {mode: exclusive}, arcs: [{step: end}]}`"),
@@ -212,9 +218,11 @@ _TABLE: list[Code] = [
          "kept in ctx or args would be written to workflow history"),
     # ------------------------------------------------------------------ model checks
     Code("NTL901", _E, "a value has the wrong type or is out of range",
-         "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`", "use a value the message allows"),
-    Code("NTL902", _E, "unknown key", "`then: {do: retry, atempts: 3}`",
-         "remove the key or correct its spelling"),
+         "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`, `policy: [...]` (a list)",
+         "the fix names what the key takes, derived from the model: `policy` takes a mapping: write "
+         "`policy: {rules: [...], on_unmatched: ...}`; `do` takes one of `continue`, `retry` ..."),
+    Code("NTL902", _E, "unknown key", "`then: {do: retry, atempts: 3}`, `spec: {policy: {bogus_key: 1}}`",
+         "remove the key or correct its spelling (the fix lists the keys the block takes)"),
     Code("NTL903", _E, "a required key is missing", "an arc without `step:`", "add the key"),
     # ------------------------------------------------------------------ the checker itself
     Code("NTL999", _E, "the checker failed on this input (a bug in noetl-temporal)",

@@ -1,0 +1,175 @@
+"""Issue 37 item 3: every key of a step's `spec.policy` is honoured or refused, and every
+NTL901 names the shape the key takes (derived from the models, ``dsl/model_shapes.py``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from noetl_temporal.dsl import load_playbook_text
+
+from .helpers import errors, find, playbook, warnings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _validate(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "validate", str(path)],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+
+
+def _step_policy(policy: str) -> str:
+    return playbook(f"""
+        workflow:
+          - step: start
+            spec:
+              policy:
+        {policy}
+            tool: {{kind: noop}}
+        """)
+
+
+@pytest.mark.parametrize("policy, key, fix", [
+    ("        bogus_key: 1", "bogus_key", "`policy` takes `admit`, `failure`, `lifecycle`"),
+    ("        lifecycle: {timeout_s: 1, bogus: 2}", "bogus", "`lifecycle` takes `timeout_s`"),
+    ("        failure: {mode: fail_fast, retries: 2}", "retries", "`failure` takes `mode`"),
+])
+def test_validate_refuses_an_unknown_step_policy_key_at_its_line(tmp_path, policy, key, fix):
+    text = _step_policy(policy)
+    path = tmp_path / "pb.yaml"
+    path.write_text(text)
+    proc = _validate(path)
+    line, col = find(text, key)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert f"pb.yaml:{line}:{col}: NTL902 unknown key '{key}'" in out
+    assert fix in out and "Traceback" not in out
+
+
+def test_validate_refuses_task_actions_in_a_step_policy(tmp_path):
+    text = _step_policy('        rules: [{when: "{{ true }}", then: {do: retry}}]')
+    path = tmp_path / "pb.yaml"
+    path.write_text(text)
+    proc = _validate(path)
+    line, col = find(text, "rules")
+    assert proc.returncode == 2
+    out = proc.stdout + proc.stderr
+    assert f"pb.yaml:{line}:{col}: NTL410" in out
+    assert "spec: {policy: {rules: [...]}}" in out  # the fix says where task actions go
+
+
+def test_step_policy_lifecycle_becomes_the_step_lifecycle_the_engine_reads():
+    pb = load_playbook_text(_step_policy("        lifecycle: {timeout_s: 1}"))
+    step = pb.playbook.workflow[0]
+    assert step.spec.lifecycle is not None and step.spec.lifecycle.timeout_s == 1
+    assert step.spec.policy is not None and step.spec.policy.lifecycle is None
+
+
+def test_step_policy_lifecycle_beside_spec_lifecycle_warns_and_spec_lifecycle_wins():
+    text = playbook("""
+        workflow:
+          - step: start
+            spec:
+              lifecycle: {timeout_s: 5}
+              policy: {lifecycle: {timeout_s: 1}}
+            tool: {kind: noop}
+        """)
+    (warn,) = [w for w in warnings(text) if w.code == "NTL308"]
+    assert warn.path == "workflow[0].spec.policy.lifecycle"
+    assert load_playbook_text(text).playbook.workflow[0].spec.lifecycle.timeout_s == 5
+
+
+def test_a_wrong_value_under_a_moved_lifecycle_points_at_the_source():
+    text = _step_policy("        lifecycle: {timeout_s: soon}")
+    (err,) = errors(text)
+    assert err.code == "NTL901" and (err.line, err.col) == find(text, "soon")
+    assert err.fix == "`timeout_s` takes a number > 0 and <= 315360000"
+
+
+# --------------------------------------------------------------------------- NTL901 fixes
+
+SHAPES = [
+    # a task policy written as a list: the issue's case
+    ("""
+     workflow:
+       - step: a
+         tool:
+           kind: noop
+           spec:
+             policy:
+               - when: "{{ true }}"
+                 then: {do: retry}
+     """, "`policy` takes a mapping: write `policy: {rules: [...], on_unmatched: ...}`"),
+    ("""
+     workflow:
+       - step: a
+         spec: {policy: [1]}
+         tool: {kind: noop}
+     """, "`policy` takes a mapping: write `policy: {admit: {...}, failure: {...}, lifecycle: {...}}`"),
+    ("""
+     workflow:
+       - step: a
+         tool:
+           kind: noop
+           spec: {policy: {rules: [{when: "{{ true }}", then: {do: retyr}}]}}
+     """, "`do` takes one of `continue`, `retry`, `jump`, `break`, `fail`"),
+    ("""
+     workflow:
+       - step: a
+         tool:
+           kind: noop
+           spec: {policy: {rules: [{else: {then: {do: retry, attempts: 0}}}]}}
+     """, "`attempts` takes an integer >= 1 and <= 1000000, or a {{ }} template that renders one"),
+    ("""
+     workflow:
+       - step: a
+         loop: {in: [1], iterator: x, spec: {mode: paralel}}
+         tool: {kind: noop}
+     """, "`mode` takes one of `sequential`, `parallel`"),
+    ("""
+     executor: {spec: {no_next_is_error: maybe}}
+     workflow:
+       - step: a
+         tool: {kind: noop}
+     """, "`no_next_is_error` takes `true` or `false`"),
+    ("""
+     workflow:
+       - step: a
+         tool: {kind: noop, spec: {result: 3}}
+     """, "`result` takes a mapping: write `result: {inline_max_bytes: ..., store: ..., select: {...}, "
+          "preview: ..., preview_max_bytes: ...}`"),
+    ("""
+     workflow:
+       - step: a
+         spec: {failure: fail_fast}
+         tool: {kind: noop}
+     """, "`failure` takes a mapping: write `failure: {mode: ...}`"),
+    ("""
+     workflow:
+       - step: a
+         tool: {kind: noop}
+         next: {spec: {mode: exclusive}, arcs: [{step: a, when: [1]}]}
+     """, "`when` takes a string"),
+]
+
+
+@pytest.mark.parametrize("body, fix", SHAPES)
+def test_every_ntl901_names_the_shape_its_key_takes(body, fix):
+    (err,) = errors(playbook(body))
+    assert err.code == "NTL901"
+    assert err.fix == fix
+    assert "use a value the message allows" not in str(err)
+    assert "instance of" not in err.message  # no class names of ours in a user's message
+
+
+def test_a_step_set_key_naming_no_variable_says_how_to_write_one():
+    (err,) = errors(playbook("""
+        workflow:
+          - step: a
+            tool: {kind: noop}
+            set: {"ctx.": 1}
+        """))
+    assert err.code == "NTL901" and "`set: {ctx.<name>: ..., iter.<name>: ...}`" in err.fix
