@@ -173,3 +173,45 @@ def test_a_step_set_key_naming_no_variable_says_how_to_write_one():
             set: {"ctx.": 1}
         """))
     assert err.code == "NTL901" and "`set: {ctx.<name>: ..., iter.<name>: ...}`" in err.fix
+
+
+# --------------------------------------------------------------------------- http timeout phases
+
+def _http(spec_timeout: str, kind: str = "http") -> str:
+    settings = "url: http://127.0.0.1:9/" if kind == "http" else "code: \"def main(): return 1\""
+    return playbook(f"""
+        workflow:
+          - step: a
+            tool:
+              kind: {kind}
+              {settings}
+              spec:
+                timeout: {spec_timeout}
+        """)
+
+
+def test_validate_accepts_noetls_http_timeout_shape_and_moves_it_to_the_tool(tmp_path):
+    text = _http("{connect: 5, read: 15}")
+    path = tmp_path / "pb.yaml"
+    path.write_text(text)
+    proc = _validate(path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr   # was NTL901 "Input should be a valid number"
+    task = load_playbook_text(text).playbook.workflow[0].tool[0]
+    assert task.config["timeout"] == {"connect": 5, "read": 15}
+    assert task.spec.timeout is None  # the attempt keeps the activity's limit
+
+
+@pytest.mark.parametrize("value, code, needle", [
+    ("{connect: 5, reed: 15}", "NTL310", "reed"),
+    ("{connect: 0, read: 15}", "NTL311", "0, read"),
+])
+def test_a_wrong_http_timeout_phase_is_located(value, code, needle):
+    text = _http(value)
+    (err,) = errors(text)
+    assert err.code == code and (err.line, err.col) == find(text, needle)
+    assert err.fix == "write `timeout: {connect: <seconds>, read: <seconds>}`"
+
+
+def test_phase_timeouts_are_http_only():
+    (err,) = errors(_http("{connect: 5, read: 15}", kind="python"))
+    assert err.code == "NTL901" and err.fix == "`timeout` takes a number > 0 and <= 315360000"
