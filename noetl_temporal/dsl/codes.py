@@ -139,6 +139,10 @@ _TABLE: list[Code] = [
          "`output: {store: {kind: kv}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
          "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db; plain "
          "JSONPaths"),
+    Code("NTL314", _E, "a tool setting written under the task's `spec:`, where no tool reads it",
+         "`tool: {kind: http, url: ..., spec: {method: POST}}`",
+         "move the key out of `spec:` to beside `kind:` (`spec:` holds policy, timeout, result and "
+         "`spec.<kind>:` defaults)"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",
@@ -197,6 +201,10 @@ _TABLE: list[Code] = [
     Code("NTL602", _W, "`set_iter` / `iter.*` outside a loop step has nothing to update",
          "`set: {iter.page: 2}` on a task of a step without `loop:`",
          "use `ctx.*`, or add a `loop:` to the step"),
+    Code("NTL605", _E, "`iter.*` in a step's own `set` or an arc's `set`: there is no iteration to update",
+         "`step: {loop: ..., set: {iter.seen: true}}`, `arcs: [{step: b, set: {iter.x: 1}}]`",
+         "set `iter.*` from a task of the loop step (`tool: [{..., set: {iter.x: ...}}]`) or a policy action; "
+         "use `ctx.*` for what later steps read"),
     Code("NTL603", _E, "`loop` has the wrong shape", "`loop: {iterator: x}` with no `in:`",
          "write `loop: {in: \"{{ list }}\", iterator: item, spec: {mode: sequential}}`"),
     # ------------------------------------------------------------------ templates

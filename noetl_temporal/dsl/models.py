@@ -111,7 +111,7 @@ class TaskPolicy(_Closed):
     on_unmatched: Literal["continue", "fail"] | None = None
 
 
-class ResultSpec(_Open):
+class ResultSpec(_Closed):
     """``task.spec.result``: how large results travel (reference-first)."""
 
     inline_max_bytes: int | None = Field(default=None, ge=0)
@@ -260,7 +260,7 @@ class ExecutorRequires(_Closed):
     features: list[str] = Field(default_factory=list)
 
 
-class Executor(_Open):
+class Executor(_Closed):
     profile: str | None = None
     version: str | None = None
     requires: ExecutorRequires | None = None

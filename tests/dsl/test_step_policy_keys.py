@@ -215,3 +215,51 @@ def test_a_wrong_http_timeout_phase_is_located(value, code, needle):
 def test_phase_timeouts_are_http_only():
     (err,) = errors(_http("{connect: 5, read: 15}", kind="python"))
     assert err.code == "NTL901" and err.fix == "`timeout` takes a number > 0 and <= 315360000"
+
+
+# --------------------------------------------------------------------------- spec layers
+
+@pytest.mark.parametrize("layer, key", [
+    ("executor: {spec: {bogus_es: 1}}\nworkflow:\n  - step: a\n    tool: {kind: noop}\n", "bogus_es"),
+    ("workflow:\n  - step: a\n    spec: {bogus_ss: 1}\n    tool: {kind: noop}\n", "bogus_ss"),
+    ("workflow:\n  - step: a\n    loop: {in: [1], iterator: x, spec: {bogus_ls: 1}}\n    tool: {kind: noop}\n",
+     "bogus_ls"),
+    ("workflow:\n  - step: a\n    tool: {kind: noop, spec: {bogus_ts: 1}}\n", "bogus_ts"),
+])
+def test_an_unknown_key_in_any_spec_layer_is_refused_where_it_is(layer, key):
+    text = playbook(layer)
+    (err,) = errors(text)
+    assert err.code == "NTL902" and (err.line, err.col) == find(text, key)
+    assert "`<kind>: {...}` tool defaults" in err.fix
+
+
+def test_a_tool_setting_under_a_tasks_spec_is_refused_with_the_move():
+    text = playbook("workflow:\n  - step: a\n    tool: {kind: http, url: http://x/, spec: {method: POST}}\n")
+    (err,) = errors(text)
+    assert err.code == "NTL314" and (err.line, err.col) == find(text, "method")
+    assert "move the key out of `spec:`" in err.fix
+
+
+def test_tool_defaults_in_a_spec_layer_are_checked_against_the_kind():
+    text = playbook("workflow:\n  - step: a\n    spec: {http: {timeout: 3, bogsu: 1}}\n"
+                    "    tool: {kind: http, url: http://x/}\n")
+    (err,) = errors(text)
+    assert err.code == "NTL310" and (err.line, err.col) == find(text, "bogsu")
+
+
+def test_noetls_loop_placement_policy_is_accepted_and_documented_as_ignored():
+    text = playbook("workflow:\n  - step: a\n    loop: {in: [1], iterator: x, spec: {policy: {exec: distributed}}}\n"
+                    "    tool: {kind: noop}\n")
+    assert errors(text) == []
+    page = (REPO / "docs" / "dialect-aliases.md").read_text(encoding="utf-8")
+    assert "`LoopSpec.policy`" in page.split("## Accepted and ignored", 1)[1]
+
+
+@pytest.mark.parametrize("body, key", [
+    ("executor: {profile: local, bogus_exec: 1}\nworkflow:\n  - step: a\n    tool: {kind: noop}\n", "bogus_exec"),
+    ("workflow:\n  - step: a\n    tool: {kind: noop, spec: {result: {store: auto, bogus_rs: 1}}}\n", "bogus_rs"),
+])
+def test_executor_and_result_spec_are_closed(body, key):
+    text = playbook(body)
+    (err,) = errors(text)
+    assert err.code == "NTL902" and (err.line, err.col) == find(text, key)
