@@ -106,9 +106,9 @@ _TABLE: list[Code] = [
          "add a tool; a step that only routes or ends the flow uses `tool: {kind: noop}`"),
     Code("NTL212", _E, "`spec.next_mode` is not part of v10", "`spec: {next_mode: inclusive}`",
          "use `next: {spec: {mode: inclusive}, arcs: [...]}`"),
-    Code("NTL213", _E, "a step-level `set:` key has no `ctx.` or `iter.` prefix",
-         "`set: {total: ...}` on a step", "write `ctx.total` (execution scope) or `iter.total` "
-         "(loop iteration scope); for pipeline-local names use `set:` on a task"),
+    Code("NTL213", _E, "a step-level `set:` key has no `ctx.` prefix",
+         "`set: {total: ...}` on a step", "write `ctx.total` (execution scope); for pipeline-local names or "
+         "an iteration's `iter.*` use `set:` on a task"),
     # ------------------------------------------------------------------ tools and tasks
     Code("NTL301", _E, "a tool task has no `kind`", "`tool: {url: ..., method: GET}`",
          f"add `kind:` ({_KINDS})"),

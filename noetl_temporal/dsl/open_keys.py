@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..tool_kinds import TOOL_KINDS, declaration
+from ..tool_kinds.declaration import Setting
 from .diagnostics import Reporter, did_you_mean
 from .models import Playbook, Task
 from .tool_check import check_keys
@@ -82,10 +83,14 @@ def _reported_missing(task: Task | None, key: str) -> bool:
     if task is None or decl is None:
         return False
     for group in decl.required:
-        names = {n for name in group for n in (decl.setting(name).names if decl.setting(name) else (name,))}
+        names = {n for name in group for n in _names(decl.setting(name), name)}
         if key in names and names.isdisjoint(task.config):
             return True
     return False
+
+
+def _names(setting: Setting | None, name: str) -> tuple[str, ...]:
+    return setting.names if setting is not None else (name,)
 
 
 def _is_setting(task: Task, key: str) -> bool:
