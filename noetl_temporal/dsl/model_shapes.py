@@ -110,9 +110,7 @@ def _is_template_only(metadata: list[Any]) -> bool:
 def _block(model: type[BaseModel]) -> str:
     """``{rules: [...], on_unmatched: ...}``: the keys, each with the brackets of its kind."""
     keys = []
-    # a block's own keys first: the shared `set_ctx`/`set_iter`/`set_vars` are what `set:` becomes
-    own = sorted(model.model_fields.items(), key=lambda item: item[0] in Patches.model_fields)
-    for name, info in own:
+    for name, info in _source_fields(model):
         branches = _strip_optional(info.annotation)
         origin = typing.get_origin(branches[0]) if branches else None
         if origin in (list, tuple):
@@ -122,7 +120,15 @@ def _block(model: type[BaseModel]) -> str:
         else:
             inner = "..."
         keys.append(f"{_name(info, name)}: {inner}")
+    if issubclass(model, Patches):
+        keys.append("set: {...}")
     return "{" + ", ".join(keys) + "}"
+
+
+def _source_fields(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
+    """The fields users write: ``set_ctx``/``set_iter``/``set_vars`` are what ``set:`` becomes,
+    so a block sharing them (a task, an arc, a policy action) shows ``set`` instead."""
+    return [(name, info) for name, info in model.model_fields.items() if name not in Patches.model_fields]
 
 
 def describe(tp: Any) -> str:
@@ -178,7 +184,10 @@ def keys_fix(parts: list[str | int]) -> str | None:
     tp = field_at(parts)
     for branch in _strip_optional(tp) if tp is not None else []:
         if _is_model(branch):
-            names = ", ".join(f"`{_name(info, name)}`" for name, info in branch.model_fields.items())
-            where = next((p for p in reversed(parts) if isinstance(p, str)), "the playbook")
-            return f"remove the key or correct its spelling; `{where}` takes {names}"
+            names = ", ".join([*(f"`{_name(info, name)}`" for name, info in _source_fields(branch)),
+                               *(["`set`"] if issubclass(branch, Patches) else [])])
+            where = next((p for p in reversed(parts) if isinstance(p, str)), None)
+            what = ("the playbook" if where is None
+                    else f"an item of `{where}`" if isinstance(parts[-1], int) else f"`{where}`")
+            return f"remove the key or correct its spelling; {what} takes {names}"
     return None
