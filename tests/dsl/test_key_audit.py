@@ -115,6 +115,8 @@ EFFECTS: dict[str, str] = {
     "ResultSpec.preview": "tests/tools/test_large_results.py::test_thresholds_and_preview",
     "ResultSpec.preview_max_bytes": "tests/temporal/test_noetl_additions.py::"
                                     "test_output_stores_by_reference_with_extracted_values_and_a_byte_preview",
+    "ResultSpec.keep": "tests/tools/test_large_results.py::"
+                       "test_a_stored_result_keeps_the_named_fields_and_a_part_reference_reads_its_part",
     "Router.arcs": "tests/engine/test_routing.py::test_exclusive_and_inclusive_routing",
     "RouterSpec.mode": "tests/engine/test_routing.py::test_exclusive_and_inclusive_routing",
     "RouterSpec.on_no_match": "tests/temporal/test_noetl_additions.py::test_on_no_match",

@@ -140,7 +140,7 @@ SHAPES = [
        - step: a
          tool: {kind: noop, spec: {result: 3}}
      """, "`result` takes a mapping: write `result: {inline_max_bytes: ..., store: ..., select: {...}, "
-          "preview: ..., preview_max_bytes: ...}`"),
+          "preview: ..., preview_max_bytes: ..., keep: [...]}`"),
     ("""
      workflow:
        - step: a
