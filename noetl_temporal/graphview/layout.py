@@ -86,9 +86,9 @@ def layout(view: GraphView) -> Layout:
     width: float = 2 * MARGIN + widest * NODE_W + (widest - 1) * GAP_X
     heights = {node.name: box_height(len(subtitle(node, NODE_W)), NODE_H) for node in view.nodes}
     boxes: dict[str, Box] = {}
-    y = MARGIN
+    y: float = MARGIN
     for index, row in enumerate(rows):
-        row_h = max((heights[name] for name in row), default=NODE_H)
+        row_h: float = max((heights[name] for name in row), default=NODE_H)
         row_w = len(row) * NODE_W + (len(row) - 1) * GAP_X
         xs = [(width - row_w) / 2 + i * (NODE_W + GAP_X) for i in range(len(row))]  # centered
         if index:

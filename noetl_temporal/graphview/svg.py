@@ -56,8 +56,20 @@ def _step(index: int, node: Node, box: Box, state: str, progress: str) -> str:
         "</g>")
 
 
-def _arc(edge: Edge, boxes: dict[str, Box], repeat: int) -> tuple[str, tuple[float, float, str]]:
-    """The arc's path and its label's anchor (centre, baseline, text)."""
+# where else on an arc its label may go, nearest the middle first (a fraction of the way)
+_ALONG = (0.38, 0.62, 0.27, 0.73, 0.17, 0.83)
+
+
+def _bezier(t: float, *pts: tuple[float, float]) -> tuple[float, float]:
+    """The point at ``t`` on the cubic through ``pts`` (start, two controls, end)."""
+    weights = ((1 - t) ** 3, 3 * t * (1 - t) ** 2, 3 * t * t * (1 - t), t ** 3)
+    return (sum(w * p[0] for w, p in zip(weights, pts, strict=True)),
+            sum(w * p[1] for w, p in zip(weights, pts, strict=True)))
+
+
+def _arc(edge: Edge, boxes: dict[str, Box], repeat: int) -> tuple[str, tuple[float, float, str],
+                                                                  list[tuple[float, float]]]:
+    """The arc's path, its label's anchor (centre, baseline, text) and other places on it."""
     src, dst = boxes[edge.source], boxes[edge.target]
     shift = repeat * 14  # parallel arcs between the same steps fan out a little
     if edge.back or dst.layer <= src.layer:
@@ -67,13 +79,16 @@ def _arc(edge: Edge, boxes: dict[str, Box], repeat: int) -> tuple[str, tuple[flo
         bulge = max(x1, x2) + 50 + shift
         path = f"M{x1:.0f},{y1:.0f} C{bulge:.0f},{y1:.0f} {bulge:.0f},{y2:.0f} {x2 + 4:.0f},{y2:.0f}"
         lx, ly = bulge - 8, (y1 + y2) / 2
+        others: list[tuple[float, float]] = []
     else:
         x1, y1 = src.cx + shift, src.y + src.h
         x2, y2 = dst.cx + shift, dst.y
         mid = GAP_Y * 0.6
         path = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{y1 + mid:.0f} {x2:.0f},{y2 - mid:.0f} {x2:.0f},{y2 - 4:.0f}"
         lx, ly = (x1 + x2) / 2, (y1 + y2) / 2
-    return f'<path d="{path}" marker-end="url(#arrow)"/>', (lx, ly + 4, _arc_text(edge))
+        curve = ((x1, y1), (x1, y1 + mid), (x2, y2 - mid), (x2, y2 - 4))
+        others = [(x, y + 4) for x, y in (_bezier(t, *curve) for t in _ALONG)]
+    return f'<path d="{path}" marker-end="url(#arrow)"/>', (lx, ly + 4, _arc_text(edge)), others
 
 
 def _arc_text(edge: Edge) -> str:
@@ -113,10 +128,13 @@ def _arcs(view: GraphView, boxes: dict[str, Box]) -> tuple[list[str], list[str]]
         key = (edge.source, edge.target)
         drawn.append(_arc(edge, boxes, seen.get(key, 0)))
         seen[key] = seen.get(key, 0) + 1
-    labelled = [(edge, anchor) for edge, (_, anchor) in zip(view.edges, drawn, strict=True) if anchor[2]]
-    placed = place_labels([anchor for _, anchor in labelled], _ARC_LABEL)
-    arcs = [_arc_group(edge, path) for edge, (path, _) in zip(view.edges, drawn, strict=True)]
-    labels = [_label_group(edge, at) for (edge, _), at in zip(labelled, placed, strict=True)]
+    labelled = [(edge, anchor, others) for edge, (_, anchor, others) in zip(view.edges, drawn, strict=True)
+                if anchor[2]]
+    steps = [(b.x, b.y, b.x + NODE_W, b.y + b.h) for b in boxes.values()]
+    placed = place_labels([anchor for _, anchor, _ in labelled], _ARC_LABEL, obstacles=steps,
+                          elsewhere=[others for _, _, others in labelled])
+    arcs = [_arc_group(edge, path) for edge, (path, _, _) in zip(view.edges, drawn, strict=True)]
+    labels = [_label_group(edge, at) for (edge, _, _), at in zip(labelled, placed, strict=True)]
     return arcs, labels
 
 

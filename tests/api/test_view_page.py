@@ -369,7 +369,26 @@ def test_a_page_opened_mid_loop_counts_the_loop_to_its_end(live, tmp_path):
                               timeout=40, what="the stream to end")
         assert end["state"] == "COMPLETED"
         assert end["steps"]["items"] == ["done", "done", "6/6"], end
-        browser.screenshot(tmp_path / "mid-loop.png")
+        # with the browser's own fonts, every line of a box (its wrapped loop subtitle too) fits in it
+        assert browser.js(TEXT_OUTSIDE_BOXES_JS) == []
+        assert browser.js("return document.querySelectorAll('g[data-step=items] text.sub').length") == 3
+        shots = Path(os.environ.get("NOETL_VIEW_SCREENSHOTS") or tmp_path)
+        browser.screenshot(shots / "view-mid-loop.png")
+
+
+TEXT_OUTSIDE_BOXES_JS = """
+const out = [];
+document.querySelectorAll('g.step').forEach(g => {
+  const r = g.querySelector('rect').getBBox();
+  g.querySelectorAll('text').forEach(t => {
+    const b = t.getBBox();
+    if (b.x < r.x || b.x + b.width > r.x + r.width || b.y < r.y || b.y + b.height > r.y + r.height) {
+      out.push([g.dataset.step, t.textContent, [b.x, b.y, b.width, b.height], [r.x, r.y, r.width, r.height]]);
+    }
+  });
+});
+return out;
+"""
 
 
 def _wait_events(http: httpx.Client, execution_id: str, event_type: str, count: int, timeout: float = 30) -> None:

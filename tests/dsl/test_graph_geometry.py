@@ -140,7 +140,7 @@ def test_subtitles_are_whole_and_inside_their_boxes():
         state = next(t for t in g.iter(f"{NS}text") if t.get("class") == "state")
         name = next(t for t in g.iter(f"{NS}text") if t.get("class") == "name")
         baselines = [float(t.get("y") or 0) for t in (name, *subs, state)]
-        assert baselines == sorted(baselines) and all(b - a >= 14 for a, b in zip(baselines, baselines[1:]))
+        assert baselines == sorted(baselines) and all(b - a >= 14 for a, b in zip(baselines, baselines[1:], strict=False))
         assert rect[1] + 12 <= baselines[0] and baselines[-1] + 4 <= rect[3], node.name   # inside, top to bottom
         for t in subs:   # monospace: its width is its length
             left = float(t.get("x") or 0)
