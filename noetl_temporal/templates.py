@@ -47,6 +47,7 @@ __all__ = [
     "evaluate_condition",
     "check_syntax",
     "referenced_names",
+    "operations_in",
     "reads_name",
     "is_template",
     "TemplateError",
@@ -458,6 +459,30 @@ def _names_in(text: str) -> frozenset[str]:
     except TemplateSyntaxError:
         return frozenset()
     return frozenset(n.name for n in ast.find_all(nodes.Name) if n.ctx == "load")
+
+
+# Filters that call another filter or test by name: which argument names it.
+_BY_NAME = {"map": ("filter", 0), "select": ("test", 0), "reject": ("test", 0),
+            "selectattr": ("test", 1), "rejectattr": ("test", 1)}
+
+
+@lru_cache(maxsize=4096)
+def operations_in(text: str) -> frozenset[tuple[str, str]]:
+    """The filters and tests a template uses, as ``("filter", name)`` / ``("test", name)``,
+    those it names to ``map``/``select``/``selectattr``... included (``map('urlize')``)."""
+    try:
+        ast = _ENV.parse(text)
+    except TemplateSyntaxError:
+        return frozenset()
+    found: set[tuple[str, str]] = set()
+    for node in ast.find_all((nodes.Filter, nodes.Test)):
+        found.add(("filter" if isinstance(node, nodes.Filter) else "test", node.name))
+        by_name = _BY_NAME.get(node.name) if isinstance(node, nodes.Filter) else None
+        if by_name is not None and len(node.args) > by_name[1]:
+            named = node.args[by_name[1]]
+            if isinstance(named, nodes.Const) and isinstance(named.value, str):
+                found.add((by_name[0], named.value))
+    return frozenset(found)
 
 
 def referenced_names(value: Any) -> set[str]:

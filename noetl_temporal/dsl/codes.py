@@ -230,6 +230,12 @@ _TABLE: list[Code] = [
          "`{{ workload.nmae }}` with `workload: {name: x}`",
          "correct the key (the warning names the close ones), declare it under `workload:`, or "
          "write `| default(...)` if the run's payload supplies it"),
+    Code("NTL706", _E, "a template the workflow renders (a guard, `set`, `args`, `loop`, a `noop` or "
+                       "`playbook` task's settings) uses a filter or test that only a task may use: its cost "
+                       "is not bounded by its input (the list is in docs/durability.md)",
+         "`when: \"{{ text | urlize }}\"`, `set: {ctx.t: \"{{ html | striptags }}\"}`",
+         "use the filter in a task's arguments (a python, shell or http tool's settings render in the "
+         "task's own activity), and read its result in the guard"),
     # ------------------------------------------------------------------ model checks
     Code("NTL901", _E, "a value has the wrong type or is out of range",
          "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`, `policy: [...]` (a list)",

@@ -1,5 +1,6 @@
 """Find Jinja2 syntax errors in every template string of the source, with its position,
-and templates that read ``keychain`` where secrets are not allowed (NTL704).
+templates that read ``keychain`` where secrets are not allowed (NTL704), and templates the
+workflow renders that use a filter or test only a task may use (NTL706, ``template_ops``).
 
 Secrets render only inside a task's activity, in its tool settings (``keychain.prepare``);
 anywhere else (``set``, ``args``, ``when``, ``loop.in``, ``workload``) the workflow renders
@@ -16,9 +17,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..templates import check_syntax, is_template, reads_name
+from ..templates import check_syntax, is_template, operations_in, reads_name
+from ..tool_kinds import IN_WORKFLOW_KINDS
 from . import paths
 from .diagnostics import Reporter
+from .template_ops import task_only
 
 __all__ = ["check_templates"]
 
@@ -42,10 +45,44 @@ def _secrets_allowed(where: str) -> bool:
     return not _WORKFLOW_SIDE.intersection(segments[segments.index("tool") + 1:])
 
 
+def _place(where: str, in_workflow_kind: bool) -> str:
+    """What a workflow-side template is, in the user's words."""
+    segments = set(_SEGMENT.findall(where))
+    if "when" in segments:
+        return "a guard (`when`)"
+    if segments & {"set", "set_ctx", "set_iter", "set_vars"}:
+        return "a `set`"
+    if "loop" in segments:
+        return "a `loop`"
+    if in_workflow_kind:
+        return "the settings of a task the workflow runs itself (`noop`, `playbook`)"
+    if "args" in segments:
+        return "`args`"
+    return "a template the workflow renders"
+
+
+def _check_operations(value: str, where: str, in_workflow_kind: bool, reporter: Reporter) -> None:
+    """NTL706: a workflow-side template uses a filter or test that ``template_ops`` keeps to tasks."""
+    if _secrets_allowed(where) and not in_workflow_kind:
+        return   # a task's own settings: rendered in its activity
+    for kind, name in sorted(operations_in(value)):
+        op = task_only(kind, name)
+        if op is not None:
+            reporter.add("NTL706", f"`{name}` is not allowed in {_place(where, in_workflow_kind)}: it renders "
+                                   f"inside the workflow, and this {kind} is task-only ({op.reason})", where,
+                         value=True, fix=f"use `{name}` in a task's arguments (a python, shell or http tool's "
+                                         "settings render in the task's own activity), and read its result here")
+
+
+def _runs_in_workflow(value: dict[str, Any], where: str) -> bool:
+    """A tool block of a kind the workflow runs itself (``noop``, ``playbook``)."""
+    return "tool" in _SEGMENT.findall(where) and value.get("kind") in IN_WORKFLOW_KINDS
+
+
 def check_templates(raw: Any, reporter: Reporter, path: str = "") -> None:
-    stack: list[tuple[Any, str]] = [(raw, path)]
+    stack: list[tuple[Any, str, bool]] = [(raw, path, False)]
     while stack:
-        value, where = stack.pop()
+        value, where, in_workflow_kind = stack.pop()
         if isinstance(value, str):
             if is_template(value):
                 problem = check_syntax(value)
@@ -55,7 +92,10 @@ def check_templates(raw: Any, reporter: Reporter, path: str = "") -> None:
                 elif _reads_keychain(value) and not _secrets_allowed(where):
                     reporter.add("NTL704", "this template reads `keychain`, which only a task's tool settings "
                                            "may do: here it would render as null", where, value=True)
+                else:
+                    _check_operations(value, where, in_workflow_kind, reporter)
         elif isinstance(value, dict):
-            stack.extend((v, paths.join(where, k)) for k, v in reversed(list(value.items())))
+            inner = in_workflow_kind or _runs_in_workflow(value, where)
+            stack.extend((v, paths.join(where, k), inner) for k, v in reversed(list(value.items())))
         elif isinstance(value, list):
-            stack.extend((v, paths.join(where, i)) for i, v in reversed(list(enumerate(value))))
+            stack.extend((v, paths.join(where, i), in_workflow_kind) for i, v in reversed(list(enumerate(value))))
