@@ -72,6 +72,10 @@ class PlaybookInvalid(NoetlError):
         super().__init__(msg)
 
 
+class PayloadTooLarge(NoetlError):
+    """A request payload over ``engine.payload_size.MAX_PAYLOAD_SIZE``: refused before it starts anything."""
+
+
 class TemplateError(NoetlError):
     """A template could not be parsed or rendered."""
 

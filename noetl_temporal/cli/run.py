@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ..engine.payload_size import PAYLOAD_FIX, payload_refusal
 from ..errors import ConfigError, NoetlError, PlaybookInvalid
 from .connection import add_connection_arguments, target_of
 
@@ -30,7 +31,8 @@ JSON_EVENTS_MAX = 1_000
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("playbook", metavar="PLAYBOOK", help="playbook YAML file")
     parser.add_argument("--payload", metavar="JSON",
-                        help="request payload deep-merged over the workload: a JSON object, or @FILE")
+                        help="request payload deep-merged over the workload: a JSON object, or @FILE "
+                             "(at most 2,000,000 characters or items: pass big data by reference)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="set one payload value (dotted keys nest; VALUE is read as YAML, "
                              "so 3 is a number and true a boolean); repeatable. NoETL's CLI differs: "
@@ -81,6 +83,9 @@ def parse_payload(payload: str | None, sets: Sequence[str], strings: Sequence[st
             if not sep or not key.strip():
                 raise ValueError(f"{flag} {item!r}: expected KEY=VALUE, e.g. {flag} name=ada")
             _put(data, key.strip().split("."), raw if flag == "--set-string" else _yaml_value(raw))
+    refused = payload_refusal(data, "--payload/--set")
+    if refused is not None:
+        raise ValueError(f"{refused} (fix: {PAYLOAD_FIX})")
     return data
 
 

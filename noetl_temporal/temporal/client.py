@@ -12,7 +12,8 @@ from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition
 from ..engine import behaviours
-from ..errors import ConfigError
+from ..engine.payload_size import PAYLOAD_FIX, payload_refusal
+from ..errors import ConfigError, PayloadTooLarge
 from . import labels
 from .close_status import execution_state
 from .converter import CODEC_ENV, configured_data_converter
@@ -122,6 +123,9 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     ``persist_events=False``: the execution writes no events to the event store (they stay
     readable live, from the workflow, while it runs): a diagnostic of what storing them costs.
     """
+    refused = payload_refusal(payload)
+    if refused is not None:   # the workflow could not decode it in one activation
+        raise PayloadTooLarge(refused, fix=PAYLOAD_FIX)
     # A relative file source becomes absolute here, in the caller's directory: a worker
     # elsewhere finds a relative sub-playbook next to the parent file (subplaybooks.py).
     source = located_source(source)

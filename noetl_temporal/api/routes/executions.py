@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from noetl_temporal.engine.context import deep_merge
+from noetl_temporal.engine.payload_size import PAYLOAD_FIX, payload_refusal
 from noetl_temporal.observe import read_status
 from noetl_temporal.redact import redact
 from noetl_temporal.store.catalog import MAX_PATH_CHARS, PATH_PATTERN, Catalog, catalog_path_of
@@ -22,7 +23,7 @@ from noetl_temporal.temporal.client import start_execution
 
 from ..deps import ClientDep, ExecutionId, LinkDep, SettingsDep
 from ..errors import BadRequest, responses
-from ..limits import check_expanded
+from ..limits import TooLarge, check_expanded
 from ..models import (
     ExecutionDetail,
     ExecutionList,
@@ -74,6 +75,9 @@ async def start(body: StartExecution, request: Request, response: Response) -> S
     # before Temporal or a store sees it: what the body expanded to (aliases) -> 413; the
     # playbook was measured when it was loaded (the cache counts up to this limit or more)
     check_expanded(settings.max_body_bytes, measured={"playbook": loaded.expanded}, payload=body.payload)
+    refused = payload_refusal(body.payload, "the request's payload")
+    if refused is not None:   # the workflow could not decode it in one activation -> 413
+        raise TooLarge(f"{refused}: {PAYLOAD_FIX}")
     client = await link.client()
     handle = await start_execution(client, loaded.playbook, payload=body.payload, task_queue=settings.queue,
                                    source=source, search_attributes=await link.path_attribute(),
