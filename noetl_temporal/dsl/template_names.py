@@ -16,6 +16,7 @@ whole playbook's (not each template's scope): a report means no scope has the na
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from jinja2 import Environment, nodes
@@ -26,6 +27,7 @@ from ..templates import is_template
 from . import paths
 from .diagnostics import Reporter, did_you_mean
 from .models import Playbook, Step
+from .template_scan import expressions, parse_expression
 
 __all__ = ["check_template_names", "RUNTIME_NAMES"]
 
@@ -87,29 +89,61 @@ def _known_fields(step: Step, layers: list[Mapping[str, Any]]) -> set[str] | Non
 
 
 def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
-    stack: list[tuple[Any, str]] = [(value, where)]
+    # paths are joined only for templates and containers (most strings are neither)
+    stack: list[tuple[Any, str, str | int | None]] = [(value, where, None)]
     while stack:
-        item, at = stack.pop()
+        item, parent, key = stack.pop()
         if isinstance(item, str):
             if is_template(item):
-                yield item, at
-        elif isinstance(item, Mapping):
-            stack.extend((v, paths.join(at, k)) for k, v in reversed(list(item.items())))
+                yield item, parent if key is None else paths.join(parent, key)
+            continue
+        at = parent if key is None else paths.join(parent, key)
+        if isinstance(item, Mapping):
+            stack.extend((v, at, k) for k, v in reversed(list(item.items())))
         elif isinstance(item, list):
-            stack.extend((v, paths.join(at, i)) for i, v in reversed(list(enumerate(item))))
+            stack.extend((v, at, i) for i, v in reversed(list(enumerate(item))))
 
 
 def _reads(text: str) -> list[tuple[str, str | None]]:
     """``(name, field)`` for each read of a context name (field: ``name.field``), leaving out
     every name the template also reads under a guard (``x | default``, ``x is defined``)."""
+    parts = expressions(text)
+    found = _whole_reads(text) if parts is None else _parts_reads(parts)
+    if found is None:
+        return []  # NTL701 reports it
+    reads = found
+    optional = {name for name, _, guarded in reads if guarded}
+    return list(dict.fromkeys((name, field) for name, field, _ in reads if name not in optional))
+
+
+_Read = tuple[str, str | None, bool]
+
+
+def _whole_reads(text: str) -> list[_Read] | None:
+    """The reads of a template parsed whole (statements may bind names of their own)."""
     try:
         tree = _PARSER.parse(text)
     except TemplateSyntaxError:
-        return []  # NTL701 reports it
+        return None
     local: set[str] = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
-    reads = list(_walk(tree, local, guarded=False))
-    optional = {name for name, _, guarded in reads if guarded}
-    return list(dict.fromkeys((name, field) for name, field, _ in reads if name not in optional))
+    return list(_walk(tree, local, guarded=False))
+
+
+def _parts_reads(parts: tuple[str, ...]) -> list[_Read] | None:
+    """The reads of a template made of expressions only (which bind no names)."""
+    reads: list[_Read] = []
+    for part in parts:
+        found = _expression_reads(part)
+        if found is None:
+            return None
+        reads.extend(found)
+    return reads
+
+
+@lru_cache(maxsize=16384)
+def _expression_reads(expr: str) -> tuple[_Read, ...] | None:
+    tree = parse_expression(expr)
+    return None if tree is None else tuple(_walk(tree, set(), guarded=False))
 
 
 def _walk(node: nodes.Node, local: set[str], *,
