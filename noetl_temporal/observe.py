@@ -3,7 +3,12 @@
 Status follows seed 000 strictly: only the playbook lifecycle layer decides it.
 
 * Live (the workflow is open and a worker answers): the engine's own execution state.
-* No live state: Temporal's close status plus the persisted terminal lifecycle event
+* Open, no worker answers: what Temporal keeps without one (``temporal/liveness.py``: the
+  pending activities, whether a worker polls) plus the stored lifecycle. A workerless
+  execution is never queried (the query would wait for its whole deadline), and one that
+  got past its start is RUNNING, never PENDING again: status does not go backwards.
+  ``workers_polling`` says how many workers poll its task queue (0: it makes no progress).
+* Closed: Temporal's close status plus the persisted terminal lifecycle event
   (``playbook.finished`` / ``execution.cancelled``). Step, task, activity or batch events
   are never consulted. ``completion_inferred`` is true only when a terminal state had to be
   taken from Temporal's close status because no terminal lifecycle event exists (a
@@ -16,9 +21,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from .engine.envelopes import RunOutput
@@ -28,22 +39,35 @@ from .status_layers import ExecutionStatus
 from .store.event_store import EventStore
 from .store.legacy import expand_types
 from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, WITH_OUTPUT, execution_state
+from .temporal.liveness import Liveness, got_past_start, read_liveness
 from .temporal.playbook_result import workflow_output
 
-__all__ = ["read_status", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close", "QUERY_PAGE"]
+__all__ = ["read_status", "read_status_view", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close",
+           "QUERY_PAGE", "STATUS_QUERY_TIMEOUT", "EVENTS_QUERY_TIMEOUT"]
 
 # Events asked of the workflow per ``events`` query.
 QUERY_PAGE = 1000
 
+# Seed 000's minimal model, and one operational field: the workers polling an open
+# execution's task queue (null when closed or unknown).
 STATUS_FIELDS = ("execution_id", "state", "current_step", "started_at", "ended_at", "terminal_event",
-                 "completion_inferred")
+                 "completion_inferred", "workers_polling")
+
+#: a page of events from a live worker, bounded: a lost worker never answers, and a query
+#: that fails falls back to the event store (the server's own deadline is about 30 s)
+EVENTS_QUERY_TIMEOUT = timedelta(seconds=5)
+
+#: a live worker answers a status query in milliseconds; one that does not within this is
+#: treated as absent (the answer then comes from Temporal's description): status stays fast
+STATUS_QUERY_TIMEOUT = timedelta(seconds=1.5)
+
 
 def _status(execution_id: str, state: str, *, current_step: str | None = None, started_at: str | None = None,
             ended_at: str | None = None, terminal_event: str | None = None,
-            completion_inferred: bool = False) -> dict[str, Any]:
+            completion_inferred: bool = False, workers_polling: int | None = None) -> dict[str, Any]:
     return {"execution_id": execution_id, "state": state, "current_step": current_step,
             "started_at": started_at, "ended_at": ended_at, "terminal_event": terminal_event,
-            "completion_inferred": completion_inferred}
+            "completion_inferred": completion_inferred, "workers_polling": workers_polling}
 
 
 def _iso(value: Any) -> str | None:
@@ -72,6 +96,15 @@ def _not_found(exc: RPCError) -> bool:
 
 
 async def read_status(client: Client | None, execution_id: str, store: EventStore | None = None) -> dict[str, Any]:
+    """The status of one execution (the CLI's ``status`` and the API's ``/status`` and detail)."""
+    status, _ = await read_status_view(client, execution_id, store)
+    return status
+
+
+async def read_status_view(client: Client | None, execution_id: str,
+                           store: EventStore | None = None) -> tuple[dict[str, Any], Liveness | None]:
+    """The status, and for an open execution what Temporal knows of it without a worker
+    (its pending tasks, for a caller that explains why nothing moves)."""
     lifecycle = await asyncio.to_thread(store.lifecycle, execution_id) if store else None
     description = None
     if client is not None:
@@ -84,20 +117,12 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
         if lifecycle is None:
             raise NotFound(f"no execution {execution_id!r}",
                            fix="check the id (noetl-temporal run prints it) and the Temporal address")
-        return _from_lifecycle(execution_id, lifecycle)
-    handle = client.get_workflow_handle(execution_id)  # type: ignore[union-attr]
+        return _from_lifecycle(execution_id, lifecycle), None
+    assert client is not None   # (a description came from it)
+    handle = client.get_workflow_handle(execution_id)
     if description.status in OPEN_STATUSES:
-        try:
-            live = await handle.query("status")
-        except (RPCError, WorkflowQueryFailedError):
-            live = None  # no worker answered: fall back to persisted lifecycle signals only
-        if live is not None:
-            return _status(execution_id, live["state"], current_step=live.get("current_step"),
-                           started_at=live.get("started_at"), ended_at=live.get("ended_at"),
-                           terminal_event=live.get("terminal_event"))
-        if lifecycle is not None:
-            return _from_lifecycle(execution_id, lifecycle)
-        return _status(execution_id, "PENDING", started_at=_iso(description.start_time))
+        liveness = await read_liveness(client, description)
+        return await _open_status(client, execution_id, description, liveness, lifecycle), liveness
     terminal = lifecycle["terminal"] if lifecycle else None
     if terminal is None and description.status in WITH_OUTPUT:
         terminal = await _terminal_from_result(handle)
@@ -107,7 +132,29 @@ async def read_status(client: Client | None, execution_id: str, store: EventStor
                    started_at=(lifecycle or {}).get("started_at") or _iso(description.start_time),
                    ended_at=terminal["timestamp"] if terminal else _iso(description.close_time),
                    terminal_event=terminal["event_type"] if terminal else None,
-                   completion_inferred=inferred)
+                   completion_inferred=inferred), None
+
+
+async def _open_status(client: Client, execution_id: str, description: WorkflowExecutionDescription,
+                       liveness: Liveness, lifecycle: dict[str, Any] | None) -> dict[str, Any]:
+    """The workflow's own answer when a worker gives it in time, else Temporal's evidence."""
+    polling = liveness.workers_polling
+    if polling:  # never a query nobody can answer: it would wait out its whole deadline
+        try:
+            live = await client.get_workflow_handle(execution_id).query("status", rpc_timeout=STATUS_QUERY_TIMEOUT)
+        except (RPCError, WorkflowQueryFailedError):
+            live = None  # no worker answered in time: what Temporal and the store know
+        if live is not None:
+            return _status(execution_id, live["state"], current_step=live.get("current_step"),
+                           started_at=live.get("started_at"), ended_at=live.get("ended_at"),
+                           terminal_event=live.get("terminal_event"), workers_polling=polling)
+    if lifecycle is not None and lifecycle.get("terminal") is not None:
+        return {**_from_lifecycle(execution_id, lifecycle), "workers_polling": polling}
+    started = bool(lifecycle and lifecycle.get("started")) or await got_past_start(client, description)
+    return _status(execution_id, "RUNNING" if started else "PENDING",
+                   current_step=liveness.current_step or (lifecycle or {}).get("current_step"),
+                   started_at=(lifecycle or {}).get("started_at") or _iso(description.start_time),
+                   workers_polling=polling)
 
 
 async def _terminal_from_result(handle: Any) -> dict[str, Any] | None:
@@ -202,7 +249,7 @@ async def _query_events(client: Client, execution_id: str, after_seq: int, limit
     out: list[dict[str, Any]] = []
     cursor = after_seq
     while len(out) < limit:
-        batch = await handle.query("events", args=[cursor, QUERY_PAGE])
+        batch = await handle.query("events", args=[cursor, QUERY_PAGE], rpc_timeout=EVENTS_QUERY_TIMEOUT)
         if not batch:
             break
         full = len(batch) == QUERY_PAGE

@@ -150,7 +150,9 @@ def render_docs() -> str:
               "| Temporal status | terminal lifecycle event | state | completion_inferred |",
               "|---|---|---|---|",
               "| RUNNING (worker answers) | - | the workflow's own state (PENDING/RUNNING) | false |",
-              "| RUNNING (no worker) | - | RUNNING if `playbook.started` is stored, else PENDING | false |",
+              "| RUNNING (no worker answers) | - | RUNNING once anything shows the run got past its start "
+              "(a pending activity or child, its first workflow task completed, `NoetlState`, a stored "
+              "`playbook.started`), else PENDING: never back to PENDING (`temporal/liveness.py`) | false |",
               "| COMPLETED | `playbook.finished` | its `payload.meta.status` (COMPLETED; FAILED for executions "
               "started before `failed-playbook-fails-workflow`) | false |",
               "| COMPLETED | none | FAILED (no recorded state: not trusted) | true |",

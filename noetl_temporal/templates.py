@@ -4,6 +4,9 @@
   mutate the context they are given.
 * A string that is exactly one ``{{ expr }}`` yields the expression's native value
   (list, int, bool, dict, None); any other string renders to text.
+* A value printed inside text is written as NoETL writes it (``true``, ``null``, JSON for
+  lists and mappings: :mod:`.template_text`); executions started before that print
+  Python's ``str()`` in the workflow.
 * Dotted access prefers mapping keys over attributes, so ``{{ workload.items }}`` is
   the user's ``items`` value and not ``dict.items`` (stock Jinja2 gets this wrong).
 * Nothing here reads a clock, randomness or the environment: ``now()`` and the
@@ -32,6 +35,7 @@ from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from . import template_limits as limits
+from . import template_text as text_style
 from . import template_undefined as undefined
 from .errors import TemplateError
 
@@ -156,9 +160,13 @@ def _b64decode(value: Any) -> str:
     return base64.b64decode(value).decode()
 
 
-def _make_env() -> _Environment:
+def _noetl_finalize(value: Any) -> Any:
+    return text_style.as_text(limits.check_nested(value))
+
+
+def _make_env(finalize: Callable[[Any], Any]) -> _Environment:
     env = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True,
-                       finalize=limits.check_nested)
+                       finalize=finalize)
     env.globals.pop("lipsum", None)
     env.filters["fromjson"] = _fromjson
     env.filters["from_json"] = _fromjson
@@ -172,7 +180,9 @@ def _make_env() -> _Environment:
     return env
 
 
-_ENV = _make_env()
+_ENV = _make_env(_noetl_finalize)
+# Prints Python's str(): the workflow side of executions started before behaviours.NOETL_TEXT.
+_PYTHON_TEXT_ENV = _make_env(limits.check_nested)
 
 
 def is_template(value: Any) -> bool:
@@ -185,8 +195,8 @@ def _compile_expr(expr: str):
 
 
 @lru_cache(maxsize=4096)
-def _compile_template(text: str):
-    return _ENV.from_string(text)
+def _compile_template(text: str, noetl_text: bool = True):
+    return (_ENV if noetl_text else _PYTHON_TEXT_ENV).from_string(text)
 
 
 def _single_expression(text: str) -> str | None:
@@ -297,7 +307,7 @@ def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
                 limits.start()
                 return _native(limits.check_result(ctx[name]))
             return _native(_compile_expr(expr)(**ctx))
-        return _compile_template(text).render(**ctx)
+        return _compile_template(text, text_style.noetl_text_on()).render(**ctx)
     except TemplateSyntaxError as exc:
         raise TemplateError(f"template syntax error: {exc.message}", template=text, where=where,
                             fix="correct the Jinja2 expression") from None

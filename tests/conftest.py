@@ -69,7 +69,34 @@ def run_yaml(temporal, task_queue):
 _END_TO_END = ("temporal", "api", "golden", "chaos")
 
 
+# The long tiers: left out of the README's default run (pyproject's addopts deselects them),
+# every one run by .ci/run (`-m 'chaos or scale or corpus or browser'`). One table: a file
+# (or folder) belongs to the tier that names it; the marker is what `-m` selects.
+TIERS = {
+    "chaos": ("chaos/",),
+    "corpus": ("temporal/test_e2e_runs.py",),
+    "scale": ("temporal/test_large_playbooks.py", "temporal/test_cli_run_scale.py",
+              "api/test_event_paging_scale.py", "temporal/test_multi_worker.py",
+              "temporal/test_embedding.py", "api/test_api_property.py", "fuzz/"),
+    "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py"),
+}
+
+
+def tier_of(path: Path) -> str | None:
+    """The tier a test file belongs to, or None for the default run."""
+    relative = path.resolve().relative_to(REPO / "tests").as_posix()
+    for tier, places in TIERS.items():
+        if any(relative == place or (place.endswith("/") and relative.startswith(place))
+               for place in places):
+            return tier
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if Path(str(item.fspath)).parent.name in _END_TO_END:
+        path = Path(str(item.fspath))
+        if path.parent.name in _END_TO_END:
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1))
+        tier = tier_of(path)
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))

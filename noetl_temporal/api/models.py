@@ -156,6 +156,9 @@ class ExecutionDetail(BaseModel):
     event_count: int | None = None
     playbook: PlaybookRef
     temporal: TemporalRef
+    workers_polling: int | None = Field(
+        default=None, description="workers polling the task queue of an open execution (0: it makes no progress "
+                                  "until one runs); null once closed")
 
 
 class Status(BaseModel):
@@ -170,6 +173,9 @@ class Status(BaseModel):
     ended_at: str | None = None
     terminal_event: str | None = None
     completion_inferred: bool = False
+    workers_polling: int | None = Field(
+        default=None, description="workers polling the task queue of an open execution (0: it makes no progress "
+                                  "until one runs); null once closed")
 
 
 class Event(BaseModel):

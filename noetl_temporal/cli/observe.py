@@ -11,10 +11,13 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, NotFound
 from .connection import add_connection_arguments, target_of
+
+if TYPE_CHECKING:   # (imported when a command runs: --help stays fast)
+    from ..temporal.liveness import Liveness
 
 __all__ = ["add_status_arguments", "status_command", "add_events_arguments", "events_command"]
 
@@ -80,18 +83,28 @@ def _run(coro) -> int:
 
 
 def status_command(args: argparse.Namespace) -> int:
-    from ..observe import read_status
+    from ..observe import read_status_view
 
     async def go() -> int:
-        status = await read_status(await _client(args), args.execution_id, _store(args))
+        status, liveness = await read_status_view(await _client(args), args.execution_id, _store(args))
         if args.json:
             print(json.dumps(status, indent=2))
         else:
             for key, value in status.items():
                 print(f"{key:<20} {value}")
+        if liveness is not None and liveness.workers_polling == 0:
+            _warn_no_worker(liveness)
         return 0
 
     return _run(go())
+
+
+def _warn_no_worker(liveness: Liveness) -> None:
+    """Why an open execution makes no progress, on stderr (stdout stays the status)."""
+    print(f"warning: no worker is polling task queue {liveness.task_queue!r}: the execution waits until one "
+          f"runs (noetl-temporal worker --task-queue {liveness.task_queue} --address ...)", file=sys.stderr)
+    for task in liveness.pending:
+        print(f"  {task.line()}", file=sys.stderr)
 
 
 def _line(event: dict[str, Any]) -> str:

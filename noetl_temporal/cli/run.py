@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
@@ -33,7 +33,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="request payload deep-merged over the workload: a JSON object, or @FILE")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="set one payload value (dotted keys nest; VALUE is read as YAML, "
-                             "so 3 is a number and true a boolean); repeatable")
+                             "so 3 is a number and true a boolean); repeatable. NoETL's CLI differs: "
+                             "docs/migrating-from-noetl.md")
+    parser.add_argument("--set-string", dest="set_strings", action="append", default=[], metavar="KEY=VALUE",
+                        help="as --set, but VALUE stays the string written (NoETL's --set gives strings: "
+                             "true is 'true'); applied after --set; repeatable")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (execution_id, workflow_id, state, ctx, steps, "
                              f"summary, error, event_count, events_truncated, events: the first "
@@ -52,8 +56,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "run nothing and connect to nothing")
 
 
-def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
-    """The request payload from ``--payload`` and ``--set``; raises ValueError with the fix."""
+def parse_payload(payload: str | None, sets: Sequence[str], strings: Sequence[str] = ()) -> dict[str, Any]:
+    """The request payload from ``--payload``, ``--set`` and ``--set-string`` (``strings``);
+    raises ValueError with the fix."""
     data: dict[str, Any] = {}
     if payload:
         text = payload
@@ -70,30 +75,38 @@ def parse_payload(payload: str | None, sets: list[str]) -> dict[str, Any]:
                              f"{exc.msg}); pass an object such as '{{\"n\": 3}}'") from None
         if not isinstance(data, dict):
             raise ValueError("--payload must be a JSON object such as '{\"n\": 3}'")
-    for item in sets:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. --set name=ada")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
-        node = data
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[parts[-1]] = value
+    for flag, items in (("--set", sets), ("--set-string", strings)):
+        for item in items:
+            key, sep, raw = item.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"{flag} {item!r}: expected KEY=VALUE, e.g. {flag} name=ada")
+            _put(data, key.strip().split("."), raw if flag == "--set-string" else _yaml_value(raw))
     return data
+
+
+def _yaml_value(raw: str) -> Any:
+    try:
+        return yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        return raw
+
+
+def _put(data: dict[str, Any], parts: list[str], value: Any) -> None:
+    """Set a dotted key: each part but the last is a mapping (created, or replacing a scalar)."""
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[parts[-1]] = value
 
 
 def run_command(args: argparse.Namespace) -> int:
     from ..dsl import load_playbook
     from ..runner import ProgressPrinter, run_playbook
     try:
-        payload = parse_payload(args.payload, args.sets)
+        payload = parse_payload(args.payload, args.sets, args.set_strings)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -70,10 +70,18 @@ PACED_WORKFLOW_TASKS = "paced-workflow-tasks"
 #: ends its workflow task too (``pacing.ends_task``), as that task also builds or restores.
 BOUNDED_RUN_WORK = "bounded-run-work"
 
+#: A value a template prints inside text (a shell command, a url, a SQL text, a ``set`` value
+#: such as ``"n={{ n }}"``) is written as NoETL writes it: ``true``/``false``/``null``, a
+#: list or mapping as JSON (``template_text.py``). Before: Python's ``str()`` (``True``,
+#: ``None``, ``{'a': 1}``), so NoETL's ``[ "{{ flag }}" = "true" ]`` took the other branch.
+#: Activities print NoETL's text for every execution; this name keeps the workflow's own
+#: renders (task configs, guards, ``set``, arc args) as they were for older executions.
+NOETL_TEXT = "noetl-text"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
-                            PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK)
+                            PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT)
 
 
 #: every name this code understands (never remove one while executions may list it)

@@ -32,8 +32,10 @@ from typing import Any
 
 from ..dsl.models import AdmitPolicy, Playbook, Step
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
+from ..template_text import python_text
 from ..templates import evaluate_condition
 from . import budget, ctx_size, joins, loops, pipeline, steps
+from .behaviours import NOETL_TEXT
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
 from .context import deep_merge
@@ -75,9 +77,16 @@ def step_graph(playbook: Playbook) -> StepGraph:
 
 def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Command]]:
     """Apply one input; return the (mutated) state and the commands to carry out."""
-    commands: list[Command] = []
     if state.finished:
-        return state, commands  # terminal exactly once: late inputs change nothing
+        return state, []  # terminal exactly once: late inputs change nothing
+    listed = event.behaviours if isinstance(event, Start) else state.behaviours
+    # Every render of this input prints text as the execution's behaviours say (template_text).
+    with python_text(NOETL_TEXT not in listed):
+        return _step(state, event)
+
+
+def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Command]]:
+    commands: list[Command] = []
     state.now = event.now
     budget.refill(state)
     if isinstance(event, Start):

@@ -20,7 +20,18 @@ from .failure import failure_mode, step_timeout, stop, timeout_message
 from .messages import CancelTasks, Command, StartTimer
 from .state import ExecutionState, PipelineRun, StepRecord, StepRun, Token
 
-__all__ = ["start_step_run", "finish_step_run", "record_step", "step_timed_out"]
+__all__ = ["start_step_run", "finish_step_run", "record_step", "step_timed_out", "RUN_MARK", "step_of_run_id"]
+
+#: what parts a step's name from its run number in a step run id, ``<step>:run:<n>``
+RUN_MARK = ":run:"
+
+
+def step_of_run_id(run_id: str) -> str | None:
+    """The step a step run id, or a task run id built on one, belongs to. A task's activity
+    is named by its task run id, so a status read without a worker learns from Temporal's
+    pending activities which step is running."""
+    step, mark, _ = run_id.partition(RUN_MARK)
+    return step if mark and step else None
 
 
 def start_step_run(state: ExecutionState, token: Token, commands: list[Command]) -> Completion | None:
@@ -38,7 +49,7 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
     count = state.run_counts.get(token.step, 0) + 1
     state.run_counts[token.step] = count
     state.total_step_runs += 1
-    run = StepRun(id=f"{token.step}:run:{count}", step=token.step, args=token.args, final=token.final)
+    run = StepRun(id=f"{token.step}{RUN_MARK}{count}", step=token.step, args=token.args, final=token.final)
     state.step_runs[run.id] = run
     state.current_step = token.step
     emit(state, "step.scheduled", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,

@@ -9,6 +9,8 @@ and the last failure of a retrying task.
 Every attempt is recorded (status, timing, error, action) and the record list is
 heartbeated before a retry is raised; heartbeat details survive retries, so the final
 attempt returns the whole history and the workflow emits ``task.attempt.*`` events from it.
+An attempt that left no record (its worker died, Temporal timed it out) is recorded by the
+next one as failed, ``worker_lost``: a crash shows in the log as the attempt it cost.
 
 On the fast path (``spec.local: true``) the task runs as a *local* activity, which cannot
 heartbeat: the workflow itself starts each policy attempt (``PolicyRetry`` is not retried
@@ -96,12 +98,40 @@ class _Heartbeats:
 
 
 def _previous_attempts() -> list[dict[str, Any]]:
-    details = activity.info().heartbeat_details
-    if details:
-        first = details[0]
-        if isinstance(first, list):
-            return list(first)
-    return []
+    """The records of this task's earlier attempts: the ones a policy retried (heartbeated
+    with the retry), and one for each attempt that ended without a record (:func:`_lost`)."""
+    info = activity.info()
+    recorded: list[dict[str, Any]] = []
+    if info.heartbeat_details and isinstance(info.heartbeat_details[0], list):
+        recorded = list(info.heartbeat_details[0])
+    return _with_lost(recorded, info.attempt)
+
+
+#: why an attempt left no record: Temporal retried it after its worker stopped answering
+LOST_KIND = "worker_lost"
+
+
+def _with_lost(recorded: list[dict[str, Any]], attempt: int) -> list[dict[str, Any]]:
+    """``recorded`` with a failed record for every earlier attempt missing from it.
+
+    An attempt records itself when it ends (or, retried by a policy, in its heartbeat); one
+    whose worker died (killed, its machine lost) or that Temporal timed out (heartbeat or
+    start-to-close) left nothing, and Temporal started this one in its place. Without these
+    records the event log would show one attempt where two ran."""
+    numbers = {r.get("attempt") for r in recorded}
+    lost = [_lost(n) for n in range(1, attempt) if n not in numbers]
+    if not lost:
+        return recorded
+    return sorted([*recorded, *lost], key=lambda r: int(r.get("attempt") or 0))
+
+
+def _lost(attempt: int) -> dict[str, Any]:
+    error = ErrorInfo(kind=LOST_KIND, retryable=True,
+                      message=f"attempt {attempt} ended without a result: its worker was lost, or Temporal "
+                              "timed it out (heartbeat or start-to-close timeout); Temporal ran the task again",
+                      fix="see the worker's log for why it stopped; a task that outlives its timeout needs a "
+                          "larger spec.timeout")
+    return Attempt(attempt=attempt, status="error", error=error, action="retry").to_dict()
 
 
 #: the scrubber of a task that reads no secret (immutable: one for all)

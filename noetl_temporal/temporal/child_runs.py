@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from ..status_layers import ExecutionStatus
     from . import labels
     from .naming import child_execution_id
-    from .patches import PATCH_READABLE_CHILD_IDS
+    from .patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
     from .playbook_result import output_in
     from .search_attributes import PLAYBOOK_NAME, has_attribute
     from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
@@ -48,7 +48,7 @@ async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> O
             retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[
                 "PlaybookNotFound", "PlaybookInvalid"]))
     except ActivityError as err:
-        return failure("playbook", str(getattr(err.cause, "message", None) or err.cause or err))
+        return failure("playbook", _located(cmd, str(getattr(err.cause, "message", None) or err.cause or err)))
     child_id = _child_id(cmd, inp, resolved["playbook"])
     child_input = RunInput(execution_id=child_id, playbook=resolved["playbook"],
                            payload=child_payload(cmd.config), source=resolved["source"],
@@ -78,6 +78,15 @@ async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> O
     reason = child.reason or child.state.value
     return Outcome.failed(ErrorInfo(kind="playbook", message=f"sub-playbook {path!r} ended "
                                     f"{child.state.value}: {reason}"), result=result, **meta)
+
+
+def _located(cmd: RunTask, message: str) -> str:
+    """A child that cannot be resolved names the task's ``path`` as an engine ``where``, which
+    the CLI turns into the parent's ``file:line:col`` (locations.py). Patched: the message is
+    in the events a recorded execution emitted."""
+    if not workflow.patched(PATCH_LOCATED_CHILD_ERRORS):
+        return message
+    return f"{cmd.step}.tool.{cmd.task}.path: {message}"
 
 
 def _child_id(cmd: RunTask, inp: RunInput, child_playbook: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from . import labels
 from .close_status import execution_state
 from .converter import CODEC_ENV, configured_data_converter
 from .naming import new_execution_id
+from .subplaybooks import located_source
 from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
 
 log = logging.getLogger("noetl_temporal")
@@ -116,9 +117,14 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     ``labels.definition_hash``, when the caller keeps them (the API, per cached playbook);
     otherwise made here. The definition is only read (the workflow input carries it to the
     data converter, which encodes it), so a caller may share one between starts.
+    ``source``: where the playbook came from (a file, ``inline``, ``catalog:<path>@<version>``);
+    a relative file path is recorded absolute, against this process's working directory.
     ``persist_events=False``: the execution writes no events to the event store (they stay
     readable live, from the workflow, while it runs): a diagnostic of what storing them costs.
     """
+    # A relative file source becomes absolute here, in the caller's directory: a worker
+    # elsewhere finds a relative sub-playbook next to the parent file (subplaybooks.py).
+    source = located_source(source)
     if definition is None:
         definition = playbook_definition(playbook)
     digest = digest or labels.definition_hash(definition)

@@ -320,12 +320,14 @@ def shown_state(info: ExecutionInfo, detail: dict[str, Any]) -> str:
     return info.state if info.closed else str(detail.get("state") or "RUNNING")
 
 
-async def read_detail(client: Client, execution_id: str) -> tuple[ExecutionInfo, dict[str, Any]]:
+async def read_detail(client: Client, execution_id: str, *,
+                      ask_workflow: bool = True) -> tuple[ExecutionInfo, dict[str, Any]]:
     """Temporal's description plus the workflow's own ``detail`` (ctx, steps, result, timing).
 
     Live executions answer the ``detail`` query. A completed one answers from its output.
     Other closed ones need a worker to answer queries; without one the detail is empty
-    (``{}``) and callers fall back to the description.
+    (``{}``) and callers fall back to the description. ``ask_workflow=False``: no worker
+    polls (``liveness``), so no query is sent (it would only wait out its timeout).
     """
     info = await describe(client, execution_id)
     handle = _handle(client, execution_id)
@@ -333,8 +335,11 @@ async def read_detail(client: Client, execution_id: str) -> tuple[ExecutionInfo,
         _, output = await _result_state(handle)
         if output is not None:
             return info, replace(output, paused=False).to_dict()
+    if not ask_workflow:
+        return info, {}
     try:
-        detail = await handle.query("detail", rpc_timeout=QUERY_TIMEOUT if info.closed else RPC_TIMEOUT)
+        # short either way: a live worker answers in milliseconds, a lost one never does
+        detail = await handle.query("detail", rpc_timeout=QUERY_TIMEOUT)
     except Exception:
         detail = {}
     return info, detail or {}

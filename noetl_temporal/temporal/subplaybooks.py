@@ -5,58 +5,135 @@ its answer, the normalized child playbook, is recorded in history, which pins th
 the definition it started with. The child itself runs as a child workflow (see
 ``workflow.PlaybookWorkflow._run_child``).
 
-Lookup order for ``path``: a file relative to the parent playbook's file (or absolute),
-with or without a ``.yaml``/``.yml`` suffix; otherwise a catalog path (latest version, or
-``version``).
+Lookup order for ``path`` (docs/tools.md, "playbook"): an absolute file, or a relative one
+next to the parent playbook's file (never the worker's working directory), with or without
+a ``.yaml``/``.yml`` suffix; otherwise the catalog (latest version, or ``version``): next to
+a parent started from the catalog, then the path as written. ``located_source`` makes the
+parent's file absolute when the execution starts, so every worker finds the same child.
 """
 
 from __future__ import annotations
 
 import asyncio
+import posixpath
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from ..dsl.models import playbook_definition
 from ..errors import NoetlError, NotFound, PlaybookInvalid
 
-__all__ = ["resolve_playbook", "RESOLVE_PLAYBOOK_ACTIVITY", "MAX_DEPTH", "child_result", "child_payload"]
+__all__ = ["located_source", "resolve_playbook", "RESOLVE_PLAYBOOK_ACTIVITY", "MAX_DEPTH", "child_result", "child_payload"]
 
 RESOLVE_PLAYBOOK_ACTIVITY = "noetl.resolve_playbook"
 MAX_DEPTH = 16   # sub-playbook nesting; deeper is almost surely unbounded recursion
 PLAYBOOK_NOT_FOUND = "PlaybookNotFound"
+# A child that is missing or invalid is the user's to fix, and the task's error says so: benign
+# keeps the SDK from logging it again as a traceback on the worker (and from counting it).
+_USER_ERROR = ApplicationErrorCategory.BENIGN
 
 
-def _candidate_files(path: str, parent_source: str | None) -> list[Path]:
-    raw = Path(path).expanduser()
-    bases = [raw] if raw.is_absolute() else []
-    if not raw.is_absolute():
-        if parent_source and not parent_source.startswith("<"):
-            bases.append(Path(parent_source).resolve().parent / raw)
-        bases.append(Path.cwd() / raw)
-    out: list[Path] = []
-    for base in bases:
-        out += [base, base.with_name(base.name + ".yaml"), base.with_name(base.name + ".yml")]
+def located_source(source: str | None) -> str | None:
+    """``source`` as the start request records it: a file the caller names by a relative
+    path becomes absolute, resolved against the caller's working directory.
+
+    Why here, at the start: the worker that resolves a sub-playbook may run in another
+    process with another working directory (``run --address``, a deployed worker), and a
+    relative child path is found next to the parent file, wherever that worker runs.
+    ``inline``, ``catalog:...`` and ``<...>`` sources are not files and pass unchanged."""
+    if not source or source.startswith(("<", "catalog:")) or source == "inline":
+        return source
+    path = Path(source).expanduser()
+    if path.is_absolute() or not path.is_file():
+        return source
+    return str(path.resolve())
+
+
+def _with_suffixes(base: Path) -> list[Path]:
+    return [base, base.with_name(base.name + ".yaml"), base.with_name(base.name + ".yml")]
+
+
+def _catalog_parent(parent_source: str | None) -> str | None:
+    """The catalog path of a parent started from the catalog (``catalog:<path>@<version>``)."""
+    if not parent_source or not parent_source.startswith("catalog:"):
+        return None
+    return parent_source[len("catalog:"):].rsplit("@", 1)[0]
+
+
+def _file_parent(parent_source: str | None) -> Path | None:
+    """The parent's file, when it was started from one (absolute since ``located_source``;
+    an older start's relative source still resolves against this process's directory)."""
+    if not parent_source or parent_source.startswith(("<", "catalog:")) or parent_source == "inline":
+        return None
+    return Path(parent_source).expanduser().resolve()
+
+
+def _catalog_candidates(path: str, parent_source: str | None) -> list[str]:
+    """Catalog paths to try: next to a catalog parent first (``dir/child`` for ``child``
+    from ``dir/parent``), then the path as written (NoETL's catalog paths are absolute)."""
+    out: list[str] = []
+    parent = _catalog_parent(parent_source)
+    if parent is not None and not path.startswith("/"):
+        sibling = posixpath.normpath(posixpath.join(posixpath.dirname(parent), path))
+        for suffix in (".yaml", ".yml"):
+            sibling = sibling[: -len(suffix)] if sibling.endswith(suffix) else sibling
+        if not sibling.startswith(".."):
+            out.append(sibling)
+    if path not in out:
+        out.append(path)
     return out
+
+
+def _file_candidates(path: str, parent_source: str | None) -> list[Path]:
+    """Files to try: an absolute path as is; a relative one next to the parent's file only
+    (never this worker's working directory, which differs from one worker to the next)."""
+    raw = Path(path).expanduser()
+    if raw.is_absolute():
+        return _with_suffixes(raw)
+    parent = _file_parent(parent_source)
+    return _with_suffixes(parent.parent / raw) if parent is not None else []
+
+
+def _not_found(path: str, parent_source: str | None, files: list[Path], entries: list[str]) -> NotFound:
+    """What was looked for and where, so the user sees the resolved path, not just the one written."""
+    tried = []
+    if files:
+        where = f" next to the parent playbook {parent_source}" if not Path(path).is_absolute() else ""
+        tried.append(f"no file {files[0]} (nor with .yaml/.yml){where}")
+    elif _file_parent(parent_source) is None and _catalog_parent(parent_source) is None:
+        tried.append(f"no file looked up: the parent playbook ({parent_source or 'inline'}) has no file "
+                     "location to resolve a relative path against")
+    tried.append("no catalog entry " + " nor ".join(repr(e) for e in entries)
+                 + (f" (the parent is {parent_source})" if _catalog_parent(parent_source) else ""))
+    return NotFound(f"sub-playbook {path!r} not found: " + "; ".join(tried),
+                    fix="put the child playbook at that file, give an absolute path, or register it "
+                        "in the catalog the worker reads (NOETL_CATALOG_PATH / NOETL_CATALOG_DSN)")
 
 
 def _resolve(path: str, version: int | None, parent_source: str | None) -> dict[str, Any]:
     from ..dsl import load_playbook, load_playbook_text
 
-    if version is None:
-        for candidate in _candidate_files(path, parent_source):
-            if candidate.is_file():
-                loaded = load_playbook(candidate)
-                return {"playbook": playbook_definition(loaded.playbook),
-                        "source": str(candidate), "version": None}
+    files = _file_candidates(path, parent_source) if version is None else []
+    for candidate in files:
+        if candidate.is_file():
+            loaded = load_playbook(candidate)
+            return {"playbook": playbook_definition(loaded.playbook),
+                    "source": str(candidate), "version": None}
     from ..store.catalog import Catalog
 
-    text, found_version = Catalog.from_config().get(path, version)
-    loaded = load_playbook_text(text, source=f"catalog:{path}@{found_version}")
-    return {"playbook": playbook_definition(loaded.playbook),
-            "source": f"catalog:{path}@{found_version}", "version": found_version}
+    catalog = Catalog.from_config()
+    entries = _catalog_candidates(path, parent_source)
+    for entry in entries:
+        try:
+            text, found_version = catalog.get(entry, version)
+        except NotFound:
+            continue
+        loaded = load_playbook_text(text, source=f"catalog:{entry}@{found_version}")
+        return {"playbook": playbook_definition(loaded.playbook),
+                "source": f"catalog:{entry}@{found_version}", "version": found_version}
+    raise _not_found(path, parent_source, files, entries)
 
 
 @activity.defn(name=RESOLVE_PLAYBOOK_ACTIVITY)
@@ -64,20 +141,18 @@ async def resolve_playbook(request: dict[str, Any]) -> dict[str, Any]:
     path = request.get("path")
     if not isinstance(path, str) or not path.strip():
         raise ApplicationError("a `kind: playbook` task needs `path` (a file or a catalog path)",
-                               type=PLAYBOOK_NOT_FOUND, non_retryable=True)
+                               type=PLAYBOOK_NOT_FOUND, non_retryable=True, category=_USER_ERROR)
     try:
         return await asyncio.to_thread(_resolve, path.strip(), request.get("version"), request.get("parent_source"))
     except PlaybookInvalid as exc:
         details = "; ".join(str(d) for d in exc.diagnostics[:5])
         raise ApplicationError(f"sub-playbook {path!r} is invalid: {details}", type="PlaybookInvalid",
-                               non_retryable=True) from None
+                               non_retryable=True, category=_USER_ERROR) from None
     except NotFound as exc:
-        raise ApplicationError(f"sub-playbook {path!r} not found as a file (next to the parent playbook) "
-                               f"nor in the catalog: {exc.message}", type=PLAYBOOK_NOT_FOUND,
-                               non_retryable=True) from None
+        raise ApplicationError(str(exc), type=PLAYBOOK_NOT_FOUND, non_retryable=True, category=_USER_ERROR) from None
     except NoetlError as exc:
         raise ApplicationError(f"sub-playbook {path!r}: {exc}", type=PLAYBOOK_NOT_FOUND,
-                               non_retryable=True) from None
+                               non_retryable=True, category=_USER_ERROR) from None
 
 
 def child_payload(config: dict[str, Any]) -> dict[str, Any]:

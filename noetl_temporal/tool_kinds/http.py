@@ -10,7 +10,7 @@ HTTP = ToolKind(
         Setting("url", ("string",), "query parameters already in the url are kept", aliases=("endpoint",)),
         Setting("method", ("string",), "default `GET`"),
         Setting("params", ("mapping",), "merged into the query; `null` values are dropped"),
-        Setting("headers", ("mapping",), "values rendered as text"),
+        Setting("headers", ("mapping",), "values sent as text (`true`, JSON); `null` drops the header"),
         Setting("json", ("any",), "JSON body"),
         Setting("payload", ("any",), "JSON body when a mapping/list (NoETL's worker key), else as `body`"),
         Setting("body", ("any",), "text/bytes as is; a mapping is form-encoded unless `Content-Type` says "

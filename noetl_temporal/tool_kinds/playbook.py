@@ -6,7 +6,7 @@ PLAYBOOK = ToolKind(
     kind="playbook",
     summary="runs another playbook as a child workflow and returns its result",
     settings=(
-        Setting("path", ("string",), "the playbook: a file next to this one, or a catalog path",
+        Setting("path", ("string",), "the playbook: a file (relative to this playbook's own file, or absolute) or a catalog path (relative to this playbook's catalog path, or as written); see \"Where a sub-playbook is found\"",
                 aliases=("playbook",)),
         Setting("version", ("integer", "string"), "the catalog version; default the latest"),
         Setting("return_step", ("string",), "the child step whose result to return"),

@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
+from ..template_text import text_of
 from ..tool_kinds.http import HTTP
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout
 
@@ -194,7 +195,7 @@ class HttpTool:
 
         url = _url(config)
         method = str(config.get("method") or "GET").upper()
-        headers = {str(k): str(v) for k, v in _mapping(config, "headers").items() if v is not None}
+        headers = {str(k): text_of(v) for k, v in _mapping(config, "headers").items() if v is not None}
         verify = _verify(config)
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         kwargs = _request_kwargs(config, headers)

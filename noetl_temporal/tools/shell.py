@@ -8,12 +8,12 @@ its own process group so a timeout kills what it spawned too (SIGTERM, then SIGK
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
+from ..template_text import text_of
 from ..tool_kinds.shell import SHELL as DECLARATION
 from . import _proc
 from ._shellsecrets import hide_secrets
@@ -34,15 +34,6 @@ def _commands(config: dict) -> list[str]:
     return items
 
 
-def _env_value(v: Any) -> str:
-    # Templates render native values; the shell only knows strings.
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return json.dumps(v) if isinstance(v, (dict, list)) else str(v)
-
-
 def _env(config: dict) -> dict[str, str]:
     extra = config.get("env") or {}
     if not isinstance(extra, dict):
@@ -53,7 +44,7 @@ def _env(config: dict) -> dict[str, str]:
         if v is None:
             env.pop(str(k), None)
         else:
-            env[str(k)] = _env_value(v)
+            env[str(k)] = text_of(v)   # templates render native values; the shell knows text
     return env
 
 

@@ -43,11 +43,18 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # before and after the shell change `failed-playbook-fails-workflow`
              "failed_close": HERE / "failed_close.yaml", "failed_close_patched": HERE / "failed_close.yaml",
              # before and after the engine change `step-timeout-bounds-step`
-             "step_timeout": HERE / "step_timeout.yaml", "step_timeout_patched": HERE / "step_timeout.yaml"}
+             "step_timeout": HERE / "step_timeout.yaml", "step_timeout_patched": HERE / "step_timeout.yaml",
+             # before and after the engine change `noetl-text` (template_text.py)
+             "noetl_text": HERE / "noetl_text.yaml", "noetl_text_patched": HERE / "noetl_text.yaml",
+             # before and after the shell change `located-child-errors` (child_runs.py): the
+             # before is recorded by the code before it (a worktree of that commit)
+             "subplaybook_missing": HERE / "subplaybook_missing.yaml",
+             "subplaybook_missing_patched": HERE / "subplaybook_missing.yaml"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
-          "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",)}
+          "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
+          "noetl_text": ("noetl-text",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.

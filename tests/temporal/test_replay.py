@@ -15,7 +15,7 @@ from temporalio.worker import Replayer
 
 from noetl_temporal.engine import behaviours, machine
 from noetl_temporal.temporal.event_flush import EventFlusher
-from noetl_temporal.temporal.patches import PATCH_READABLE_CHILD_IDS
+from noetl_temporal.temporal.patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
 from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
 from noetl_temporal.temporal.worker import sandbox_runner
 from noetl_temporal.temporal.workflow import PlaybookWorkflow
@@ -32,7 +32,9 @@ def _workflow(sandboxed: bool) -> type:
 @pytest.mark.parametrize("name", ["hello", "retry_loop", "subplaybook", "subplaybook_patched",
                                   "loop_fail_fast", "loop_fail_fast_patched", "noop_loop", "noop_loop_patched",
                                   "noop_loop_paced", "noop_loop_bounded",
-                                  "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched"])
+                                  "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched",
+                                  "noetl_text", "noetl_text_patched",
+                                  "subplaybook_missing", "subplaybook_missing_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -82,6 +84,41 @@ async def test_the_patch_guard_is_what_keeps_each_history_replaying(name, forced
     # old history + new branch: the child id differs; new history + old code: an unknown patch marker
     assert "Nondeterminism" in failure
     assert ("Child workflow id" if forced else "patch marker encountered for change readable-child-ids") in failure
+
+
+async def _replayed_failure_messages(name: str) -> list[str]:
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    emitted: list[dict] = []
+    real_step = machine.step
+
+    def spy(state, event):
+        after = state.log.seq
+        out = real_step(state, event)
+        emitted.extend(state.log.since(after, state.log.seq - after))
+        return out
+
+    machine.step = spy
+    try:
+        result = await Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner()).replay_workflow(history)
+    finally:
+        machine.step = real_step
+    assert result.replay_failure is None
+    return [e["payload"]["outcome"]["error"]["message"] for e in emitted if e["event_type"] == "task.failed"]
+
+
+@pytest.mark.parametrize("name,forced", [("subplaybook_missing", True), ("subplaybook_missing_patched", None)])
+async def test_a_missing_childs_located_error_follows_the_patch(name, forced, monkeypatch):
+    """``subplaybook_missing`` was recorded before a missing child's error named its task
+    (``call.tool.child.path: ...``), ``subplaybook_missing_patched`` after: each replays its
+    own message, and the old history would emit the new one without the guard."""
+    recorded = await _replayed_failure_messages(name)
+    assert recorded and all(m.startswith("call.tool.child.path: ") == (forced is None) for m in recorded)
+    if forced:
+        real = workflow.patched
+        monkeypatch.setattr(workflow, "patched",
+                            lambda patch_id: True if patch_id == PATCH_LOCATED_CHILD_ERRORS else real(patch_id))
+        unguarded = await _replayed_failure_messages(name)
+        assert all(m.startswith("call.tool.child.path: ") for m in unguarded), unguarded
 
 
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
@@ -211,3 +248,20 @@ async def test_a_failed_playbook_closes_the_way_its_input_says(name, recorded_fa
                         b == behaviours.FAILED_PLAYBOOK_FAILS_WORKFLOW else real(self, b))
     await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert raised == ([] if recorded_failed else ["FAILED"])
+
+
+@pytest.mark.parametrize("name,recorded_route", [("noetl_text", "python_text"), ("noetl_text_patched", "noetl_text")])
+async def test_printed_values_follow_the_recorded_input(name, recorded_route, monkeypatch):
+    """``noetl-text``: ``noetl_text`` was recorded before it (the workflow printed ``True``,
+    ``None`` and a Python repr into a ``set`` value, so the guard took ``python_text``),
+    ``noetl_text_patched`` after (``true``, ``null``, JSON: ``noetl_text``). Each replays
+    above; replaying either with the other choice is a nondeterminism error (the other
+    branch's activity), so the behaviour in the recorded input is what keeps it replaying."""
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    assert [e["entity_id"] for e in expected if e["event_type"] == "step.started"] == ["start", recorded_route]
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    recorded_new = recorded_route == "noetl_text"
+    monkeypatch.setattr(behaviours, "of_input", lambda names: [] if recorded_new else [behaviours.NOETL_TEXT])
+    replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)

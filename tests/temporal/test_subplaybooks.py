@@ -163,7 +163,10 @@ async def test_missing_child_is_a_clear_task_error(run_yaml):
         tool: {kind: playbook, path: does/not/exist}
     """)
     assert report.state == "FAILED"
-    assert "not found as a file" in report.summary["failed_steps"][0]["message"]
+    message = report.summary["failed_steps"][0]["message"]
+    # an inline parent has no file to resolve a relative path against: the catalog only
+    assert message.startswith("s.tool.s_task.path: sub-playbook 'does/not/exist' not found"), message
+    assert "has no file location" in message and "no catalog entry 'does/not/exist'" in message, message
 
 
 async def test_cancel_without_cascade_leaves_the_child_running(temporal, task_queue, tmp_path):

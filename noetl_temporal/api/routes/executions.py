@@ -147,8 +147,13 @@ def _playbook_ref(inp: Any) -> PlaybookRef:
 @router.get("/executions/{execution_id}", response_model=ExecutionDetail, responses=responses(404, 503),
             summary="Execution detail: summary, steps, timing (no variables)")
 async def detail(execution_id: ExecutionId,
-                 client: ClientDep) -> ExecutionDetail:
-    info, data = await control.read_detail(client, execution_id)
+                 client: ClientDep, settings: SettingsDep) -> ExecutionDetail:
+    # The status first: it answers fast without a worker, and says whether one polls, so the
+    # detail query is not sent to nobody (it would wait out its deadline).
+    status = await read_status(client, execution_id, settings.event_store)
+    info, data = await control.read_detail(client, execution_id, ask_workflow=status["workers_polling"] != 0)
+    if not info.closed and not data:   # no worker answered: Temporal's and the store's evidence
+        data = {key: status[key] for key in ("state", "current_step", "started_at")}
     inp = await control.read_input(client, execution_id)
     state = as_state(control.shown_state(info, data))
     result = data.get("result")
@@ -159,7 +164,8 @@ async def detail(execution_id: ExecutionId,
         summary=result if isinstance(result, dict) else None, steps=data.get("steps") or {},
         event_count=data.get("event_count"), playbook=_playbook_ref(inp),
         temporal=TemporalRef(workflow_id=execution_id, run_id=info.run_id, status=info.temporal_status,
-                             task_queue=info.task_queue))
+                             task_queue=info.task_queue),
+        workers_polling=status["workers_polling"])
 
 
 @router.get("/executions/{execution_id}/status", response_model=Status, responses=responses(404, 503),
