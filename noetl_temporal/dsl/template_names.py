@@ -140,10 +140,16 @@ def _parts_reads(parts: tuple[str, ...]) -> list[_Read] | None:
     return reads
 
 
-@lru_cache(maxsize=16384)
 def _expression_reads(expr: str) -> tuple[_Read, ...] | None:
+    return _reads_cached(expr) if len(expr) <= 4096 else _expression_reads_now(expr)
+
+
+def _expression_reads_now(expr: str) -> tuple[_Read, ...] | None:
     tree = parse_expression(expr)
     return None if tree is None else tuple(_walk(tree, set(), guarded=False))
+
+
+_reads_cached = lru_cache(maxsize=16384)(_expression_reads_now)  # long ones are not kept
 
 
 def _walk(node: nodes.Node, local: set[str], *,

@@ -38,10 +38,18 @@ def _is_plain_text(data: str) -> bool:
     return _TAG_OPENER.search(data) is None
 
 
-@lru_cache(maxsize=16384)  # each template is cut twice: for its syntax, then for its names
+#: longer texts are not remembered: the caches live as long as the process (an API server)
+_CACHED_CHARS = 4096
+
+
 def expressions(text: str) -> tuple[str, ...] | None:
     """The expressions of a template of only text and ``{{ ... }}`` blocks, numbers made 0;
     None when the template has any other shape (then it must be parsed whole)."""
+    # each template is cut twice: for its syntax, then for its names
+    return _cut_cached(text) if len(text) <= _CACHED_CHARS else _cut(text)
+
+
+def _cut(text: str) -> tuple[str, ...] | None:
     found: list[str] = []
     end = 0
     for match in _BLOCK.finditer(text):
@@ -60,13 +68,22 @@ def expressions(text: str) -> tuple[str, ...] | None:
     return tuple(found)
 
 
-@lru_cache(maxsize=16384)
+_cut_cached = lru_cache(maxsize=16384)(_cut)
+
+
 def parse_expression(expr: str) -> nodes.Template | None:
     """The parse tree of ``{{ expr }}``, or None when it is not valid Jinja."""
+    return _parse_cached(expr) if len(expr) <= _CACHED_CHARS else _parse(expr)
+
+
+def _parse(expr: str) -> nodes.Template | None:
     try:
         return _PARSER.parse("{{" + expr + "}}")
     except TemplateSyntaxError:
         return None
+
+
+_parse_cached = lru_cache(maxsize=16384)(_parse)
 
 
 def syntax_problem(text: str) -> str | None:
