@@ -106,7 +106,8 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     template_class = _Template
     code_generator_class = _CodeGenerator
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    # '-' only for its result: an integer one bit past MAX_INT_BITS (see call_binop)
+    intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
     concat = staticmethod(limits.checked_join)
     checked_join = staticmethod(limits.checked_join)
 
@@ -123,13 +124,13 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         limits.check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        return limits.check_int(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         args = limits.check_call(__obj, args, kwargs)
         if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level is metered too
             args = (limits.metered(args[0]), *args[1:])
-        return super().call(__context, __obj, *args, **kwargs)
+        return limits.check_int(super().call(__context, __obj, *args, **kwargs))
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         # Stock Jinja returns an undefined that our chainable undefined would print as "":

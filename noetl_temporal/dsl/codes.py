@@ -140,6 +140,8 @@ _TABLE: list[Code] = [
          "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db; plain "
          "JSONPaths"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
+    Code("NTL314", _E, "a python task's code does not compile", "`code: \"result = (1 +\"`",
+         "correct the Python at the reported line and column (it would fail there at run time)"),
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",
          "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
@@ -210,6 +212,10 @@ _TABLE: list[Code] = [
          "`set: {ctx.token: \"{{ keychain.api.token }}\"}`, an arc's `args`, a `when`",
          "read the secret in the tool settings that need it (`headers`, `env`, `dsn`...); a secret "
          "kept in ctx or args would be written to workflow history"),
+    Code("NTL705", _W, "a template reads a workload key the playbook's `workload:` does not have",
+         "`{{ workload.nmae }}` with `workload: {name: x}`",
+         "correct the key (the warning names the close ones), declare it under `workload:`, or "
+         "write `| default(...)` if the run's payload supplies it"),
     # ------------------------------------------------------------------ model checks
     Code("NTL901", _E, "a value has the wrong type or is out of range",
          "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`", "use a value the message allows"),

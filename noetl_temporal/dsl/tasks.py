@@ -164,6 +164,9 @@ class TaskNormalizer:
                 config["url"] = config.pop("endpoint")
                 self.origins.add(paths.join(paths.join(norm, "config"), "url"), paths.join(src, "endpoint"))
         self.origins.add(paths.join(norm, "config"), src)
+        for key, where in (key_src or {}).items():   # a workbook entry's settings: where it writes them
+            if key in config:
+                self.origins.add(paths.join(paths.join(norm, "config"), key), where)
         out["config"] = config
         return out
 

@@ -14,7 +14,8 @@ from .model import GraphView
 
 __all__ = ["Box", "Layout", "layout", "NODE_W", "NODE_H", "GAP_X", "GAP_Y", "MARGIN"]
 
-NODE_W, NODE_H = 210, 84
+# Tall enough for two lines of detail (a join's or loop's description is longer than one).
+NODE_W, NODE_H = 210, 98
 GAP_X, GAP_Y = 40, 70
 MARGIN = 30
 

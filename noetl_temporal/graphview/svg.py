@@ -10,6 +10,7 @@ Arcs are ``<g class="arc" data-source data-target>`` with their ``when`` as a la
 
 from __future__ import annotations
 
+import textwrap
 from html import escape
 
 from .labels import clip, place_labels
@@ -21,6 +22,7 @@ from .states import STATE_WORDS, Painted
 __all__ = ["render_svg", "clip"]
 
 _CHARS_PER_LINE = 30
+_DETAIL_LINES = 2
 _ARC_LABEL = 34
 _DISCARDS = ' data-discards="true"'
 
@@ -34,11 +36,21 @@ def _classes(node: Node) -> str:
     return " ".join(["step", *(name for name, on in flags.items() if on)])
 
 
+def _detail_lines(parts: list[str], width: int) -> list[str]:
+    """A step's detail (loop, join, admission, router...) on at most two lines, the second
+    cut with "…" when there is more: one line cut "join: runs once, after its live b…"."""
+    lines = textwrap.wrap(" · ".join(parts), width, break_long_words=True, break_on_hyphens=False)
+    if len(lines) > _DETAIL_LINES:
+        lines = lines[:_DETAIL_LINES - 1] + [clip(" ".join(lines[_DETAIL_LINES - 1:]), width)]
+    return lines
+
+
 def _step(index: int, node: Node, box: Box, state: str, progress: str) -> str:
     lines = node_label(node)
-    detail = " · ".join(lines[2:])
     tooltip = "\n".join(lines + ([node.desc] if node.desc else []))
     x, y = box.x, box.y
+    detail = "".join(f'<text class="detail" x="{x + 10:.0f}" y="{y + 55 + 15 * i:.0f}">{escape(line)}</text>'
+                     for i, line in enumerate(_detail_lines(lines[2:], _CHARS_PER_LINE + 4)))
     return (
         f'<g class="{_classes(node)}" id="step-{index}" data-step="{_a(node.name)}" data-state="{_a(state)}"'
         f"{_DISCARDS if node.discards else ''}>"
@@ -46,9 +58,9 @@ def _step(index: int, node: Node, box: Box, state: str, progress: str) -> str:
         f'<rect x="{x:.0f}" y="{y:.0f}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
         f'<text class="name" x="{x + 10:.0f}" y="{y + 20:.0f}">{escape(clip(node.name, _CHARS_PER_LINE - 4))}</text>'
         f'<text class="kinds" x="{x + 10:.0f}" y="{y + 38:.0f}">{escape(clip(lines[1], _CHARS_PER_LINE + 4))}</text>'
-        f'<text class="detail" x="{x + 10:.0f}" y="{y + 55:.0f}">{escape(clip(detail, _CHARS_PER_LINE + 4))}</text>'
-        f'<text class="state" x="{x + 10:.0f}" y="{y + 74:.0f}">{escape(STATE_WORDS[state])}</text>'
-        f'<text class="progress" x="{x + NODE_W - 10:.0f}" y="{y + 74:.0f}" text-anchor="end">{escape(progress)}</text>'
+        f"{detail}"
+        f'<text class="state" x="{x + 10:.0f}" y="{y + 90:.0f}">{escape(STATE_WORDS[state])}</text>'
+        f'<text class="progress" x="{x + NODE_W - 10:.0f}" y="{y + 90:.0f}" text-anchor="end">{escape(progress)}</text>'
         "</g>")
 
 
@@ -78,14 +90,19 @@ def _arc_text(edge: Edge) -> str:
     return f"{edge.order}. {text}".strip() if edge.order is not None else text
 
 
-def _arc_group(edge: Edge, path: str, label: str) -> str:
+def _title(edge: Edge) -> str:
     text = _arc_text(edge)
-    title = f"<title>{escape(edge.source)} → {escape(edge.target)}{': ' + escape(text) if text else ''}</title>"
+    return f"<title>{escape(edge.source)} → {escape(edge.target)}{': ' + escape(text) if text else ''}</title>"
+
+
+def _arc_group(edge: Edge, path: str) -> str:
     cls = "arc back" if edge.back else "arc"
-    return f'<g class="{cls}" data-source="{_a(edge.source)}" data-target="{_a(edge.target)}">{title}{path}{label}</g>'
+    return f'<g class="{cls}" data-source="{_a(edge.source)}" data-target="{_a(edge.target)}">{_title(edge)}{path}</g>'
 
 
-def _arcs(view: GraphView, boxes: dict[str, Box]) -> list[str]:
+def _arcs(view: GraphView, boxes: dict[str, Box]) -> tuple[list[str], list[str]]:
+    """The arcs' paths, and their labels: drawn after every path, so no arc runs through
+    another's label (`==` crossed by a line reads like a pipe)."""
     seen: dict[tuple[str, str], int] = {}
     drawn = []
     for edge in view.edges:
@@ -94,20 +111,21 @@ def _arcs(view: GraphView, boxes: dict[str, Box]) -> list[str]:
         seen[key] = seen.get(key, 0) + 1
     labelled = [anchor for _, anchor in drawn if anchor[2]]
     placed = iter(place_labels(labelled, _ARC_LABEL))
-    out = []
+    paths, labels = [], []
     for edge, (path, anchor) in zip(view.edges, drawn, strict=True):
-        label = ""
+        paths.append(_arc_group(edge, path))
         if anchor[2]:
             at = next(placed)
-            label = (f'<text class="arc-label" x="{at.x:.0f}" y="{at.y:.0f}" text-anchor="middle">'
-                     f"{escape(at.text)}</text>")
-        out.append(_arc_group(edge, path, label))
-    return out
+            # its own group, so hovering the label shows the full guard as the arc does
+            labels.append(f'<g class="label" data-source="{_a(edge.source)}" data-target="{_a(edge.target)}">'
+                          f'{_title(edge)}<text class="arc-label" x="{at.x:.0f}" y="{at.y:.0f}" '
+                          f'text-anchor="middle">{escape(at.text)}</text></g>')
+    return paths, labels
 
 
 def render_svg(view: GraphView, painted: Painted | None = None) -> str:
     placed = layout(view)
-    arcs = _arcs(view, placed.boxes)
+    arcs, labels = _arcs(view, placed.boxes)
     painted = painted or Painted()
     steps = [_step(i, node, placed.boxes[node.name], painted.states.get(node.name, "idle"),
                    painted.progress.get(node.name, "")) for i, node in enumerate(view.nodes)]
@@ -123,4 +141,4 @@ def render_svg(view: GraphView, painted: Painted | None = None) -> str:
         f'viewBox="0 0 {placed.width:.0f} {placed.height:.0f}">'
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>'
-        f'<g class="arcs">{"".join(arcs)}</g>{start}<g class="steps">{"".join(steps)}</g></svg>')
+        f'<g class="arcs">{"".join(arcs)}</g><g class="arc-labels">{"".join(labels)}</g>{start}<g class="steps">{"".join(steps)}</g></svg>')

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ToolConfigError, ToolError, ToolTimeout
 from ..template_text import text_of
 from ..tool_kinds.http import HTTP
-from .base import ToolCall, ToolResult, fail_with, resolve_timeout
+from .base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber
 
 if TYPE_CHECKING:
     import httpx
@@ -163,9 +163,9 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _status_error(status: int, reason: str, method: str, url: str, body: Any,
-                  headers: httpx.Headers) -> ToolError:
+                  headers: httpx.Headers, call: ToolCall) -> ToolError:
     snippet = body if isinstance(body, str) else json.dumps(body, default=str)
-    snippet = (snippet or "")[:300]
+    snippet = scrubber(call).head(snippet or "", 300, marker="")
     message = f"HTTP {status} {reason} from {method} {url}" + (f": {snippet}" if snippet else "")
     details: dict[str, Any] = {}
     if status == 429:
@@ -236,6 +236,6 @@ class HttpTool:
         helper = {"status": response.status_code, "headers": resp_headers}
         if not response.is_success:
             err = _status_error(response.status_code, response.reason_phrase, method, _safe(response.url),
-                                data, response.headers)
+                                data, response.headers, call)
             raise fail_with(err, result, http=helper)
         return ToolResult(result, http=helper)

@@ -40,9 +40,10 @@ def test_each_edge_gets_the_whole_template_answer(text):
     assert _reads(text) == ([] if whole is None else _reads_of(whole)), text
 
 
-def _reads_of(found):
-    optional = {name for name, _, guarded in found if guarded}
-    return list(dict.fromkeys((name, field) for name, field, _ in found if name not in optional))
+def _reads_of(found):  # the guard rule of template_names._reads
+    optional = {(name, field) for name, field, guarded in found if guarded}
+    return list(dict.fromkeys((name, field) for name, field, _ in found
+                              if (name, None) not in optional and (name, field) not in optional))
 
 
 def test_every_corpus_template_line_gets_the_same_answers():

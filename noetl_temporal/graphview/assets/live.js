@@ -7,7 +7,9 @@
   var config = JSON.parse(document.getElementById("noetl-config").textContent);
   var steps = {};
   document.querySelectorAll("g.step").forEach(function (g) { steps[g.getAttribute("data-step")] = g; });
-  var loops = {};  // step -> {total, done}
+  // step -> {total, done}: from the first paint, as the stream goes on after the events it
+  // counted (a page opened mid-loop never sees that loop's loop.started)
+  var loops = config.loops || {};
   var banner = document.getElementById("execution-state");
   var counter = document.getElementById("event-count");
   var count = config.event_count || 0;  // the execution's event count: the last seq seen

@@ -29,8 +29,9 @@ from typing import Any
 from ...errors import ToolConfigError, ToolError, ToolTimeout
 from ...tool_kinds.python import PYTHON
 from .. import _proc, _workdirs
-from ..base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
+from ..base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber, to_jsonable
 from . import forkserver, inworker, spawn
+from .runner.failures import MESSAGE_CHARS, TRACEBACK_CHARS
 from .spawn import RUNNER  # noqa: F401 - the child's program, re-exported
 
 log = logging.getLogger(__name__)
@@ -131,9 +132,11 @@ class PythonTool:
             "params": to_jsonable(_params(config)),
             "libs": _libs(config),
         }
+        if call.secrets:  # the runner keeps this much more of an error, for the mask to see across the cut
+            request["cut_margin"] = scrubber(call).longest
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         if _in_worker(config):
-            return await self._in_worker(request, timeout)
+            return await self._in_worker(request, timeout, call)
         env, base = _env(config)
         with _workdir(call) as cwd:
             # The runner enters the directory itself, so a forked process can serve the task.
@@ -141,14 +144,14 @@ class PythonTool:
             payload = json.dumps(request).encode()
             return await self._execute(payload, timeout, env, base, cwd, call)
 
-    async def _in_worker(self, request: dict, timeout: float) -> Any:
+    async def _in_worker(self, request: dict, timeout: float, call: ToolCall) -> Any:
         try:
             resp = await inworker.run(request, timeout)
         except TimeoutError:
             raise ToolTimeout(f"python code ran past its {timeout:g} s timeout; in_worker mode cannot stop "
                               "it, its thread runs on") from None
         # The result is made JSON-plain once, with the rest of the outcome (``base._outcome``).
-        return self._answer(resp, _NO_OUTPUT, _NO_OUTPUT, None)
+        return self._answer(resp, _NO_OUTPUT, _NO_OUTPUT, None, call)
 
     async def _start(self, env: dict, base: dict, cwd: str, pipes: spawn.TaskPipes) -> Any:
         """A forked child when the fork server serves this environment, else a process of its own."""
@@ -195,9 +198,10 @@ class PythonTool:
                 ToolTimeout(f"python code ran past its {timeout:g} s timeout; process group killed"),
                 None, py=_py(out, err, None, proc.returncode),
             )
-        return self._outcome(bytes(response), returncode, out, err)
+        return self._outcome(bytes(response), returncode, out, err, call)
 
-    def _outcome(self, raw: bytes, returncode: int, out: _proc.Capture, err: _proc.Capture) -> Any:
+    def _outcome(self, raw: bytes, returncode: int, out: _proc.Capture, err: _proc.Capture,
+                 call: ToolCall) -> Any:
         if not raw:
             # No response: the interpreter died under the code (os._exit, a signal, a
             # crash in C code) or the runner itself failed; stderr says which.
@@ -218,9 +222,10 @@ class PythonTool:
                           retryable=False, code="ProtocolError"),
                 None, py=_py(out, err, None, returncode),
             ) from None
-        return self._answer(resp, out, err, returncode)
+        return self._answer(resp, out, err, returncode, call)
 
-    def _answer(self, resp: dict, out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> Any:
+    def _answer(self, resp: dict, out: _proc.Capture, err: _proc.Capture, returncode: int | None,
+                call: ToolCall) -> Any:
         """The runner's response as a result, or raised as the task's error."""
         if resp.get("ok"):
             return ToolResult(resp.get("result"), py=_py(out, err, None, returncode))
@@ -231,10 +236,14 @@ class PythonTool:
             )
             exc.code = etype
         else:
-            message = f"{etype}: {resp.get('message', '')}"
+            # the runner kept more than is shown when there are secrets: mask, then cut
+            mask = scrubber(call)
+            message = f"{etype}: {mask.head(str(resp.get('message', '')), MESSAGE_CHARS)}"
             if resp.get("line"):
                 message += f" (line {resp['line']})"
             details = {k: resp[k] for k in ("line", "traceback", "exit_code") if resp.get(k) is not None}
+            if isinstance(details.get("traceback"), str):
+                details["traceback"] = mask.tail(details["traceback"], TRACEBACK_CHARS)
             exc = ToolError(message, kind="python", retryable=False, code=etype, details=details)
         raise fail_with(exc, None, py=_py(out, err, etype, returncode))
 
