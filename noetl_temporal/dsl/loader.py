@@ -78,7 +78,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
         return None
     canonical, origins = normalize(raw, reporter)
     reporter.resolve = origins.resolve
-    check_templates(raw, reporter)
+    check_templates(raw, reporter, templates=parsed.templates)
     if reporter.has_errors(besides=_SETTING_CODES):
         return None
     # A misspelt or mistyped tool setting leaves the playbook's shape intact: go on to the
@@ -89,7 +89,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
         return None
     check_semantics(model, reporter)
     check_python_code(model, text, reporter)
-    check_template_names(raw, model, reporter)
+    check_template_names(raw, model, reporter, templates=parsed.templates)
     if reporter.has_errors():
         return None
     return LoadedPlaybook(playbook=model, source=reporter.source or "<string>", raw=raw,

@@ -43,7 +43,14 @@ def _secrets_allowed(where: str) -> bool:
     return not _WORKFLOW_SIDE.intersection(segments[segments.index("tool") + 1:])
 
 
-def check_templates(raw: Any, reporter: Reporter, path: str = "") -> None:
+def check_templates(raw: Any, reporter: Reporter, path: str = "",
+                    templates: list[tuple[str, str]] | None = None) -> None:
+    """Check every template of ``raw``; ``templates``: the (path, text) of each, when the
+    parser already listed them (then the document is not walked again)."""
+    if templates is not None:
+        for where, value in templates:
+            _check_one(value, where, reporter)
+        return
     # A string's path is built only when it is a template: most strings of a large
     # playbook are not, and joining a path for each was a fifth of this pass.
     stack: list[tuple[Any, str, str | int | None]] = [(raw, path, None)]

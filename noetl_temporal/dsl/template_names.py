@@ -175,7 +175,20 @@ def _walk(node: nodes.Node, local: set[str], *,
         yield from _walk(child, local, guarded=guarded or child is guarded_child)
 
 
-def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: Reporter) -> None:
+def _section_templates(raw: Mapping[str, Any], section: str,
+                       templates: list[tuple[str, str]] | None) -> Iterator[tuple[str, str]]:
+    """(text, path) of the section's templates: from the parser's list when there is one."""
+    if templates is None:
+        yield from _strings(raw.get(section), section)
+        return
+    size = len(section)
+    for where, text in templates:
+        if where.startswith(section) and where[size:size + 1] in ("", ".", "["):
+            yield text, where
+
+
+def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: Reporter,
+                         templates: list[tuple[str, str]] | None = None) -> None:
     steps = {s.step for s in playbook.workflow}
     others = _other_names(playbook, raw)
     defined = steps | others | RUNTIME_NAMES
@@ -187,7 +200,7 @@ def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: R
     # without a `workload:` mapping every key comes from the payload: nothing to check against
     workload_keys = set(map(str, workload)) if isinstance(workload, Mapping) else None
     for section in _SECTIONS:
-        for text, where in _strings(raw.get(section), section):
+        for text, where in _section_templates(raw, section, templates):
             for name, field in _reads(text):
                 if name not in defined:
                     reporter.add("NTL702", f"`{name}` in {text!r} names nothing this playbook defines"

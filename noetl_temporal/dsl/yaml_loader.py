@@ -60,6 +60,10 @@ class Parsed:
     data: Any
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     value_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: (path, text) of every template string value, in document order, found while building
+    #: so the template checks need not walk the document again; None when a `<<` merge
+    #: made the built order differ from the document's (they walk it then)
+    templates: list[tuple[str, str]] | None = field(default_factory=list)
 
 
 def _pos(node: Node) -> tuple[int, int]:
@@ -116,7 +120,10 @@ class _Builder:
 
     def build(self, node: Node, path: str) -> Any:
         if isinstance(node, ScalarNode):
-            return self.scalar(node)
+            value = self.scalar(node)
+            if type(value) is str and ("{{" in value or "{%" in value) and self.parsed.templates is not None:
+                self.parsed.templates.append((path, value))
+            return value
         if isinstance(node, SequenceNode):
             if node.tag != _SEQ:
                 self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
@@ -160,6 +167,7 @@ class _Builder:
         explicit = [(k, v) for k, v in node.value if k.tag != _MERGE]
         # only `<<` merges and `=` value keys need PyYAML's flattening; string keys are the rule
         if any(k.tag != _STR for k, _ in node.value):
+            self.parsed.templates = None
             try:
                 self.loader.flatten_mapping(node)
             except yaml.YAMLError as exc:

@@ -88,3 +88,41 @@ def test_an_error_in_a_repeated_template_keeps_its_file_line_col():
     line = text.splitlines()[bad.line - 1]
     assert "ctx.x == == 3" in line and line[bad.col - 1] == '"', (bad.line, bad.col, line)
     assert "line 1 of the template" in bad.message
+
+
+def test_the_parser_lists_the_templates_a_walk_of_the_document_finds():
+    """The template checks read the parser's list instead of walking the document again:
+    the same (path, text) pairs in the same order, for every corpus file; a `<<` merge
+    makes the list absent (the checks walk then)."""
+    from noetl_temporal.dsl.diagnostics import Reporter
+    from noetl_temporal.dsl.template_names import _strings
+    from noetl_temporal.dsl.yaml_loader import parse_yaml
+
+    listed = 0
+    for folder in (NOETL, NOETL_E2E):
+        for path in sorted(folder.rglob("*.yaml")):
+            parsed = parse_yaml(path.read_text(encoding="utf-8"), Reporter())
+            if parsed is None or parsed.templates is None:
+                continue
+            walked = [(where, text) for text, where in _strings(parsed.data, "")]
+            assert parsed.templates == walked, path
+            listed += 1
+    assert listed > 150
+    merged = parse_yaml("base: &b {a: '{{ x }}'}\nuse:\n  <<: *b\n  a: '{{ y }}'\n", Reporter())
+    assert merged is not None and merged.templates is None
+
+
+def test_a_merged_mapping_still_has_its_templates_checked():
+    text = playbook("""
+        workflow:
+          - step: start
+            tool: {kind: noop}
+            next: {arcs: [{step: end, when: "{{ ctx.x == == 1 }}"}]}
+          - step: end
+            tool:
+              <<: {kind: noop}
+        """)
+    found = validate_text(text, "m.yaml")
+    assert codes(found) == ["NTL701"], found
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "== == 1" in row)
+    assert (found[0].path, found[0].line) == ("workflow[0].next.arcs[0].when", line)
