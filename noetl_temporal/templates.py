@@ -37,9 +37,11 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from . import template_limits as limits
 from . import template_text as text_style
 from . import template_undefined as undefined
-from .errors import TemplateError
+from .errors import ResultFieldUnavailable, TemplateError
+from .template_text import HeldPart
 
 __all__ = [
+    "HeldPart",
     "render",
     "render_value",
     "evaluate_condition",
@@ -225,6 +227,8 @@ def _native(value: Any) -> Any:
     if isinstance(value, ChainableUndefined):
         undefined.noticed(value._undefined_name)
         return None
+    if isinstance(value, HeldPart):
+        return value.as_value()
     if isinstance(value, (list, tuple, dict)) and _holds_undefined(value):
         # `{{ {'a': x.missing} }}`: an Undefined left inside a list or dict cannot be encoded
         # for Temporal (the workflow task would fail again and again); it is None, as at the top.
@@ -241,7 +245,7 @@ def _holds_undefined(value: Any) -> bool:
             continue
         seen.add(id(item))
         for child in item.values() if isinstance(item, dict) else item:
-            if isinstance(child, ChainableUndefined):
+            if isinstance(child, ChainableUndefined | HeldPart):
                 return True
             if isinstance(child, (list, tuple, dict)):
                 stack.append(child)
@@ -252,6 +256,8 @@ def _without_undefined(value: Any) -> Any:
     if isinstance(value, ChainableUndefined):
         undefined.noticed(value._undefined_name)
         return None
+    if isinstance(value, HeldPart):
+        return value.as_value()
     if isinstance(value, dict):
         return {key: _without_undefined(child) for key, child in value.items()}
     if isinstance(value, (list, tuple)):
@@ -318,6 +324,10 @@ def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
     except SecurityError as exc:
         raise TemplateError(f"not allowed in playbook templates: {exc}", template=text,
                             where=where) from None
+    except ResultFieldUnavailable as exc:
+        if exc.where is not None:  # already located (a nested render)
+            raise
+        raise ResultFieldUnavailable(exc.message, template=text, where=where, fix=exc.fix) from None
     except TemplateError:
         raise
     except Exception as exc:  # any error inside the expression: type errors, zero division ...
@@ -376,7 +386,9 @@ def evaluate_condition(when: Any, context: Mapping[str, Any], *, where: str | No
     """Evaluate a guard. Returns ``(matched, error)``.
 
     A guard that raises (for example a comparison on an undefined value) does not match,
-    and the error text is returned so the caller can record it in its decision event.
+    and the error text is returned so the caller can record it in its decision event;
+    except ``ResultFieldUnavailable`` (a part of a stored result the workflow does not
+    hold), which is raised: reading it as "no match" would take another arc silently.
     ``None`` (no ``when``) always matches.
     """
     if when is None:
@@ -385,6 +397,8 @@ def evaluate_condition(when: Any, context: Mapping[str, Any], *, where: str | No
         return when, None
     try:
         return truthy(render(str(when), context, where=where, seed=seed, now=now)), None
+    except ResultFieldUnavailable:
+        raise  # never "does not match": the caller fails the step (engine/routing.py)
     except TemplateError as exc:
         return False, str(exc)
 

@@ -97,6 +97,7 @@ def test_first_paint_takes_the_apis_steps_and_the_newer_runs():
     assert painted.states == {"a": "done", "b": "handled", "c": "running", "d": "denied", "e": "skipped",
                               "f": "idle"}
     assert painted.progress == {"a": "1/2"} and painted.last_seq == 9
+    assert painted.loops == {"a": (1, 2)}   # the page counts on from here (issue 39)
 
     # a cycle: `a` completed once, then its next token was refused; the newest event wins
     again = first_paint(["a"], detail, [*events, {"seq": 12, "event_type": "policy.admit.evaluated",
