@@ -23,7 +23,7 @@ from noetl_temporal.graphview.states import (
 )
 from noetl_temporal.graphview.svg import render_svg
 
-from .helpers import playbook
+from .helpers import CORPUS, playbook
 from .test_graph_view import CYCLE, INCLUSIVE_JOIN
 
 
@@ -155,12 +155,8 @@ def test_stream_url_carries_types_and_token():
 
 
 def test_corpus_layouts_never_overlap():
-    from .test_graph_view import REPO
-
-    places = [base / "shared" / "corpus" / "noetl" for base in (REPO.parent, REPO.parent.parent)]
-    files = sorted(f for place in places if place.is_dir() for f in place.rglob("*.yaml"))
-    if not files:
-        pytest.skip(f"no corpus at {places}")
+    files = sorted(CORPUS.rglob("*.yaml"))
+    assert files, f"no playbooks at {CORPUS}"
     from noetl_temporal.dsl import load_playbook
     from noetl_temporal.errors import PlaybookInvalid
 
