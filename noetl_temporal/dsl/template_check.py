@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..templates import check_syntax, is_template, operations_in, reads_name
+from ..templates import is_template, operations_in, reads_name
 from ..tool_kinds import IN_WORKFLOW_KINDS
 from . import paths
 from .diagnostics import Reporter
 from .template_ops import task_only
+from .template_scan import syntax_problem
 
 __all__ = ["check_templates"]
 
@@ -45,6 +46,64 @@ def _secrets_allowed(where: str) -> bool:
     return not _WORKFLOW_SIDE.intersection(segments[segments.index("tool") + 1:])
 
 
+def check_templates(raw: Any, reporter: Reporter, path: str = "",
+                    templates: list[tuple[str, str]] | None = None) -> None:
+    """Check every template of ``raw``; ``templates``: the (path, text) of each, when the
+    parser already listed them (then the document is not walked again)."""
+    if templates is not None:
+        for where, value in templates:
+            _check_one(value, where, reporter, raw)
+        return
+    # A string's path is built only when it is a template: most strings of a large
+    # playbook are not, and joining a path for each was a fifth of this pass.
+    stack: list[tuple[Any, str, str | int | None]] = [(raw, path, None)]
+    while stack:
+        value, parent, key = stack.pop()
+        if isinstance(value, str):
+            if is_template(value):
+                _check_one(value, parent if key is None else paths.join(parent, key), reporter, raw)
+            continue
+        where = parent if key is None else paths.join(parent, key)
+        if isinstance(value, dict):
+            stack.extend((v, where, k) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((v, where, i) for i, v in reversed(list(enumerate(value))))
+
+
+def _check_one(value: str, where: str, reporter: Reporter, raw: Any) -> None:
+    problem = syntax_problem(value)
+    if problem:
+        reporter.add("NTL701", f"template syntax error: {problem}", where, value=True,
+                     fix=_GO_QUOTE_FIX if "{{`" in value else None)
+    elif _reads_keychain(value) and not _secrets_allowed(where):
+        reporter.add("NTL704", "this template reads `keychain`, which only a task's tool settings "
+                               "may do: here it would render as null", where, value=True)
+    else:
+        _check_operations(value, where, reporter, raw)
+
+
+def _runs_in_workflow(raw: Any, where: str) -> bool:
+    """Whether ``where`` lies in the settings of a tool the workflow runs itself (``noop``,
+    ``playbook``): its ``kind`` is read from the tool block on the path."""
+    try:
+        parts = paths.split(where)
+    except ValueError:
+        return False
+    node = raw
+    for index, part in enumerate(parts):
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+        if part == "tool":
+            blocks = node if isinstance(node, list) else [node]
+            following = parts[index + 1] if index + 1 < len(parts) else None
+            if isinstance(node, list) and isinstance(following, int):   # one task of a pipeline
+                blocks = node[following:following + 1]
+            return any(isinstance(b, dict) and b.get("kind") in IN_WORKFLOW_KINDS for b in blocks)
+    return False
+
+
 def _place(where: str, in_workflow_kind: bool) -> str:
     """What a workflow-side template is, in the user's words."""
     segments = set(_SEGMENT.findall(where))
@@ -61,41 +120,17 @@ def _place(where: str, in_workflow_kind: bool) -> str:
     return "a template the workflow renders"
 
 
-def _check_operations(value: str, where: str, in_workflow_kind: bool, reporter: Reporter) -> None:
+def _check_operations(value: str, where: str, reporter: Reporter, raw: Any) -> None:
     """NTL706: a workflow-side template uses a filter or test that ``template_ops`` keeps to tasks."""
+    used = [(kind, name, op) for kind, name in sorted(operations_in(value))
+            if (op := task_only(kind, name)) is not None]
+    if not used:
+        return
+    in_workflow_kind = _runs_in_workflow(raw, where)
     if _secrets_allowed(where) and not in_workflow_kind:
         return   # a task's own settings: rendered in its activity
-    for kind, name in sorted(operations_in(value)):
-        op = task_only(kind, name)
-        if op is not None:
-            reporter.add("NTL706", f"`{name}` is not allowed in {_place(where, in_workflow_kind)}: it renders "
-                                   f"inside the workflow, and this {kind} is task-only ({op.reason})", where,
-                         value=True, fix=f"use `{name}` in a task's arguments (a python, shell or http tool's "
-                                         "settings render in the task's own activity), and read its result here")
-
-
-def _runs_in_workflow(value: dict[str, Any], where: str) -> bool:
-    """A tool block of a kind the workflow runs itself (``noop``, ``playbook``)."""
-    return "tool" in _SEGMENT.findall(where) and value.get("kind") in IN_WORKFLOW_KINDS
-
-
-def check_templates(raw: Any, reporter: Reporter, path: str = "") -> None:
-    stack: list[tuple[Any, str, bool]] = [(raw, path, False)]
-    while stack:
-        value, where, in_workflow_kind = stack.pop()
-        if isinstance(value, str):
-            if is_template(value):
-                problem = check_syntax(value)
-                if problem:
-                    reporter.add("NTL701", f"template syntax error: {problem}", where, value=True,
-                                 fix=_GO_QUOTE_FIX if "{{`" in value else None)
-                elif _reads_keychain(value) and not _secrets_allowed(where):
-                    reporter.add("NTL704", "this template reads `keychain`, which only a task's tool settings "
-                                           "may do: here it would render as null", where, value=True)
-                else:
-                    _check_operations(value, where, in_workflow_kind, reporter)
-        elif isinstance(value, dict):
-            inner = in_workflow_kind or _runs_in_workflow(value, where)
-            stack.extend((v, paths.join(where, k), inner) for k, v in reversed(list(value.items())))
-        elif isinstance(value, list):
-            stack.extend((v, paths.join(where, i), in_workflow_kind) for i, v in reversed(list(enumerate(value))))
+    for kind, name, op in used:
+        reporter.add("NTL706", f"`{name}` is not allowed in {_place(where, in_workflow_kind)}: it renders "
+                               f"inside the workflow, and this {kind} is task-only ({op.reason})", where,
+                     value=True, fix=f"use `{name}` in a task's arguments (a python, shell or http tool's "
+                                     "settings render in the task's own activity), and read its result here")
