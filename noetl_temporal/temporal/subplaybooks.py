@@ -174,7 +174,7 @@ def _as_yaml(definition: dict[str, Any]) -> str:
     """The mapping as YAML text, so its diagnostics carry line:col of this text."""
     import yaml
 
-    return yaml.safe_dump(definition, sort_keys=False, allow_unicode=True)
+    return str(yaml.safe_dump(definition, sort_keys=False, allow_unicode=True))
 
 
 def _answer(definition: dict[str, Any], source: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 import noetl_temporal
 import noetl_temporal.workflow as playbooks
 from noetl_temporal.engine import behaviours
+from noetl_temporal.store.catalog import Catalog
 from noetl_temporal.temporal.search_attributes import PARENT_EXECUTION_ID, PLAYBOOK_NAME
 from noetl_temporal.temporal.types import WORKFLOW_NAME, RunInput
 
@@ -60,12 +61,16 @@ async def _run_user(client, queue: str, args: dict[str, Any]) -> dict[str, Any]:
                                              task_queue=queue, execution_timeout=timedelta(seconds=60))
 
 
-@pytest.mark.parametrize("form", ["yaml text", "mapping", "file path"])
-async def test_user_workflow_runs_a_playbook_child(temporal, task_queue, tmp_path, form):
+@pytest.mark.parametrize("form", ["yaml text", "mapping", "file path", "catalog path"])
+async def test_user_workflow_runs_a_playbook_child(temporal, task_queue, tmp_path, monkeypatch, form):
     playbook: Any = {"yaml text": SHOUT, "mapping": yaml.safe_load(SHOUT)}.get(form)
     if form == "file path":
         (tmp_path / "shout.yaml").write_text(SHOUT)
         playbook = str(tmp_path / "shout.yaml")
+    if form == "catalog path":   # the catalog the worker reads (this process's, here)
+        monkeypatch.setenv("NOETL_CATALOG_PATH", str(tmp_path / "catalog.db"))
+        playbook = Catalog.from_config().register(SHOUT)["path"]
+        assert playbook == "acme/shout"
     child_id = f"shout-{uuid.uuid4().hex[:8]}"
     out = await _run_user(temporal.client, task_queue, {"playbook": playbook, "name": "acme", "id": child_id})
     assert out == {"state": "COMPLETED", "text": "ACME", "sandboxed": True}
@@ -94,13 +99,14 @@ async def test_invalid_playbook_fails_the_child_call_at_once(temporal, task_queu
         assert "inline:7:18" in cause.message
 
 
-async def test_playbook_workflow_with_a_raw_definition_fails_at_once(temporal, task_queue):
+@pytest.mark.parametrize("sandboxed", [False, True])
+async def test_playbook_workflow_with_a_raw_definition_fails_at_once(temporal, task_queue, sandboxed):
     """Whoever starts it: a raw YAML mapping instead of the normalized definition used to fail
     the workflow task forever (the execution stayed Running until its timeout)."""
     inp = RunInput(execution_id=f"raw-{uuid.uuid4().hex[:8]}", playbook=yaml.safe_load(SHOUT),
                    behaviours=list(behaviours.CURRENT))
     began = time.monotonic()
-    async with noetl_temporal.build_worker(temporal.client, task_queue=task_queue):
+    async with noetl_temporal.build_worker(temporal.client, task_queue=task_queue, sandboxed=sandboxed):
         with pytest.raises(WorkflowFailureError) as failed:
             await temporal.client.execute_workflow(WORKFLOW_NAME, inp, id=inp.execution_id, task_queue=task_queue,
                                                    execution_timeout=timedelta(seconds=30))
