@@ -129,6 +129,13 @@ class PlaybookWorkflow:
         if newer:  # not a workflow failure: the task is retried until a newer worker takes it
             raise RuntimeError(f"this worker does not know the behaviours {newer} that execution "
                                f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
+        if inp.behaviours is None and not inp.resume:
+            # Recorded inputs from before the list existed must replay as they ran; a new start
+            # without it is a hand-made input (workflow.logger is quiet while replaying).
+            workflow.logger.warning(
+                "execution %s was started without `behaviours`: it runs the engine as it was before "
+                "any behaviour change. Start playbooks with noetl_temporal.start_execution, or from a "
+                "workflow with noetl_temporal.workflow.execute_playbook", inp.execution_id)
         playbook, graph = self._prepare(inp)
         flusher = self._events.start(inp.persist_events, lambda: self.engine.log, self._unregistered)
         if inp.resume:

@@ -22,6 +22,8 @@ from temporalio.exceptions import ApplicationError
 
 import noetl_temporal
 import noetl_temporal.workflow as playbooks
+from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.dsl.models import playbook_definition
 from noetl_temporal.engine import behaviours
 from noetl_temporal.store.catalog import Catalog
 from noetl_temporal.temporal.search_attributes import PARENT_EXECUTION_ID, PLAYBOOK_NAME
@@ -122,3 +124,17 @@ async def _started_input(handle) -> RunInput:
     attrs = history.events[0].workflow_execution_started_event_attributes
     [value] = await handle._client.data_converter.decode(attrs.input.payloads, [RunInput])
     return value
+
+
+async def test_an_input_without_behaviours_says_what_it_runs(temporal, task_queue, caplog):
+    """A hand-made input without ``behaviours`` runs the engine of before any behaviour change
+    (recorded histories need that): the worker says so, and how to start it instead."""
+    definition = playbook_definition(load_playbook_text(SHOUT).playbook)
+    inp = RunInput(execution_id=f"old-{uuid.uuid4().hex[:8]}", playbook=definition, payload={"name": "x"})
+    with caplog.at_level("WARNING", logger="temporalio.workflow"):
+        async with noetl_temporal.build_worker(temporal.client, task_queue=task_queue):
+            out = await temporal.client.execute_workflow(WORKFLOW_NAME, inp, id=inp.execution_id, task_queue=task_queue,
+                                                         execution_timeout=timedelta(seconds=30))
+    assert out["state"] == "COMPLETED"
+    assert f"execution {inp.execution_id} was started without `behaviours`" in caplog.text
+    assert "execute_playbook" in caplog.text
