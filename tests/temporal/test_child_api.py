@@ -138,3 +138,20 @@ async def test_an_input_without_behaviours_says_what_it_runs(temporal, task_queu
     assert out["state"] == "COMPLETED"
     assert f"execution {inp.execution_id} was started without `behaviours`" in caplog.text
     assert "execute_playbook" in caplog.text
+
+
+@pytest.mark.parametrize("given", ["a YAML text", {"playbook": {"workflow": []}}], ids=["text", "no id"])
+async def test_a_malformed_playbook_workflow_input_fails_at_once(temporal, task_queue, given):
+    """An input that is no RunInput at all fails in the SDK's decoding, before our workflow code:
+    the converter makes that a workflow failure, not a workflow task failure retried forever."""
+    if given == "a YAML text":
+        given = SHOUT
+    began = time.monotonic()
+    async with noetl_temporal.build_worker(temporal.client, task_queue=task_queue):
+        with pytest.raises(WorkflowFailureError) as failed:
+            await temporal.client.execute_workflow(WORKFLOW_NAME, given, id=f"bad-{uuid.uuid4().hex[:8]}",
+                                                   task_queue=task_queue, execution_timeout=timedelta(seconds=30))
+    assert time.monotonic() - began < 15
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "PlaybookInvalid" and cause.non_retryable
+    assert "not a NoETL playbook workflow's input" in cause.message and "start_execution" in cause.message
