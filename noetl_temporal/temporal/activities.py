@@ -65,6 +65,7 @@ from ..tool_kinds import CREDENTIAL_KINDS, READS_RESULT_REFS
 from ..tools import ToolCall
 from ..tools.base import error_outcome, run_outcome
 from .converter import has_claim_check, oversized
+from .tracing import label_task_span
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
@@ -255,6 +256,7 @@ async def run_task_local(cmd: RunTask, local: dict[str, Any]) -> dict[str, Any]:
 
 async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     info = activity.info()
+    label_task_span(cmd.execution_id, cmd.step, cmd.task, cmd.kind)
     # A local activity (the fast path) cannot heartbeat: the workflow carries its policy
     # attempts instead (``local``: the attempt number and the earlier records).
     attempt, history = _local_attempt(info, local) if info.is_local else (info.attempt, _previous_attempts())

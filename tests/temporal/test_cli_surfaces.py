@@ -102,8 +102,8 @@ async def test_an_html_error_body_is_one_progress_line(temporal, task_queue, tmp
     (tmp_path / "proxy.yaml").write_text(textwrap.dedent(f"""
         workflow:
           - step: call
-            spec: {{policy: {{rules: [{{then: {{do: fail}}}}]}}}}
-            tool: {{kind: http, method: GET, url: "{http_server.url('/html-error')}"}}
+            tool: {{kind: http, method: GET, url: "{http_server.url('/html-error')}",
+                    spec: {{policy: {{rules: [{{then: {{do: fail}}}}]}}}}}}
     """))
     proc = await _spawn("run", str(tmp_path / "proxy.yaml"), "--address", temporal.address, "--task-queue", task_queue)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=90)
