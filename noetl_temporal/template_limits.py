@@ -56,7 +56,7 @@ from jinja2.utils import _PassArg
 __all__ = ["MAX_OPS", "MAX_SIZE", "MAX_RENDER_SIZE", "MAX_VALUE_SIZE", "MAX_CTX_SIZE", "MAX_INT_BITS", "CHARS_PER_UNIT",
            "ValueBudget", "LimitExceeded", "start", "spend", "weight", "metered",
            "checked_join", "check_nested", "check_result", "check_binop", "check_int", "check_call", "check_called",
-           "check_compare", "check_slice", "sliced", "compare", "guard_filters", "guard_tests", "meter_loops",
+           "check_compare", "check_slice", "sliced", "compare", "COMPARE_ONE", "guard_filters", "guard_tests", "meter_loops",
            "METER_FILTER"]
 
 MAX_OPS = 1_000_000
@@ -495,6 +495,8 @@ def check_called(obj: Any, result: Any) -> Any:
 def _units(value: Any) -> int:
     """What comparing against ``value`` may read: a string's length in units, a container's
     items and text (walked and paid for), nothing for a scalar."""
+    if type(value) in _FLAT:
+        return 0
     if isinstance(value, _TEXT):
         return len(value) // CHARS_PER_UNIT
     if isinstance(value, _CONTAINERS) or isinstance(value, Mapping):
@@ -504,12 +506,15 @@ def _units(value: Any) -> int:
 
 def check_compare(op: str, left: Any, right: Any) -> None:
     """Comparisons are paid for by what they read: ``==`` of two 9 MB strings is a memcmp of
-    9 MB, ``in`` on a list compares every item. (A hashed ``in`` reads only the key.)"""
+    9 MB, ``in`` on a list compares the key with every item (each comparison reading at
+    most the key). A hashed ``in`` (mapping, set) reads only the key."""
     if op in ("in", "notin"):
-        if isinstance(right, Mapping | set | frozenset):
+        if isinstance(right, list | tuple):
+            spend(len(right) * (1 + _units(left)))
+        elif isinstance(right, _TEXT):
+            spend(len(right) // CHARS_PER_UNIT)
+        elif isinstance(right, Mapping | set | frozenset):
             spend(_units(left))
-        elif isinstance(right, _TEXT) or isinstance(right, _CONTAINERS):
-            spend(_units(left) + _units(right) + (len(right) if isinstance(right, list | tuple) else 0))
     elif isinstance(left, _TEXT) and isinstance(right, _TEXT):
         spend(min(len(left), len(right)) // CHARS_PER_UNIT)
     elif isinstance(left, _CONTAINERS) and isinstance(right, _CONTAINERS):
@@ -522,12 +527,28 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _one_comparison(op: str) -> Callable[[Any, Any], Any]:
+    fn = _COMPARE[op]
+
+    def compare_one(left: Any, right: Any) -> Any:
+        if type(left) not in _FLAT or type(right) not in _FLAT:   # two numbers: nothing to pay
+            check_compare(op, left, right)
+        return fn(left, right)
+
+    return compare_one
+
+
+#: ``a == b`` (one operator, the common case) compiles to a call of one of these
+COMPARE_ONE: dict[str, Callable[[Any, Any], Any]] = {op: _one_comparison(op) for op in _COMPARE}
+
+
 def compare(left: Any, *pairs: Any) -> Any:
     """``left op1 right1 op2 right2 ...`` as Python chains it (each pair paid for first)."""
     result: Any = True
     for index in range(0, len(pairs), 2):
         op, right = pairs[index], pairs[index + 1]
-        check_compare(op, left, right)
+        if type(left) not in _FLAT or type(right) not in _FLAT:   # two numbers: nothing to pay
+            check_compare(op, left, right)
         result = _COMPARE[op](left, right)
         if not result:
             return result

@@ -102,6 +102,8 @@ class _CodeGenerator(CodeGenerator):
         super().visit_Template(node, frame)
         # Output buffers (macros, set blocks, filter blocks) and `~` join through the size limit.
         self.writeline("concat = str_join = environment.checked_join")
+        for op in limits.COMPARE_ONE:   # module-level names: a comparison is one global lookup and a call
+            self.writeline(f"noetl_cmp_{op} = environment.compare_one[{op!r}]")
 
     def visit_Getitem(self, node: nodes.Getitem, frame: Any) -> None:
         # Jinja writes a slice as Python's `a[i:j]`, past the sandbox: ours is paid and sized.
@@ -121,6 +123,13 @@ class _CodeGenerator(CodeGenerator):
     def visit_Compare(self, node: nodes.Compare, frame: Any) -> None:
         # Comparisons go through the environment, which pays for what they read (Jinja's
         # sandbox intercepts arithmetic only: `==` of two 9 MB strings was free).
+        if len(node.ops) == 1:
+            self.write(f"noetl_cmp_{node.ops[0].op}(")
+            self.visit(node.expr, frame)
+            self.write(", ")
+            self.visit(node.ops[0].expr, frame)
+            self.write(")")
+            return
         self.write("environment.compare(")
         self.visit(node.expr, frame)
         for operand in node.ops:
@@ -139,6 +148,7 @@ class _Environment(ImmutableSandboxedEnvironment):
     concat = staticmethod(limits.checked_join)
     checked_join = staticmethod(limits.checked_join)
     compare = staticmethod(limits.compare)
+    compare_one = limits.COMPARE_ONE
     sliced = staticmethod(limits.sliced)
 
     def _generate(self, source: Any, *args: Any, **kwargs: Any) -> Any:
