@@ -4,6 +4,7 @@
 
     NoetlError                      base of everything we raise on purpose
     ├── PlaybookInvalid             the playbook failed validation (carries diagnostics)
+    ├── PayloadTooLarge             a request payload over engine.payload_size.MAX_PAYLOAD_SIZE
     ├── TemplateError               a template failed to parse or render (where + why)
     │   └── ResultFieldUnavailable  it read a part of a stored (large) result that was not kept
     ├── EngineError                 the interpreter met a condition it cannot continue from
