@@ -18,7 +18,7 @@ from typing import Any
 
 from ..templates import is_template
 from ..tool_kinds import declaration
-from ..tool_kinds.declaration import ToolKind, accepts, type_names
+from ..tool_kinds.declaration import Setting, ToolKind, accepts, type_names
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
 from .models import Playbook, Task
@@ -49,6 +49,8 @@ def check_keys(kind: str, config: Mapping[str, Any], src: str, reporter: Reporte
         setting = decl.setting(key)
         if setting is not None:
             _check_type(decl, key, setting.types, setting.template, value, where, reporter)
+            if not is_template(value):
+                _check_value(decl, setting, value, where, reporter)
             if setting.phases and isinstance(value, Mapping):
                 _check_phases(decl, key, setting.phases, value, where, reporter)
         elif key in decl.ignored:
@@ -68,6 +70,17 @@ def _check_type(decl: ToolKind, key: str, types: tuple[Any, ...], template: bool
     elif not (template and is_template(value)) and not accepts(types, value):
         reporter.add("NTL311", f"`{key}` ({decl.kind}) must be {type_names(types)}, not "
                                f"{kind_of(value)}", where, value=True)
+
+
+def _check_value(decl: ToolKind, setting: Setting, value: Any, where: str, reporter: Reporter) -> None:
+    """A literal of the right type that the setting still cannot take: a string outside its
+    ``choices``, a number of seconds that is not > 0 (Temporal would refuse it at run time)."""
+    if setting.choices and isinstance(value, str) and value not in setting.choices:
+        reporter.add("NTL316", f"`{setting.name}` ({decl.kind}) is {value!r}{did_you_mean(value, setting.choices)}",
+                     where, value=True, fix=f"write one of {', '.join(setting.choices)}")
+    elif setting.positive and isinstance(value, int | float) and not isinstance(value, bool) and not value > 0:
+        reporter.add("NTL316", f"`{setting.name}` ({decl.kind}) is {value!r}: a number of seconds must be > 0",
+                     where, value=True, fix=f"write `{setting.name}: <seconds>` with seconds > 0, or leave it out")
 
 
 def _check_phases(decl: ToolKind, key: str, phases: tuple[str, ...], value: Mapping[str, Any], where: str,
