@@ -23,6 +23,8 @@ from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.control import cancel
 from noetl_temporal.temporal.worker import build_worker
 
+from ..conftest import REPO
+
 pytestmark = pytest.mark.temporal
 
 CALLS: Counter[str] = Counter()   # the user's activities count their calls here
@@ -210,3 +212,45 @@ async def _until_closed(handle: Any) -> None:
         if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
             return
         await asyncio.sleep(0.1)
+
+
+async def test_a_step_timeout_cancels_the_users_activity(run_yaml, user_queue):
+    key = uuid.uuid4().hex
+    report = await run_yaml(f"""
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {{name: user-timeout}}
+        workflow:
+          - step: wait
+            spec: {{timeout: 1}}
+            tool: {{kind: activity, name: wait_forever, task_queue: {user_queue}, args: [{key}], heartbeat_timeout: 2}}
+        """)
+    assert report.state == "FAILED"
+    assert "ran longer than its spec.timeout of 1 s; its tasks were cancelled" in (report.error or ""), report.error
+    await _until(lambda: key in CANCELLED)
+
+
+async def test_an_unregistered_type_fails_the_task_with_the_sdks_message(run_yaml, user_queue):
+    report = await run_yaml(f"""
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {{name: user-typo}}
+        workflow:
+          - step: call
+            tool: {{kind: activity, name: chrage_card, task_queue: {user_queue}}}
+        """)
+    assert report.state == "FAILED"
+    assert "Activity function chrage_card" in (report.error or "") and "is not registered on this worker, available activities: charge_card" in (report.error or ""), report.error
+
+
+async def test_the_playbook_of_deployment_md_runs_as_the_page_says(run_yaml, user_queue):
+    """docs/deployment.md "A playbook orchestrating your own activities": its playbook, on
+    this test's worker (the page's queue `billing` is this test's queue)."""
+    page = (REPO / "docs" / "deployment.md").read_text(encoding="utf-8")
+    section = page[page.index("### A playbook orchestrating your own activities"):]
+    text = section[section.index("```yaml\n") + 8:section.index("\n```", section.index("```yaml\n"))]
+    report = await run_yaml(text.replace("task_queue: billing", f"task_queue: {user_queue}"))
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["charge"]["result"] == {"charged": 42, "currency": "EUR"}
+    assert report.steps["done"]["result"] == "hello ada, charged 42 EUR!"
+    assert report.ctx["why"] == "order 7 refused"
