@@ -72,12 +72,19 @@ class Greet:
         return f"hello {request['who']}, charged {request['charged']}"
 
 
+@workflow.defn(name="Refuse", sandboxed=False)
+class Refuse:
+    @workflow.run
+    async def run(self, who: str) -> str:
+        raise ApplicationError(f"no greeting for {who}", type="NoGreeting", non_retryable=True)
+
+
 @pytest_asyncio.fixture
 async def user_queue(temporal) -> AsyncIterator[str]:
     """The user's own worker, on a task queue of its own (not the playbook's)."""
     queue = f"user-{uuid.uuid4().hex[:10]}"
     async with Worker(temporal.client, task_queue=queue, activities=[charge_card, reject_order, flaky, wait_forever],
-                      workflows=[Greet]):
+                      workflows=[Greet, Refuse]):
         yield queue
 
 
@@ -254,3 +261,21 @@ async def test_the_playbook_of_deployment_md_runs_as_the_page_says(run_yaml, use
     assert report.steps["charge"]["result"] == {"charged": 42, "currency": "EUR"}
     assert report.steps["done"]["result"] == "hello ada, charged 42 EUR!"
     assert report.ctx["why"] == "order 7 refused"
+
+
+async def test_a_users_workflow_failure_reaches_the_arcs(run_yaml, user_queue):
+    report = await run_yaml(f"""
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {{name: user-child-failure}}
+        workflow:
+          - step: greet
+            tool: {{kind: workflow, name: Refuse, task_queue: {user_queue}, args: [bob]}}
+            next:
+              arcs:
+                - {{step: sorry, when: "{{{{ event.error.kind == 'NoGreeting' }}}}",
+                   args: {{why: "{{{{ event.error.message }}}}"}}}}
+          - step: sorry
+            tool: {{kind: noop, result: "{{{{ args.why }}}}"}}
+        """)
+    assert report.steps["sorry"]["result"] == "no greeting for bob", report.error
