@@ -13,11 +13,11 @@ Two passes, because they need different views of the playbook:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..templates import is_template
-from ..tool_kinds import declaration
+from ..templates import is_template, reads_name
+from ..tool_kinds import NAMED_KINDS, declaration
 from ..tool_kinds.declaration import Setting, ToolKind, accepts, type_names
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
@@ -25,15 +25,17 @@ from .models import Playbook, Task
 
 __all__ = ["check_keys", "check_required"]
 
+_READS_KEYCHAIN = reads_name("keychain")
 
-def _has_template(value: Any) -> bool:
-    """A template anywhere inside ``value``."""
+
+def _has_template(value: Any, test: Callable[[str], bool] = is_template) -> bool:
+    """A template (one ``test`` accepts) anywhere inside ``value``."""
     if isinstance(value, str):
-        return is_template(value)
+        return test(value)
     if isinstance(value, Mapping):
-        return any(_has_template(v) for v in value.values())
+        return any(_has_template(v, test) for v in value.values())
     if isinstance(value, list):
-        return any(_has_template(v) for v in value)
+        return any(_has_template(v, test) for v in value)
     return False
 
 
@@ -46,6 +48,12 @@ def check_keys(kind: str, config: Mapping[str, Any], src: str, reporter: Reporte
         return
     for key, value in config.items():
         where = (key_src or {}).get(key) or paths.join(src, key)
+        if kind in NAMED_KINDS and _has_template(value, _READS_KEYCHAIN):
+            reporter.add("NTL704", f"`{key}` ({kind}) reads `keychain`: a `kind: {kind}` task is called by the workflow, "
+                                   "where no secret is resolved (a secret passed there would be written to "
+                                   "workflow history)",
+                         where, value=True, fix=f"pass the keychain entry's name and let your {kind} read the "
+                                                "secret itself")
         setting = decl.setting(key)
         if setting is not None:
             _check_type(decl, key, setting.types, setting.template, value, where, reporter)

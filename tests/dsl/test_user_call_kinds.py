@@ -38,6 +38,9 @@ def _messages(tasks: str) -> list[str]:
                  ["pb.yaml:7:74: NTL316 `heartbeat_timeout` (activity) is 0: a number of seconds must be > 0 "
                   "(workflow[0].tool[0].pay.heartbeat_timeout)"],
                  id="zero-heartbeat-timeout"),
+    pytest.param("      - pay: {kind: activity, name: c, task_queue: q, args: ['{{ keychain.card.number }}']}\n",
+                 ["pb.yaml:7:61: NTL704 `args` (activity) reads `keychain`: a `kind: activity` task is called by the workflow"],
+                 id="keychain-in-args"),
     pytest.param("      - pay: {kind: activity, name: c, task_queue: q, hearbeat_timeout: 5}\n",
                  ["pb.yaml:7:55: NTL310 activity tasks have no setting `hearbeat_timeout` "
                   "(did you mean 'heartbeat_timeout'?)"],
