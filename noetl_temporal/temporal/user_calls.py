@@ -24,11 +24,12 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from ..engine.context import deep_merge
     from ..engine.envelopes import ErrorInfo, Outcome
     from ..engine.messages import RunTask
     from .naming import child_execution_id
 
-__all__ = ["activity_outcome", "workflow_outcome", "call_args", "retry_policy", "error_of"]
+__all__ = ["activity_outcome", "workflow_outcome", "settings", "call_args", "retry_policy", "error_of"]
 
 #: one attempt's limit when neither the task nor ``start_to_close_timeout`` sets one
 DEFAULT_START_TO_CLOSE_S = 300.0
@@ -69,13 +70,20 @@ def _retry_then(rules: list[dict[str, Any]]) -> dict[str, Any] | None:
     return best
 
 
+def settings(cmd: RunTask) -> dict[str, Any]:
+    """The task's settings over its ``spec.activity:`` / ``spec.workflow:`` defaults (from the
+    executor, step, loop and task layers: a step may give every call its ``task_queue``)."""
+    knobs = cmd.spec.get(cmd.kind)
+    return deep_merge(knobs, cmd.config) if isinstance(knobs, dict) else cmd.config
+
+
 def _seconds(value: Any) -> timedelta | None:
     return timedelta(seconds=float(value)) if isinstance(value, int | float) and value > 0 else None
 
 
 async def activity_outcome(cmd: RunTask) -> Outcome:
     """``kind: activity``: the user's activity by type name; its return value is the result."""
-    config = cmd.config
+    config = settings(cmd)
     try:
         result = await workflow.execute_activity(
             str(config["name"]), args=call_args(config), task_queue=str(config["task_queue"]),
@@ -92,7 +100,7 @@ async def activity_outcome(cmd: RunTask) -> Outcome:
 
 async def workflow_outcome(cmd: RunTask, execution_id: str) -> Outcome:
     """``kind: workflow``: the user's workflow as a child by type name; its return value is the result."""
-    config = cmd.config
+    config = settings(cmd)
     name = str(config["name"])
     child_id = str(config.get("id") or child_execution_id(execution_id, cmd.task_run_id, name))
     try:

@@ -103,15 +103,15 @@ async def test_a_users_activity_and_workflow_feed_the_next_steps(run_yaml, user_
               args: [42, EUR]
             next: {arcs: [{step: greet}]}
           - step: greet
+            spec: {workflow: {task_queue: "QUEUE"}}   # a `spec.<kind>:` default, as for any kind
             tool:
               kind: workflow
               name: Greet
-              task_queue: "{{ workload.queue }}"
               args: {who: "{{ workload.who }}", charged: "{{ charge.charged }} {{ charge.currency }}"}
             next: {arcs: [{step: done}]}
           - step: done
             tool: {kind: noop, result: "{{ greet }}!"}
-        """, payload={"queue": user_queue})
+        """.replace("QUEUE", user_queue), payload={"queue": user_queue})
     assert report.state == "COMPLETED", report.error
     assert report.steps["charge"]["result"] == {"charged": 42, "currency": "EUR"}
     assert report.steps["done"]["result"] == "hello ada, charged 42 EUR!"
