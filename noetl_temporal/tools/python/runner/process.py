@@ -6,7 +6,6 @@ import os
 import sys
 
 from . import answer, reaping
-from .answer import _encode
 from .failures import _text
 from .running import _run
 
@@ -55,7 +54,7 @@ def serve(fd, path0):
         os._exit(0)
     # Before the answer: once the worker has it the task is over, and so is all it started.
     reaping.sweep()
-    data = _encode(resp)
+    data = answer._answer(resp, req)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
