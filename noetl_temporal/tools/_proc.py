@@ -6,7 +6,9 @@ drained concurrently and capped, so a chatty child can neither block on a full p
 nor make the worker hold unbounded memory.
 
 A task owns every process it started, however it detached (``setsid``, ``nohup ... &``, a
-double fork): a shell command and a spawned python runner run under a *reaper*
+double fork): a shell command is run by a process forked from the python tool's fork server
+(``shell``, ``runner.reaping.run_command``), and where that is not available it, like a
+spawned python runner, runs under a *reaper*
 (:func:`reaped`, the program in ``python/runner/reaping.py``), a subreaper that kills
 everything below it when the command ends, on timeout, on cancel, and when the worker
 dies (its parent-death signal). The fork server and its task processes are subreapers

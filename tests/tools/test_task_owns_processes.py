@@ -85,14 +85,22 @@ async def test_python_task_setsid_children_die_on_timeout(call: ToolCall, tmp_pa
     await _assert_all_gone(_pids(path, Path(f"{path}.grand")))
 
 
-async def test_shell_task_background_processes_die_when_it_completes(call: ToolCall, tmp_path) -> None:
+@pytest.mark.parametrize("forkserver", [True, False], ids=["forked", "reaper"])
+async def test_shell_task_background_processes_die_when_it_completes(forkserver: bool, call: ToolCall, tmp_path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    if not forkserver:  # the command under a reaper process of its own
+        monkeypatch.setenv("NOETL_PYTHON_FORKSERVER", "0")
     out = await run_tool("shell", {"cmd": DETACHING_SHELL.format(d=tmp_path)}, call)
     assert out["status"] == "ok", out
     assert out["result"]["stdout"].strip() == "started"
     await _assert_all_gone(_pids(tmp_path / "nohup.pid", tmp_path / "setsid.pid"))
 
 
-async def test_shell_task_background_processes_die_on_timeout(call: ToolCall, tmp_path) -> None:
+@pytest.mark.parametrize("forkserver", [True, False], ids=["forked", "reaper"])
+async def test_shell_task_background_processes_die_on_timeout(forkserver: bool, call: ToolCall, tmp_path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    if not forkserver:
+        monkeypatch.setenv("NOETL_PYTHON_FORKSERVER", "0")
     cmd = DETACHING_SHELL.format(d=tmp_path) + "; sleep 60"
     out = await run_tool("shell", {"cmd": cmd, "timeout": 3}, call)
     assert out["status"] == "error" and out["error"]["kind"] == "timeout", out
@@ -105,9 +113,9 @@ WORKER = textwrap.dedent("""
     from noetl_temporal.tools import ToolCall, run_tool
 
     kind, config = sys.argv[1], {}
-    if kind == "python-spawned":
+    if kind in ("python-spawned", "shell-reaper"):
         os.environ["NOETL_PYTHON_FORKSERVER"] = "0"
-    asyncio.run(run_tool("shell" if kind == "shell" else "python", eval(sys.argv[2]),
+    asyncio.run(run_tool("shell" if kind.startswith("shell") else "python", eval(sys.argv[2]),
                          ToolCall(execution_id="e", step="s", task="t")))
 """)
 
@@ -121,9 +129,9 @@ def _wait_for_files(paths: list[Path], worker: subprocess.Popen) -> list[int]:
     return _pids(*paths)
 
 
-@pytest.mark.parametrize("kind", ["python", "python-spawned", "shell"])
+@pytest.mark.parametrize("kind", ["python", "python-spawned", "shell", "shell-reaper"])
 async def test_detached_processes_die_when_the_worker_is_killed(kind: str, tmp_path) -> None:
-    if kind == "shell":
+    if kind.startswith("shell"):
         config = {"cmd": DETACHING_SHELL.format(d=tmp_path) + "; sleep 60"}
         files = [tmp_path / "nohup.pid", tmp_path / "setsid.pid"]
     else:

@@ -122,6 +122,36 @@ def _reap_killed(pids, patience=2.0):
             time.sleep(0.002)
 
 
+def run_command(req):
+    """In a task's process forked by the fork server, a command instead of python code (the
+    shell tool): run ``req["exec"]`` (an argv) with ``req["env"]`` in ``req["cwd"]`` as our
+    child, kill what it left when it exits, and leave with its status (never returns).
+
+    A subreaper already (``serve``), this process is the command's reaper at the cost of a
+    fork, not an interpreter's start. A timeout signals the whole group through the fork
+    server; what left the group then comes to the fork server, which kills it."""
+    argv, env = req["exec"], req.get("env")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; a command must not
+                signal.signal(sig, signal.SIG_DFL)
+            if req.get("cwd"):
+                os.chdir(req["cwd"])
+            os.execve(argv[0], argv, env if env is not None else os.environ)
+        except BaseException as exc:  # noqa: BLE001 - reported on the task's stderr
+            try:
+                os.write(2, f"cannot run {argv[0]}: {exc}\n".encode())
+            finally:
+                os._exit(127)
+    try:
+        status = os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        status = 0
+    sweep()
+    _exit_like(status)
+
+
 # ---------------------------------------------------------------- the reaper program
 
 #: a word in the reaper's command line that it replaces with its own pid: the program it
