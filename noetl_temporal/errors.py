@@ -5,6 +5,7 @@
     NoetlError                      base of everything we raise on purpose
     ├── PlaybookInvalid             the playbook failed validation (carries diagnostics)
     ├── TemplateError               a template failed to parse or render (where + why)
+    │   └── ResultFieldUnavailable  it read a part of a stored (large) result that was not kept
     ├── EngineError                 the interpreter met a condition it cannot continue from
     │   └── InvalidTransition       an illegal status move: always a bug, never user input
     ├── ToolError                   a tool invocation failed; becomes an error *outcome*
@@ -84,6 +85,11 @@ class TemplateError(NoetlError):
         if template is not None:
             text = f"{text} in template {template!r}"
         super().__init__(text, fix=fix)
+
+
+class ResultFieldUnavailable(TemplateError):
+    """A template read a part of a result stored by reference that the workflow does not
+    hold (engine/stored_results.py): never read as undefined, it fails where it is read."""
 
 
 class EngineError(NoetlError):

@@ -258,9 +258,12 @@ async def run_playbook(playbook: Playbook, *, target: Target, payload: dict[str,
     client = await connect(target)
     if on_ready:
         on_ready(None)
+    # Ours, as the embedded server's runs and the API's starts have them (the UI's and
+    # `temporal workflow list --query` filters, the API's ?playbook_path=). A namespace that
+    # has not registered them starts the run without them and logs how to register them.
     return await _with_worker(client, playbook, task_queue=target.task_queue, address=target.address,
                               owns_tools=True, payload=payload, source=source,
-                              worker=worker, on_event=on_event, search_attributes=False,
+                              worker=worker, on_event=on_event, search_attributes=True,
                               execution_id=execution_id, events_limit=events_limit, on_start=on_start)
 
 

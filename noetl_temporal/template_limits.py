@@ -20,8 +20,12 @@ detector fails it, over and over. So a render gets:
   ``wordwrap``... and the same ``str`` methods);
 * ``MAX_RENDER_SIZE`` characters (or items) in total for all of those: twenty strings
   just under ``MAX_SIZE`` are one render's limit, not twenty times it;
-* ``MAX_INT_BITS`` bits for an integer built by ``*`` or ``**`` (an integer Python can
-  still print: its decimal form stays under Python's 4,300-digit conversion limit).
+* ``MAX_INT_BITS`` bits for an integer built by ``*`` or ``**`` (checked before computing),
+  and for every integer an operator (``+``, ``-``), a filter (``int``, ``sum``...) or a call
+  returns (checked after: their inputs are bounded, so computing them is cheap). So every
+  integer a render makes is one Python can still print (its decimal form stays under
+  Python's 4,300-digit conversion limit); printing or storing one over it failed later,
+  outside the render, as an unlocated "internal engine error".
 
 ``MAX_VALUE_SIZE`` bounds what all the templates of one value hold together (a task's
 config, a step's ``args``, a ``set``, a ``loop.in``): ``templates.render_value`` adds up each
@@ -49,7 +53,7 @@ from jinja2.utils import _PassArg
 
 __all__ = ["MAX_OPS", "MAX_SIZE", "MAX_RENDER_SIZE", "MAX_VALUE_SIZE", "MAX_CTX_SIZE", "MAX_INT_BITS", "CHARS_PER_UNIT",
            "ValueBudget", "LimitExceeded", "start", "spend", "weight", "metered",
-           "checked_join", "check_nested", "check_result", "check_binop", "check_call", "guard_filters", "meter_loops", "METER_FILTER"]
+           "checked_join", "check_nested", "check_result", "check_binop", "check_int", "check_call", "guard_filters", "meter_loops", "METER_FILTER"]
 
 MAX_OPS = 1_000_000
 _COST_FILTER, _COST_CALL, _COST_MACRO = 5, 10, 100
@@ -264,6 +268,14 @@ def _int_bits(bits: int) -> None:
     if bits > MAX_INT_BITS:
         raise LimitExceeded(f"the template would build an integer of {bits:,} bits (limit {MAX_INT_BITS:,} "
                             "bits, MAX_INT_BITS: about 4,200 decimal digits)")
+
+
+def check_int(value: Any) -> Any:
+    """``value``, refused when it is an integer of more than ``MAX_INT_BITS`` bits."""
+    if type(value) is int and value.bit_length() > MAX_INT_BITS:
+        raise LimitExceeded(f"the template would build an integer of {value.bit_length():,} bits (limit "
+                            f"{MAX_INT_BITS:,} bits, MAX_INT_BITS: about 4,200 decimal digits)")
+    return value
 
 
 def _is_int(value: Any) -> bool:
@@ -542,6 +554,8 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
             spend(work)
         result = func(*args, **kwargs)
         kind = type(result)
+        if kind is int:
+            return check_int(result)
         if kind is str:
             if predict is None:
                 _size(len(result))   # bounded by its input; counted in what the render built

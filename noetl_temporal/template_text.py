@@ -36,10 +36,25 @@ from jinja2 import Undefined
 
 from . import template_undefined as undefined
 
-__all__ = ["as_text", "text_of", "noetl_text_on", "python_text"]
+__all__ = ["as_text", "text_of", "noetl_text_on", "python_text", "HeldPart"]
 
 _AS_IS = frozenset({str, int, float})
 _NOETL_TEXT: ContextVar[bool] = ContextVar("noetl_text", default=True)
+
+
+class HeldPart(Mapping[str, Any]):
+    """A value templates read *through* that a render must not return or print as it is: a
+    step result stored by reference (``engine/stored_results.py``). :meth:`as_value` is what
+    a render's result holds in its place, :meth:`in_text` what text prints (either may raise
+    ``ResultFieldUnavailable``: a part the workflow does not hold)."""
+
+    __slots__ = ()
+
+    def as_value(self) -> Any:
+        raise NotImplementedError
+
+    def in_text(self) -> Any:
+        raise NotImplementedError
 
 
 def noetl_text_on() -> bool:
@@ -72,6 +87,8 @@ def as_text(value: Any) -> Any:
         return "false"
     if value is None:
         return "null"
+    if isinstance(value, HeldPart):
+        value = value.in_text()
     if isinstance(value, (list, tuple, Mapping)):
         return json.dumps(_plain(value), default=str)
     return value
@@ -91,6 +108,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Undefined):
         undefined.noticed(value._undefined_name)
         return None
+    if isinstance(value, HeldPart):
+        return _plain(value.in_text())
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

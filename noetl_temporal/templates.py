@@ -37,9 +37,11 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from . import template_limits as limits
 from . import template_text as text_style
 from . import template_undefined as undefined
-from .errors import TemplateError
+from .errors import ResultFieldUnavailable, TemplateError
+from .template_text import HeldPart
 
 __all__ = [
+    "HeldPart",
     "render",
     "render_value",
     "evaluate_condition",
@@ -106,7 +108,8 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     template_class = _Template
     code_generator_class = _CodeGenerator
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    # '-' only for its result: an integer one bit past MAX_INT_BITS (see call_binop)
+    intercepted_binops = frozenset({"*", "**", "+", "-", "%"})
     concat = staticmethod(limits.checked_join)
     checked_join = staticmethod(limits.checked_join)
 
@@ -123,13 +126,13 @@ class _Environment(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         limits.check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        return limits.check_int(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         args = limits.check_call(__obj, args, kwargs)
         if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level is metered too
             args = (limits.metered(args[0]), *args[1:])
-        return super().call(__context, __obj, *args, **kwargs)
+        return limits.check_int(super().call(__context, __obj, *args, **kwargs))
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         # Stock Jinja returns an undefined that our chainable undefined would print as "":
@@ -224,6 +227,8 @@ def _native(value: Any) -> Any:
     if isinstance(value, ChainableUndefined):
         undefined.noticed(value._undefined_name)
         return None
+    if isinstance(value, HeldPart):
+        return value.as_value()
     if isinstance(value, (list, tuple, dict)) and _holds_undefined(value):
         # `{{ {'a': x.missing} }}`: an Undefined left inside a list or dict cannot be encoded
         # for Temporal (the workflow task would fail again and again); it is None, as at the top.
@@ -240,7 +245,7 @@ def _holds_undefined(value: Any) -> bool:
             continue
         seen.add(id(item))
         for child in item.values() if isinstance(item, dict) else item:
-            if isinstance(child, ChainableUndefined):
+            if isinstance(child, ChainableUndefined | HeldPart):
                 return True
             if isinstance(child, (list, tuple, dict)):
                 stack.append(child)
@@ -251,6 +256,8 @@ def _without_undefined(value: Any) -> Any:
     if isinstance(value, ChainableUndefined):
         undefined.noticed(value._undefined_name)
         return None
+    if isinstance(value, HeldPart):
+        return value.as_value()
     if isinstance(value, dict):
         return {key: _without_undefined(child) for key, child in value.items()}
     if isinstance(value, (list, tuple)):
@@ -317,6 +324,10 @@ def render(text: str, context: Mapping[str, Any], *, where: str | None = None,
     except SecurityError as exc:
         raise TemplateError(f"not allowed in playbook templates: {exc}", template=text,
                             where=where) from None
+    except ResultFieldUnavailable as exc:
+        if exc.where is not None:  # already located (a nested render)
+            raise
+        raise ResultFieldUnavailable(exc.message, template=text, where=where, fix=exc.fix) from None
     except TemplateError:
         raise
     except Exception as exc:  # any error inside the expression: type errors, zero division ...
@@ -375,7 +386,9 @@ def evaluate_condition(when: Any, context: Mapping[str, Any], *, where: str | No
     """Evaluate a guard. Returns ``(matched, error)``.
 
     A guard that raises (for example a comparison on an undefined value) does not match,
-    and the error text is returned so the caller can record it in its decision event.
+    and the error text is returned so the caller can record it in its decision event;
+    except ``ResultFieldUnavailable`` (a part of a stored result the workflow does not
+    hold), which is raised: reading it as "no match" would take another arc silently.
     ``None`` (no ``when``) always matches.
     """
     if when is None:
@@ -384,6 +397,8 @@ def evaluate_condition(when: Any, context: Mapping[str, Any], *, where: str | No
         return when, None
     try:
         return truthy(render(str(when), context, where=where, seed=seed, now=now)), None
+    except ResultFieldUnavailable:
+        raise  # never "does not match": the caller fails the step (engine/routing.py)
     except TemplateError as exc:
         return False, str(exc)
 

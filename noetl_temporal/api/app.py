@@ -46,7 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, **protected)
     install_error_handlers(app)
     install_method_not_allowed(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, read_timeout_s=settings.read_timeout_s)
     return app
 
 

@@ -1,5 +1,8 @@
 """Request size limits: the body as plain ASGI middleware, and what it expands to.
 
+The middleware is also where each JSON body is checked for numbers no route can carry
+(NaN, infinities, over-long integers: :mod:`.json_numbers`), since it holds the body whole.
+
 Why the body here and not per route: a body must be refused before anything parses it
 (JSON, YAML), and a client that lies in ``Content-Length`` or streams chunks must be
 stopped too. Bodies are read up to the limit and replayed to the app; larger ones get 413.
@@ -15,11 +18,13 @@ A part that does not change between requests (a cached playbook) is measured onc
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import MutableMapping
 from typing import Any
 
 from ..errors import NoetlError
+from .json_numbers import is_json_body, refusal
 
 __all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded", "expanded_size"]
 
@@ -81,14 +86,17 @@ def _too_large(names: list[str], crossed: str, limit: int) -> TooLarge:
 
 
 class BodyLimit:
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: Any, max_bytes: int, read_timeout_s: float | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        #: the whole body must arrive within this (a client trickling it holds a connection)
+        self.read_timeout_s = read_timeout_s
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
         if declared is not None:
             try:
                 size = int(declared)
@@ -98,8 +106,14 @@ class BodyLimit:
                 return await _reply(send, 413, self._too_large())
         chunks: list[bytes] = []
         total = 0
+        deadline = None if self.read_timeout_s is None else asyncio.get_running_loop().time() + self.read_timeout_s
         while True:
-            message = await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                return await _reply(send, 408, f"the request body did not arrive within {self.read_timeout_s:g} s "
+                                               "(see --read-timeout)", close=True)
             if message["type"] == "http.disconnect":
                 return None
             chunk = message.get("body", b"")
@@ -110,6 +124,10 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        # the one place every route's body passes whole: refuse numbers no route could carry
+        refused = refusal(body) if body and is_json_body(headers.get(b"content-type")) else None
+        if refused:
+            return await _reply(send, 422, refused)
         replayed = False
 
         async def replay() -> dict:
@@ -125,8 +143,10 @@ class BodyLimit:
         return f"request body larger than {self.max_bytes} bytes (see --max-body-bytes)"
 
 
-async def _reply(send: Any, status: int, detail: str) -> None:
+async def _reply(send: Any, status: int, detail: str, close: bool = False) -> None:
     raw = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    if close:  # the rest of the request may still come: the connection cannot be reused
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from noetl_temporal.store.catalog import PATH_PATTERN
+from noetl_temporal.store.catalog import MAX_PATH_CHARS, PATH_PATTERN
 
 State = Literal["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"]
 STATES: tuple[State, ...] = get_args(State)
@@ -73,7 +73,7 @@ class StartInline(_Request):
 class StartFromCatalog(_Request):
     """Start a registered playbook: the latest version, or ``version``."""
 
-    path: str = Field(pattern=PATH_PATTERN, description="catalog path of a registered playbook")
+    path: str = Field(pattern=PATH_PATTERN, max_length=MAX_PATH_CHARS, description="catalog path of a registered playbook")
     version: int | None = Field(default=None, ge=1, le=MAX_INT, description="catalog version (default: latest)")
     payload: dict[str, Any] = Field(default_factory=dict,
                                     description="request payload, deep-merged over the playbook's workload")

@@ -39,6 +39,8 @@ class Settings:
     event_store: EventStore | None = None
     task_queue: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: seconds a client has to send a request's headers, and then its body (408 past it)
+    read_timeout_s: float = 15.0
     #: a bound for every execution started through the API (None: the playbook's own timeout)
     execution_timeout_s: float | None = None
     #: activities heartbeat at a third of this; a cancel reaches them at their next heartbeat

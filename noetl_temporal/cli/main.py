@@ -8,7 +8,7 @@ entry; :func:`build_parser` wires it up. Heavy imports happen inside the run
 functions so ``--help`` and unrelated commands stay fast.
 
 Exit codes: 0 success, 2 invalid input (a playbook that does not validate, or a
-command-line usage error, as argparse does).
+command-line usage error, as argparse does), 141 the reader of the output closed it.
 """
 
 from __future__ import annotations
@@ -190,10 +190,33 @@ def console() -> None:
     interpreter (``PyGILState_Release``) right after a command used a client; every
     command has finished its work and output by now, so skipping finalization loses nothing.
     """
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_went_away()
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
     os._exit(code)
+
+
+EXIT_BROKEN_PIPE = 128 + 13   # what a shell reports for a tool killed by SIGPIPE (`cat | head`)
+
+
+def _reader_went_away() -> int:
+    """The reader of our output closed it (``events ID | head``): stop quietly, as Unix tools do.
+
+    Caught once here for every command rather than by restoring SIGPIPE's default action,
+    which would kill a command mid-way (a ``run`` stopping its embedded server and worker)
+    without its clean-up. What is still buffered for the closed pipe is dropped: pointing
+    stdout at /dev/null keeps any later write from raising again.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -91,12 +91,18 @@ def status_command(args: argparse.Namespace) -> int:
             print(json.dumps(status, indent=2))
         else:
             for key, value in status.items():
-                print(f"{key:<20} {value}")
+                print(f"{key:<20} {_plain(value)}")
         if liveness is not None and liveness.workers_polling == 0:
             _warn_no_worker(liveness)
         return 0
 
     return _run(go())
+
+
+def _plain(value: Any) -> str:
+    """A status value as text: strings as they are, the rest as JSON (``null``, ``false``),
+    the spelling of ``--json`` and the API rather than Python's ``None``/``False``."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _warn_no_worker(liveness: Liveness) -> None:

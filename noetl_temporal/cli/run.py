@@ -18,7 +18,7 @@ import yaml
 from ..errors import ConfigError, NoetlError, PlaybookInvalid
 from .connection import add_connection_arguments, target_of
 
-__all__ = ["add_run_arguments", "run_command", "parse_payload", "started_lines"]
+__all__ = ["add_run_arguments", "run_command", "parse_payload", "started_lines", "afterwards_line"]
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -142,10 +142,19 @@ def run_command(args: argparse.Namespace) -> int:
     if args.strict:
         loaded.playbook.executor.spec.strict_templates = True
 
+    started: list[str] = []
+    embedded = target.address is None
+
     def on_start(execution_id: str, address: str | None) -> None:
+        started.append(execution_id)
         # Printed even with --quiet: it is what another terminal needs to control the run.
-        print(started_lines(execution_id, address, target.namespace, ui[0] if ui else None),
+        print(started_lines(execution_id, address, target.namespace, ui[0] if ui else None, embedded=embedded),
               file=sys.stderr, flush=True)
+
+    def afterwards() -> None:
+        # The embedded server has stopped with the run: only the event store answers now.
+        if embedded and started and not args.quiet:
+            print(afterwards_line(started[0]), file=sys.stderr)
 
     printer = None if args.quiet else ProgressPrinter(sys.stderr, locate=_locator(loaded))
     try:
@@ -155,6 +164,7 @@ def run_command(args: argparse.Namespace) -> int:
                                           events_limit=JSON_EVENTS_MAX if args.json else 0))
     except KeyboardInterrupt:
         print("interrupted: the execution was asked to cancel", file=sys.stderr)
+        afterwards()
         return EXIT_INTERRUPTED
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -167,6 +177,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2, default=str))
     else:
         _print_human(report)
+    afterwards()
     return EXIT_COMPLETED if report.state == "COMPLETED" else EXIT_FAILED
 
 
@@ -185,16 +196,25 @@ def _dry_run(loaded: Any, as_json: bool) -> int:
     return EXIT_COMPLETED
 
 
-def started_lines(execution_id: str, address: str | None, namespace: str, ui_url: str | None) -> str:
-    """What ``run`` prints when the execution starts: its id, how to control it, its UI page."""
+def started_lines(execution_id: str, address: str | None, namespace: str, ui_url: str | None, *,
+                  embedded: bool = False) -> str:
+    """What ``run`` prints when the execution starts: its id, how to control it, its UI page.
+    An embedded server's address works only while the run lasts, and the hint says so."""
     flags = f" --address {address}" if address else ""
     if namespace != "default":
         flags += f" --namespace {namespace}"
+    lasts = " (while this run lasts)" if embedded else ""
     lines = [f"execution {execution_id} started",
-             f"  control it: noetl-temporal status|events|ctx|pause|resume|cancel {execution_id}{flags}"]
+             f"  control it: noetl-temporal status|events|ctx|pause|resume|cancel {execution_id}{flags}{lasts}"]
     if ui_url:
         lines.append(f"  Temporal UI: {ui_url.rstrip('/')}/namespaces/{namespace}/workflows/{execution_id}")
     return "\n".join(lines)
+
+
+def afterwards_line(execution_id: str) -> str:
+    """What ``run`` on an embedded server prints at the end: the commands that still work, read
+    from the event store (``status``/``events`` without an address), the server being gone."""
+    return f"read it later: noetl-temporal status|events {execution_id} (from the event store)"
 
 
 def _locate_errors(loaded: Any, report: Any) -> None:

@@ -49,6 +49,9 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=1024 * 1024, metavar="N",
                         help="largest request body accepted (default 1048576); larger ones get 413, as does "
                              "a start request whose playbook and payload expand past twice this once parsed")
+    parser.add_argument("--read-timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="seconds a client has to send a request's headers, and again its body "
+                             "(default 15); a slower one gets 408 and is disconnected")
     parser.add_argument("--heartbeat-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="activity heartbeat timeout (default 10); a cancel reaches a running task "
                              "within about 0.8 x this")
@@ -109,7 +112,8 @@ def _settings(args: argparse.Namespace, **kwargs: Any) -> Any:
 
     return Settings(catalog=Catalog.from_config(args.catalog_dsn, args.catalog_path), token=args.token,
                     event_store=open_event_store(args.event_store),
-                    max_body_bytes=args.max_body_bytes, execution_timeout_s=args.execution_timeout,
+                    max_body_bytes=args.max_body_bytes, read_timeout_s=args.read_timeout,
+                    execution_timeout_s=args.execution_timeout,
                     heartbeat_timeout_s=args.heartbeat_timeout, **kwargs)
 
 
@@ -121,7 +125,9 @@ async def _serve(app: Any, sock: socket.socket, on_started: Any = None) -> None:
     """Run uvicorn on our socket until SIGINT/SIGTERM (uvicorn's handlers end serve())."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+    from ..api.serving import uvicorn_config
+
+    server = uvicorn.Server(uvicorn_config(app, read_timeout_s=app.state.settings.read_timeout_s))
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started and not task.done():
         await asyncio.sleep(0.05)

@@ -106,9 +106,9 @@ _TABLE: list[Code] = [
          "add a tool; a step that only routes or ends the flow uses `tool: {kind: noop}`"),
     Code("NTL212", _E, "`spec.next_mode` is not part of v10", "`spec: {next_mode: inclusive}`",
          "use `next: {spec: {mode: inclusive}, arcs: [...]}`"),
-    Code("NTL213", _E, "a step-level `set:` key has no `ctx.` or `iter.` prefix",
-         "`set: {total: ...}` on a step", "write `ctx.total` (execution scope) or `iter.total` "
-         "(loop iteration scope); for pipeline-local names use `set:` on a task"),
+    Code("NTL213", _E, "a step-level `set:` key has no `ctx.` prefix",
+         "`set: {total: ...}` on a step", "write `ctx.total` (execution scope); for pipeline-local names or "
+         "an iteration's `iter.*` use `set:` on a task"),
     # ------------------------------------------------------------------ tools and tasks
     Code("NTL301", _E, "a tool task has no `kind`", "`tool: {url: ..., method: GET}`",
          f"add `kind:` ({_KINDS})"),
@@ -139,6 +139,12 @@ _TABLE: list[Code] = [
          "`output: {store: {kind: kv}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
          "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db; plain "
          "JSONPaths"),
+    Code("NTL314", _E, "a python task's code does not compile", "`code: \"result = (1 +\"`",
+         "correct the Python at the reported line and column (it would fail there at run time)"),
+    Code("NTL315", _E, "a tool setting written under the task's `spec:`, where no tool reads it",
+         "`tool: {kind: http, url: ..., spec: {method: POST}}`",
+         "move the key out of `spec:` to beside `kind:` (`spec:` holds policy, timeout, result and "
+         "`spec.<kind>:` defaults)"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",
@@ -165,6 +171,12 @@ _TABLE: list[Code] = [
          "`spec: {policy: {finally: {...}}}`",
          "the message names the pipeline form that does it: a task before or after this one, or a clean-up "
          "task reached from both outcomes"),
+    Code("NTL410", _E, "a step's `spec.policy` holds task actions (`rules`): a step policy holds only `admit`, "
+                       "`failure` and `lifecycle`",
+         "`step: {spec: {policy: {rules: [{when: ..., then: {do: retry}}]}}}`",
+         "put the rules on the task they act on (`tool: {kind: ..., spec: {policy: {rules: [...]}}}`); route a "
+         "failed step with an arc `when: \"{{ event.name == 'step.failed' }}\"`, or stop the run at it with "
+         "`spec: {policy: {failure: {mode: fail_fast}}}`"),
     # ------------------------------------------------------------------ routing
     Code("NTL501", _E, "`next` is not in router form", "`next: end`, `next: [{step: end}]`",
          "write `next: {spec: {mode: exclusive}, arcs: [{step: end}]}`"),
@@ -191,6 +203,10 @@ _TABLE: list[Code] = [
     Code("NTL602", _W, "`set_iter` / `iter.*` outside a loop step has nothing to update",
          "`set: {iter.page: 2}` on a task of a step without `loop:`",
          "use `ctx.*`, or add a `loop:` to the step"),
+    Code("NTL605", _E, "`iter.*` in a step's own `set` or an arc's `set`: there is no iteration to update",
+         "`step: {loop: ..., set: {iter.seen: true}}`, `arcs: [{step: b, set: {iter.x: 1}}]`",
+         "set `iter.*` from a task of the loop step (`tool: [{..., set: {iter.x: ...}}]`) or a policy action; "
+         "use `ctx.*` for what later steps read"),
     Code("NTL603", _E, "`loop` has the wrong shape", "`loop: {iterator: x}` with no `in:`",
          "write `loop: {in: \"{{ list }}\", iterator: item, spec: {mode: sequential}}`"),
     # ------------------------------------------------------------------ templates
@@ -210,11 +226,17 @@ _TABLE: list[Code] = [
          "`set: {ctx.token: \"{{ keychain.api.token }}\"}`, an arc's `args`, a `when`",
          "read the secret in the tool settings that need it (`headers`, `env`, `dsn`...); a secret "
          "kept in ctx or args would be written to workflow history"),
+    Code("NTL705", _W, "a template reads a workload key the playbook's `workload:` does not have",
+         "`{{ workload.nmae }}` with `workload: {name: x}`",
+         "correct the key (the warning names the close ones), declare it under `workload:`, or "
+         "write `| default(...)` if the run's payload supplies it"),
     # ------------------------------------------------------------------ model checks
     Code("NTL901", _E, "a value has the wrong type or is out of range",
-         "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`", "use a value the message allows"),
-    Code("NTL902", _E, "unknown key", "`then: {do: retry, atempts: 3}`",
-         "remove the key or correct its spelling"),
+         "`then: {do: retyr}`, `attempts: 0`, `mode: paralel`, `policy: [...]` (a list)",
+         "the fix names what the key takes, derived from the model: `policy` takes a mapping: write "
+         "`policy: {rules: [...], on_unmatched: ...}`; `do` takes one of `continue`, `retry` ..."),
+    Code("NTL902", _E, "unknown key", "`then: {do: retry, atempts: 3}`, `spec: {policy: {bogus_key: 1}}`",
+         "remove the key or correct its spelling (the fix lists the keys the block takes)"),
     Code("NTL903", _E, "a required key is missing", "an arc without `step:`", "add the key"),
     # ------------------------------------------------------------------ the checker itself
     Code("NTL999", _E, "the checker failed on this input (a bug in noetl-temporal)",

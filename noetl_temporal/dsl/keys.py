@@ -80,13 +80,11 @@ STEP_FIELDS: tuple[StepKey, ...] = (
             {"kind": "noop"}, fills=("tool",), required=True),
     StepKey("next", _nullable(_ref("Router")), "where tokens go when a run ends: `{spec: {mode}, arcs}`",
             {"spec": {"mode": "exclusive"}, "arcs": [{"step": "end"}]}, fills=("next",)),
-    StepKey("set", {"type": "object", "propertyNames": {"pattern": r"^(ctx|iter)(\..+)?$"}},
-            "`ctx.<name>` / `iter.<name>` patches applied when the step run ends",
-            {"ctx.done": True, "iter.seen": True}, fills=("set_ctx", "set_iter")),
+    StepKey("set", {"type": "object", "propertyNames": {"pattern": r"^ctx(\..+)?$"}},
+            "`ctx.<name>` patches applied when the step run ends",
+            {"ctx.done": True}, fills=("set_ctx",)),
     StepKey("set_ctx", {"type": "object"}, "execution-scoped `ctx` patches (the `set: {ctx.<name>}` form)",
             {"done": True}, fills=("set_ctx",)),
-    StepKey("set_iter", {"type": "object"}, "loop-iteration `iter` patches (the `set: {iter.<name>}` form)",
-            {"seen": True}, fills=("set_iter",)),
 )
 
 #: every key a step may have, in the table's order (did-you-mean suggestions read it)
@@ -95,6 +93,9 @@ STEP_KEYS: tuple[str, ...] = tuple(k.name for k in STEP_FIELDS)
 COPIED_STEP_KEYS: tuple[str, ...] = tuple(k.name for k in STEP_FIELDS if k.copied)
 #: :class:`~.models.Step` fields no source key fills, and why they exist
 MODEL_ONLY: Mapping[str, str] = {
-    "set_vars": "Step shares Patches with tasks and arcs; a step's `set:` takes only ctx./iter. keys, "
+    "set_vars": "Step shares Patches with tasks and arcs; a step's `set:` takes only ctx. keys, "
                 "so a step's set_vars is always empty",
+    "set_iter": "shared through Patches too: a step's own `set:` applies when the step run ends, after its "
+                "iterations, so `iter.*` there has nothing to update and is refused (NTL605); the field "
+                "stays so definitions stored before the refusal load",
 }

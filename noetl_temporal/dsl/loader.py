@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PlaybookInvalid
+from .code_check import check_python_code
 from .diagnostics import Diagnostic, Reporter, kind_of
 from .model_errors import validate_model
 from .models import Playbook
@@ -86,6 +87,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     if model is None:
         return None
     check_semantics(model, reporter)
+    check_python_code(model, text, reporter)
     check_template_names(raw, model, reporter)
     if reporter.has_errors():
         return None

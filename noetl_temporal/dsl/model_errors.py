@@ -8,6 +8,7 @@ and gives unknown keys a "did you mean" from the fields of the model at that pla
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -17,9 +18,12 @@ from pydantic import BaseModel, ValidationError
 
 from . import paths
 from .diagnostics import Reporter, did_you_mean
+from .model_shapes import keys_fix, shape_fix
 from .models import Playbook
 
 __all__ = ["validate_model"]
+
+_CLASS_NAME = re.compile(r" or instance of \w+")
 
 
 def _existing_prefix(data: Any, loc: tuple[Any, ...]) -> list[str | int]:
@@ -84,7 +88,7 @@ def validate_model(canonical: Mapping[str, Any], reporter: Reporter) -> Playbook
             key = parts[-1] if parts else ""
             if kind == "extra_forbidden":
                 hint = did_you_mean(key, _fields_at(parts[:-1]))
-                reporter.add_normalized("NTL902", f"unknown key {key!r}{hint}", norm)
+                reporter.add_normalized("NTL902", f"unknown key {key!r}{hint}", norm, fix=keys_fix(parts[:-1]))
             elif kind == "missing":
                 missing = loc[len(parts)] if len(loc) > len(parts) else "?"
                 reporter.add_normalized("NTL903", f"missing required key {missing!r}", norm)
@@ -93,6 +97,8 @@ def validate_model(canonical: Mapping[str, Any], reporter: Reporter) -> Playbook
                 if len(shown) > 60:
                     shown = shown[:57] + "..."
                 where = f" for `{key}`" if isinstance(key, str) and key else ""
-                reporter.add_normalized("NTL901", f"invalid value {shown}{where}: {err.get('msg')}", norm,
-                                        value=True)
+                # pydantic names our classes ("... or instance of TaskPolicy"): users write YAML
+                msg = _CLASS_NAME.sub("", str(err.get("msg")))
+                reporter.add_normalized("NTL901", f"invalid value {shown}{where}: {msg}", norm,
+                                        value=True, fix=shape_fix(parts))
         return None

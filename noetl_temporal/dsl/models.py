@@ -111,7 +111,7 @@ class TaskPolicy(_Closed):
     on_unmatched: Literal["continue", "fail"] | None = None
 
 
-class ResultSpec(_Open):
+class ResultSpec(_Closed):
     """``task.spec.result``: how large results travel (reference-first)."""
 
     inline_max_bytes: int | None = Field(default=None, ge=0)
@@ -120,6 +120,8 @@ class ResultSpec(_Open):
     preview: bool | int | None = None
     #: NoETL 5.x ``output.preview_max_bytes``: the preview is the result's JSON cut to N bytes
     preview_max_bytes: int | None = Field(default=None, ge=0)
+    #: paths a stored result keeps for templates besides those they name (``output_select``)
+    keep: list[str] | None = None
 
 
 class TaskSpec(_Open):
@@ -159,13 +161,20 @@ class FailurePolicy(_Closed):
     mode: Literal["best_effort", "fail_fast"] = "best_effort"
 
 
-class StepPolicy(_Open):
+class Lifecycle(_Closed):
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
+
+
+class StepPolicy(_Closed):
+    """``step.spec.policy``: admission, failure handling and the step's lifecycle; never task
+    actions (``rules`` with ``do: retry`` ... are refused by normalize, NTL410)."""
+
     admit: AdmitPolicy | None = None
     failure: FailurePolicy | None = None
-
-
-class Lifecycle(_Open):
-    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S)
+    #: Normalize moves ``policy.lifecycle`` to ``spec.lifecycle`` (where the engine reads it);
+    #: the field stays so a definition stored before the move still loads, and replays as
+    #: it ran (it was ignored then).
+    lifecycle: Lifecycle | None = None
 
 
 class StepSpec(_Open):
@@ -253,7 +262,7 @@ class ExecutorRequires(_Closed):
     features: list[str] = Field(default_factory=list)
 
 
-class Executor(_Open):
+class Executor(_Closed):
     profile: str | None = None
     version: str | None = None
     requires: ExecutorRequires | None = None

@@ -139,13 +139,36 @@ class _Normalizer:
             self.reporter.add("NTL212", "`spec.next_mode` is not part of v10", paths.join(src, "next_mode"),
                               fix=f"use `next: {{spec: {{mode: {mode}}}, arcs: [...]}}`")
         out = {k: v for k, v in spec.items() if k != "next_mode"}
-        policy = spec.get("policy")
-        if isinstance(policy, Mapping) and "admit" in policy:
-            policy_src = paths.join(src, "policy")
-            out["policy"] = {**policy, "admit": normalize_admit(policy["admit"], paths.join(policy_src, "admit"),
-                                                                paths.join(policy_src, "admit"),
-                                                                self.reporter, self.origins)}
+        if isinstance(spec.get("policy"), Mapping):
+            out["policy"] = self.step_policy(spec["policy"], paths.join(src, "policy"), out)
         return out
+
+    def step_policy(self, policy: Mapping[str, Any], src: str, spec: dict[str, Any]) -> dict[str, Any]:
+        """``step.spec.policy``: admission rules rewritten, ``lifecycle`` moved to
+        ``spec.lifecycle`` (the one place the engine reads a step's lifecycle), task
+        actions refused. Other keys are left for the closed model to judge."""
+        out = dict(policy)
+        if "admit" in policy:
+            out["admit"] = normalize_admit(policy["admit"], paths.join(src, "admit"), paths.join(src, "admit"),
+                                           self.reporter, self.origins)
+        if "rules" in out:
+            del out["rules"]
+            self.reporter.add("NTL410", "`rules` under a step's `spec.policy` are task actions (retry, jump, "
+                                        "break ...), which a step policy does not hold", paths.join(src, "rules"))
+        lifecycle = out.pop("lifecycle", None)
+        if lifecycle is not None:
+            self.move_lifecycle(lifecycle, src, spec)
+        return out
+
+    def move_lifecycle(self, lifecycle: Any, policy_src: str, spec: dict[str, Any]) -> None:
+        spec_src = paths.parent(policy_src) or ""
+        if spec.get("lifecycle") is not None:
+            self.reporter.add("NTL308", "`spec.policy.lifecycle` and `spec.lifecycle` are both given; "
+                                        "`spec.lifecycle` is used", paths.join(policy_src, "lifecycle"),
+                              fix="keep one of the two")
+            return
+        spec["lifecycle"] = lifecycle
+        self.origins.add(paths.join(spec_src, "lifecycle"), paths.join(policy_src, "lifecycle"))
 
     # ------------------------------------------------------------------ loop
 

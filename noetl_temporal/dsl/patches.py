@@ -60,12 +60,14 @@ def collect_patches(node: Mapping[str, Any], src: str, norm: str, *, other: Othe
         key_src = paths.join(set_src, key)
         for field, name, item in _targets(key, value, other_field):
             if not name:
-                reporter.add("NTL901", f"`set` key {key!r} names no variable", key_src)
+                reporter.add("NTL901", f"`set` key {key!r} names no variable", key_src,
+                             fix="`set` takes a mapping of variable names to values: write "
+                                 "`set: {ctx.<name>: ..., iter.<name>: ...}`")
                 continue
             if other == "reject" and field == other_field:
-                reporter.add("NTL213", f"step-level `set` key {key!r} has no `ctx.` or `iter.` prefix",
-                             key_src, fix=f"write `ctx.{key}` (execution scope) or `iter.{key}` "
-                                          f"(loop iteration scope)")
+                reporter.add("NTL213", f"step-level `set` key {key!r} has no `ctx.` prefix",
+                             key_src, fix=f"write `ctx.{key}` (execution scope); an iteration's `iter.{key}` "
+                                          f"is set by a task of the loop step")
                 continue
             if name in out[field]:
                 reporter.add("NTL308", f"`set: {{{key}: ...}}` repeats `{field}.{name}`; the `{field}` "

@@ -73,6 +73,7 @@ _TASK_OUTPUT = {"type": "object", "additionalProperties": False, "description": 
                 "(docs/tools.md \"A task's `output:`\")", "properties": {
     "select": {"type": "array", "items": {"type": "object", "required": ["path", "as"], "additionalProperties": False,
                                           "properties": {"path": {"type": "string"}, "as": {"type": "string"}}}},
+    "output_select": {"type": "array", "items": {"type": "string"}},
     "as": {"type": "string"}, "inline_max_bytes": {"type": "integer", "minimum": 0},
     "preview_max_bytes": {"type": "integer", "minimum": 0},
     "scope": {"enum": ["step", "execution", "workflow", "permanent"]},

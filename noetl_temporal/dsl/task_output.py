@@ -11,6 +11,11 @@ What maps (docs/tools.md "A task's `output:`"):
 * ``select: [{path, as}]``: each simple JSONPath (``$.a.b[0]``) becomes a
   ``spec.result.select`` entry (``extracted.<as>`` of a stored result) and the name ``as``,
   bound for the following tasks of the step (from the value inline, else from ``extracted``);
+* ``output_select: [path, ...]`` (NoETL's name for the fields a stored result keeps for
+  templates): each path goes to ``spec.result.keep``, kept with the stored result and read at
+  its own place (``{{ step.count }}``). NoETL also copies a nested path's value up to the top
+  level under its last key (``data.id`` -> ``{{ step.id }}``); that differs here, so only
+  top-level keys are accepted (NTL313 says how to read a nested one);
 * ``as``: the whole result bound under that name for the following tasks of the step;
 * ``scope``: accepted; nothing deletes a stored result, so every scope is honoured.
 """
@@ -39,7 +44,7 @@ _NO_STORE: Mapping[str, str] = {
 }
 _STORE_IGNORED = ("bucket", "compression", "credential", "driver", "prefix", "ttl")
 _SCOPES = ("step", "execution", "workflow", "permanent")
-_KEYS = ("select", "as", "inline_max_bytes", "preview_max_bytes", "scope", "store")
+_KEYS = ("select", "output_select", "as", "inline_max_bytes", "preview_max_bytes", "scope", "store")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _JSONPATH_PART = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\['([^'\]]+)'\]|\[\"([^\"\]]+)\"\]")
 
@@ -139,6 +144,25 @@ class _Output:
                 self.names[name] = _binding(name, parts)
 
 
+    def output_select(self, items: Any) -> None:
+        if not isinstance(items, list):
+            self.error(f"`output.output_select` must be a list of keys, not {kind_of(items)}", "output_select",
+                       fix="write `output_select: [status, count]`", value=True)
+            return
+        for i, item in enumerate(items):
+            parts = _jsonpath(item) if isinstance(item, str) else None
+            if parts is None or len(parts) != 1 or not isinstance(parts[0], str) or "." in parts[0]:
+                self.error(f"`output_select: {item!r}`: only a top-level key of the result is kept under "
+                           "its own name here (NoETL would copy a nested value up to its last key)",
+                           "output_select", i, value=True,
+                           fix="list the top-level key (`count`), and read a nested value at its own path "
+                               "(`{{ step.data.id }}`): a stored result keeps every path the templates read")
+                continue
+            keep = self.result.setdefault("keep", [])
+            if parts[0] not in keep:
+                keep.append(parts[0])
+
+
 def normalize_output(block: Any, src: str, reporter: Reporter) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(spec.result keys, pipeline-local names)`` for a task's ``output:`` block."""
     out = _Output(reporter, src)
@@ -152,6 +176,8 @@ def normalize_output(block: Any, src: str, reporter: Reporter) -> tuple[dict[str
             out.store(value)
         elif key == "select":
             out.select(value)
+        elif key == "output_select":
+            out.output_select(value)
         elif key == "as":
             if isinstance(value, str) and _NAME.match(value):
                 out.names[value] = "{{ output }}"

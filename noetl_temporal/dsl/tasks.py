@@ -154,6 +154,7 @@ class TaskNormalizer:
         if "output" in body:
             self._output(out, body["output"], paths.join(src, "output"))
         config = {k: v for k, v in body.items() if k not in _TASK_FIELDS}
+        key_src = {**(key_src or {}), **self._timeout_phases(kind, out, config, src, norm)}
         check_keys(kind, config, src, self.reporter, key_src=key_src)
         if kind == "http" and "endpoint" in config:
             if "url" in config:
@@ -164,8 +165,29 @@ class TaskNormalizer:
                 config["url"] = config.pop("endpoint")
                 self.origins.add(paths.join(paths.join(norm, "config"), "url"), paths.join(src, "endpoint"))
         self.origins.add(paths.join(norm, "config"), src)
+        for key, where in (key_src or {}).items():   # a workbook entry's settings: where it writes them
+            if key in config:
+                self.origins.add(paths.join(paths.join(norm, "config"), key), where)
         out["config"] = config
         return out
+
+    def _timeout_phases(self, kind: str, out: dict[str, Any], config: dict[str, Any], src: str,
+                        norm: str) -> dict[str, str]:
+        """An http task's ``spec.timeout: {connect, read}`` (NoETL's documented shape) is the
+        tool's phase timeouts: moved to its ``timeout`` setting, where the tool applies them
+        (``spec.timeout`` as a number stays the attempt's limit). Returns the moved key's source."""
+        spec = out.get("spec")
+        if kind != "http" or not isinstance(spec, Mapping) or not isinstance(spec.get("timeout"), Mapping):
+            return {}
+        timeout_src = paths.join(paths.join(src, "spec"), "timeout")
+        out["spec"] = {k: v for k, v in spec.items() if k != "timeout"}
+        if "timeout" in config:
+            self.reporter.add("NTL308", "both the task's `timeout` and `spec.timeout` are set; `spec.timeout` is "
+                                        "ignored", timeout_src, fix="keep one of the two")
+            return {}
+        config["timeout"] = spec["timeout"]
+        self.origins.add(paths.join(paths.join(norm, "config"), "timeout"), timeout_src)
+        return {"timeout": timeout_src}
 
     def _output(self, out: dict[str, Any], block: Any, src: str) -> None:
         """NoETL 5.x ``output:``: onto ``spec.result`` and pipeline-local names (``task_output``);

@@ -3,6 +3,7 @@
 * NTL702: a top-level name no part of the playbook defines: not a step, a task label, a
   workload key, an arc ``args`` key, a loop iterator, a ``set:`` name, nor a name the
   runtime always provides (``workload``, ``ctx``, ``iter``, ``args`` ... ``now()``).
+* NTL705: ``workload.key`` where the playbook's ``workload:`` mapping has no such key.
 * NTL703: ``step.field`` where the step's result is known before the run (a single
   ``noop`` task outside a loop: its literal ``result``, or its ``input``/``args`` keys, or
   nothing) and has no such field.
@@ -101,15 +102,18 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
 
 def _reads(text: str) -> list[tuple[str, str | None]]:
     """``(name, field)`` for each read of a context name (field: ``name.field``), leaving out
-    every name the template also reads under a guard (``x | default``, ``x is defined``)."""
+    what the template also reads under a guard: every read of ``x`` after ``x | default`` or
+    ``x is defined``, the reads of ``x.f`` after ``x.f | default`` (``workload.other |
+    default(1)`` makes only ``other`` optional, not every workload key)."""
     try:
         tree = _PARSER.parse(text)
     except TemplateSyntaxError:
         return []  # NTL701 reports it
     local: set[str] = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
     reads = list(_walk(tree, local, guarded=False))
-    optional = {name for name, _, guarded in reads if guarded}
-    return list(dict.fromkeys((name, field) for name, field, _ in reads if name not in optional))
+    optional = {(name, field) for name, field, guarded in reads if guarded}
+    return list(dict.fromkeys((name, field) for name, field, _ in reads
+                              if (name, None) not in optional and (name, field) not in optional))
 
 
 def _walk(node: nodes.Node, local: set[str], *,
@@ -140,6 +144,9 @@ def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: R
     # a step name that also names something else (a workload key, an arg ...) may not be the step
     fields = {s.step: _known_fields(s, [executor, s.spec.model_dump()])
               for s in playbook.workflow if s.step not in others}
+    workload = raw.get("workload")
+    # without a `workload:` mapping every key comes from the payload: nothing to check against
+    workload_keys = set(map(str, workload)) if isinstance(workload, Mapping) else None
     for section in _SECTIONS:
         for text, where in _strings(raw.get(section), section):
             for name, field in _reads(text):
@@ -147,8 +154,19 @@ def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: R
                     reporter.add("NTL702", f"`{name}` in {text!r} names nothing this playbook defines"
                                            f"{did_you_mean(name, defined)}; it renders empty unless the "
                                            f"run's payload supplies it", where, value=True)
+                elif field is not None and name == "workload":
+                    _check_workload_key(reporter, field, workload_keys, text, where)
                 elif field is not None:
                     _check_field(reporter, name, field, fields.get(name), text, where)
+
+
+def _check_workload_key(reporter: Reporter, key: str, declared: set[str] | None, text: str,
+                        where: str) -> None:
+    if declared is None or key in declared:
+        return
+    reporter.add("NTL705", f"`workload.{key}` in {text!r}: the playbook's `workload:` has no key `{key}`"
+                           f"{did_you_mean(key, declared)}; it renders empty unless the run's payload "
+                           f"supplies it", where, value=True)
 
 
 def _check_field(reporter: Reporter, step: str, field: str, known: set[str] | None, text: str,

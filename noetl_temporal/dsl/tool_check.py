@@ -49,6 +49,8 @@ def check_keys(kind: str, config: Mapping[str, Any], src: str, reporter: Reporte
         setting = decl.setting(key)
         if setting is not None:
             _check_type(decl, key, setting.types, setting.template, value, where, reporter)
+            if setting.phases and isinstance(value, Mapping):
+                _check_phases(decl, key, setting.phases, value, where, reporter)
         elif key in decl.ignored:
             reporter.add("NTL312", f"`{key}` on a {kind} task is ignored: {decl.ignored[key]}", where)
         else:
@@ -66,6 +68,21 @@ def _check_type(decl: ToolKind, key: str, types: tuple[Any, ...], template: bool
     elif not (template and is_template(value)) and not accepts(types, value):
         reporter.add("NTL311", f"`{key}` ({decl.kind}) must be {type_names(types)}, not "
                                f"{kind_of(value)}", where, value=True)
+
+
+def _check_phases(decl: ToolKind, key: str, phases: tuple[str, ...], value: Mapping[str, Any], where: str,
+                  reporter: Reporter) -> None:
+    """``timeout: {connect: 5, read: 30}``: only the named phases, each a positive number."""
+    shape = f"`{key}: {{{', '.join(f'{p}: <seconds>' for p in phases)}}}`"
+    for phase, seconds in value.items():
+        at = paths.join(where, phase)
+        if phase not in phases:
+            reporter.add("NTL310", f"`{key}` of a {decl.kind} task has no phase `{phase}`"
+                                   f"{did_you_mean(phase, phases)}", at, fix=f"write {shape}")
+        elif not (isinstance(seconds, str) and is_template(seconds)) and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+                                           or not seconds > 0):
+            reporter.add("NTL311", f"`{key}.{phase}` ({decl.kind}) must be a number of seconds > 0, not "
+                                   f"{seconds!r}", at, value=True, fix=f"write {shape}")
 
 
 def _layer_keys(layers: Iterable[Mapping[str, Any]], kind: str) -> set[str]:

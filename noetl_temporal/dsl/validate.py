@@ -15,6 +15,7 @@ from ..templates import is_template
 from . import paths
 from .diagnostics import Reporter, did_you_mean
 from .models import MAX_IN_FLIGHT, Patches, Playbook, PolicyAction, Step
+from .open_keys import check_open_keys
 from .requires import check_requires
 from .tool_check import check_required
 
@@ -34,6 +35,16 @@ def _iter_patch(reporter: Reporter, patches: Patches, step: Step, path: str) -> 
         first = next(iter(patches.set_iter))
         names = ", ".join(f"iter.{name}" for name in patches.set_iter)
         reporter.add_normalized("NTL602", f"`{names}` is set but step {step.step!r} has no loop",
+                                paths.join(f"{path}.set_iter", first))
+
+
+def _no_iteration(reporter: Reporter, patches: Patches, what: str, path: str) -> None:
+    """A step's own ``set`` applies when the step run ends, after its iterations; an arc's
+    when the step routes: neither has an iteration whose ``iter`` it could update, and the
+    engine applies only their ``ctx`` patches. Refused rather than dropped."""
+    if patches.set_iter:
+        first = next(iter(patches.set_iter))
+        reporter.add_normalized("NTL605", f"`iter.{first}` in {what} `set` has no iteration to update",
                                 paths.join(f"{path}.set_iter", first))
 
 
@@ -82,7 +93,7 @@ def _step(reporter: Reporter, step: Step, index: int, names: set[str], final: st
     if isinstance(in_flight, int) and in_flight > MAX_IN_FLIGHT:  # a template is checked once rendered
         reporter.add_normalized("NTL601", f"`max_in_flight: {in_flight}` is above "
                                           f"{MAX_IN_FLIGHT}", f"{base}.loop.spec.max_in_flight", value=True)
-    _iter_patch(reporter, step, step, base)
+    _no_iteration(reporter, step, "a step's", base)
     for k, arc in enumerate(step.next.arcs if step.next else []):
         apath = f"{base}.next.arcs[{k}]"
         if arc.step not in names:
@@ -93,7 +104,7 @@ def _step(reporter: Reporter, step: Step, index: int, names: set[str], final: st
                                               f"work ends, so this token is absorbed", f"{apath}.step",
                                     value=True)
         _guard(reporter, arc.when, f"{apath}.when")
-        _iter_patch(reporter, arc, step, apath)
+        _no_iteration(reporter, arc, "an arc's", apath)
 
 
 def _reachable(playbook: Playbook, entry: str) -> set[str]:
@@ -195,6 +206,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     for index, step in enumerate(playbook.workflow):
         _step(reporter, step, index, names, final)
     check_required(playbook, reporter)
+    check_open_keys(playbook, reporter)
     check_requires(playbook, reporter)
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step
     reachable = _reachable(playbook, entry) | ({final} if final else set())

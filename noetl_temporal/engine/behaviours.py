@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "NOETL_TEXT", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -78,10 +78,18 @@ BOUNDED_RUN_WORK = "bounded-run-work"
 #: renders (task configs, guards, ``set``, arc args) as they were for older executions.
 NOETL_TEXT = "noetl-text"
 
+#: A step result stored by reference keeps the fields the playbook's templates read
+#: (``dsl/result_paths.py``: the engine sends them as ``result_spec.keep``), and templates see
+#: them under the result's own paths (``engine/stored_results.py``); a part it does not hold
+#: fails the guard's step or the task that reads it (``ResultFieldUnavailable``). Before: a
+#: stored result was its ref, so ``{{ start.count > 100 }}`` was a guard error read as "no
+#: match" and ``{{ start.count }}`` rendered empty.
+STORED_RESULT_FIELDS = "stored-result-fields"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
-                            PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT)
+                            PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS)
 
 
 #: every name this code understands (never remove one while executions may list it)

@@ -13,9 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from ..dsl.models import Step
+from .behaviours import STORED_RESULT_FIELDS
 from .context import Scope, build_context, set_path
 from .envelopes import ErrorInfo, Outcome
 from .state import ExecutionState, Failure, PipelineRun, Token
+from .stored_results import StoredLayer, StoredResult
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
            "engine_error", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
@@ -35,10 +37,15 @@ def template_context(state: ExecutionState, step_def: Step | None, *, args: dict
     names = _replay_safe_functions(state)
     if extra:
         names.update(extra)
+    results: Any = state.step_results
+    pipeline_vars: Any = pipe.vars if pipe else None
+    if STORED_RESULT_FIELDS in state.behaviours:  # stored results read through their kept fields
+        results = StoredLayer(results)
+        pipeline_vars = StoredLayer(pipeline_vars) if pipeline_vars else None
     return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
-                         step_results=state.step_results, args=args,
+                         step_results=results, args=args,
                          iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,
-                         pipeline_vars=pipe.vars if pipe else None, spec=state.playbook.spec, extra=names)
+                         pipeline_vars=pipeline_vars, spec=state.playbook.spec, extra=names)
 
 
 def _replay_safe_functions(state: ExecutionState) -> dict[str, Any]:
@@ -102,8 +109,13 @@ def ended_outcome(last: Outcome | None, *, ok: bool, result: Any, error: ErrorIn
     return (last or _NO_OUTCOME).updated(status="ok" if ok else "error", result=result, error=error)
 
 
-# ``json.dumps(value, default=str)`` builds its encoder on every call: this one is built once.
-_ENCODE = json.JSONEncoder(default=str).encode
+def _default(value: Any) -> Any:
+    # A stored result picked whole from the template scope (a policy's context) is its ref.
+    return value.as_value() if isinstance(value, StoredResult) else str(value)
+
+
+# ``json.dumps(value, default=...)`` builds its encoder on every call: this one is built once.
+_ENCODE = json.JSONEncoder(default=_default).encode
 
 
 def short(value: Any, limit: int = 2048) -> Any:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..dsl.models import Playbook, Step
+from ..dsl.result_paths import result_paths
+from ..tool_kinds import IN_WORKFLOW_KINDS
 
 __all__ = ["StepGraph"]
 
@@ -31,15 +33,40 @@ class StepGraph:
     playbook: Playbook
     entry: str
     _reach_cache: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict, repr=False)
+    _keep_cache: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def analyse(self) -> StepGraph:
         """Compute the whole analysis now (it is otherwise computed on first use, inside the
         engine's first input): the shell does it once per playbook and shares the result
         between the executions of that playbook on a worker (``temporal/definitions.py``)."""
         for name in ("steps", "successors", "back_edges", "forward_upstreams", "join_upstreams",
-                     "joins", "_inclusive_forward_successors"):
+                     "joins", "_inclusive_forward_successors", "result_paths"):
             getattr(self, name)
         return self
+
+    @cached_property
+    def result_paths(self) -> dict[str, frozenset[str]]:
+        """The fixed paths the templates read below each name (``dsl/result_paths.py``); none
+        to look for when no task runs as an activity (only those store results by reference)."""
+        if all(task.kind in IN_WORKFLOW_KINDS for step in self.playbook.workflow for task in step.tool):
+            return {}
+        return result_paths(self.playbook)
+
+    def kept_paths(self, step: str, task: str, names: tuple[str, ...], also: list[str] | None) -> tuple[str, ...]:
+        """What the task ``task`` of ``step`` keeps of its result when it is stored by
+        reference: the paths read below ``names`` (its step, its label, the names bound to
+        its whole result: any may be how a template reaches it) and ``also`` (its
+        ``spec.result.keep``)."""
+        key = (step, task)
+        kept = self._keep_cache.get(key)
+        if kept is None:
+            paths = self.result_paths
+            named = {str(p) for p in also or ()}.union(*(paths.get(name, frozenset()) for name in names))
+            # a routing guard reads the step's result as `outcome.result.x` / `output.data.x` too
+            for outer in ("output", "outcome"):
+                named.update(p.split(".", 1)[1] for p in paths.get(outer, ()) if p.startswith(("result.", "data.")))
+            kept = self._keep_cache[key] = tuple(sorted(named))
+        return kept
 
     @cached_property
     def steps(self) -> dict[str, Step]:

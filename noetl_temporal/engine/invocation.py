@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..templates import render_value
+from .behaviours import STORED_RESULT_FIELDS
 from .common import plain
 from .context import Scope
 from .failure import task_timeout_default
@@ -17,7 +19,8 @@ from .messages import RunTask
 from .numbers import render_retry_numbers
 from .policy_evaluation import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
-from .task_plans import READS_KEYCHAIN, deferred_strings, reads_attempt, task_plan
+from .stored_results import lazy_parts
+from .task_plans import READS_KEYCHAIN, TaskPlan, deferred_strings, reads_attempt, task_plan
 
 __all__ = ["render_config", "render_attempt", "reads_attempt", "run_task_command", "task_rules"]
 
@@ -34,7 +37,12 @@ def render_config(state: ExecutionState, step_def: Step, task: Task,
     one attempt: its ``_attempt`` templates render here as 1 (``task_plans``).
     """
     plan = task_plan(state.task_plans, state.playbook, step_def, task)
-    rendered = render_value(plan.config, context, where=f"{step_def.step}.tool.{task.name}", defer=plan.defer)
+    where = f"{step_def.step}.tool.{task.name}"
+    if task.kind in tool_kinds.IN_WORKFLOW_KINDS or STORED_RESULT_FIELDS not in state.behaviours:
+        rendered = render_value(plan.config, context, where=where, defer=plan.defer)
+    else:  # its activity reads a stored result's part the workflow does not hold
+        with lazy_parts():
+            rendered = render_value(plan.config, context, where=where, defer=plan.defer)
     secret_context: dict[str, Any] = {}
     if plan.deferred_names is not None:
         secret_context = plain({k: v for k, v in context.pick(plan.deferred_names).items() if not callable(v)})
@@ -71,8 +79,23 @@ def run_task_command(state: ExecutionState, run: StepRun, pipe: PipelineRun, ste
                    rules=rules, policy_context=plain(policy_context) if policy_context else {},
                    max_attempts=max_policy_attempts(rules), timeout=timeout,
                    iteration=pipe.iteration, secret_context=secret_context,
-                   keychain=plan.keychain, result_spec=plan.result_spec, spec=plan.spec, source=state.source,
+                   keychain=plan.keychain, result_spec=_result_spec(state, plan, run.step, task),
+                   spec=plan.spec, source=state.source,
                    on_unmatched=plan.on_unmatched)
+
+
+#: a pipeline-local name bound to the task's whole result (``output: {as: page}``)
+_WHOLE_OUTPUT = ("{{ output }}", "{{output}}", "{{ output.result }}", "{{ output.data }}")
+
+
+def _result_spec(state: ExecutionState, plan: TaskPlan, step: str, task: Task) -> dict[str, Any]:
+    """``task.spec.result``, plus the paths a stored result keeps (``keep``) for executions
+    that read stored results through them (behaviours.STORED_RESULT_FIELDS)."""
+    if STORED_RESULT_FIELDS not in state.behaviours:
+        return plan.result_spec
+    names = (step, task.name, *(k for k, v in task.set_vars.items() if v in _WHOLE_OUTPUT))
+    return {**plan.result_spec, "keep": list(state.graph.kept_paths(step, task.name, names,
+                                                                     plan.result_spec.get("keep")))}
 
 
 def _default_timeout(state: ExecutionState) -> float | None:

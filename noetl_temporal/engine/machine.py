@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..dsl.models import AdmitPolicy, Playbook, Step
+from ..errors import ResultFieldUnavailable
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..template_text import python_text
 from ..templates import evaluate_condition
@@ -246,7 +247,10 @@ def _admitted(state: ExecutionState, token: Token) -> bool:
     context = template_context(state, step_def, args=token.args)
     allowed, matched, errors = False, None, []
     for index, rule in enumerate(admit.rules):
-        ok, error = evaluate_condition(rule.when, context, where=f"{token.step}.admit.rules[{index}]")
+        try:
+            ok, error = evaluate_condition(rule.when, context, where=f"{token.step}.admit.rules[{index}]")
+        except ResultFieldUnavailable as exc:  # recorded in the event, as any guard error here
+            ok, error = False, str(exc)
         if error:
             errors.append(error)
         if ok:

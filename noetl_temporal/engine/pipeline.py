@@ -294,9 +294,11 @@ def _record(end: _TaskEnd, verdict: _Verdict) -> dict[str, Any]:
     ids = dict(task_run_id=task_run_id, step_run_id=run.id, iteration=pipe.iteration)
     ref = outcome.result_ref
     if ref is not None:
+        summary = {k: v for k, v in ref.items() if k not in ("preview", "fields")}
+        if isinstance(ref.get("fields"), dict):  # their names: the values may be 64 KiB
+            summary["kept"] = sorted(ref["fields"])
         emit(state, "result.stored", entity_id=f"task:{task.name}:attempt:{end.attempt}", parent_id=task_run_id,
-             **ids, status="success", payload={"result_ref": {k: v for k, v in ref.items() if k != "preview"},
-                                               "extracted": ref.get("extracted")})
+             **ids, status="success", payload={"result_ref": summary, "extracted": ref.get("extracted")})
     if end.rules or end.report.decision is not None:
         then = verdict.then
         emit(state, "policy.task.evaluated", entity_id=f"task:{task.name}", parent_id=task_run_id, **ids,

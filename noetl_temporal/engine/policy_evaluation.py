@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
+from ..errors import ResultFieldUnavailable
 from ..templates import evaluate_condition
 
 __all__ = ["Decision", "evaluate_policy", "retry_delay", "max_policy_attempts"]
@@ -50,7 +51,10 @@ def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: M
     errors: list[str] = []
     for index, rule in enumerate(rules):
         when = rule.get("when")
-        matched, error = evaluate_condition(when, context, where=f"rules[{index}].when")
+        try:
+            matched, error = evaluate_condition(when, context, where=f"rules[{index}].when")
+        except ResultFieldUnavailable as exc:  # a stored result's part the engine does not hold
+            return Decision(None, "fail", guard_errors=(*errors, str(exc)))
         if error:
             errors.append(error)
         if matched:

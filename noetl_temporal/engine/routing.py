@@ -12,14 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dsl.models import Step
-from ..errors import TemplateError
+from ..errors import ResultFieldUnavailable, TemplateError
 from ..templates import evaluate_condition, render_value
 from . import ctx_size
+from .behaviours import STORED_RESULT_FIELDS
 from .common import add_token, emit, patch_ctx, record_failure, template_context
 from .context import Scope, outcome_view, set_path
 from .envelopes import Outcome
 from .event_types import CALL_DONE, CALL_ERROR
 from .state import ExecutionState, StepRun
+from .stored_results import held_outcome
 
 __all__ = ["EventName", "RouteDecision", "boundary_event", "decide", "route"]
 
@@ -73,6 +75,7 @@ class RouteDecision:
     selected: tuple[int, ...] = ()           # the arcs that fire (all matched, for inclusive)
     errors: tuple[str, ...] = ()             # guard errors
     handling: frozenset[int] = frozenset()   # selected arcs that handle the failure
+    fatal: str | None = None                 # a guard read what the workflow does not hold: the step fails
 
     @property
     def handles_failure(self) -> bool:
@@ -86,14 +89,21 @@ def decide(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str,
     if router is None or not router.arcs:
         return RouteDecision(event)
     view = outcome_view(outcome)
+    if STORED_RESULT_FIELDS in state.behaviours:  # `outcome.result.count` as `start.count` reads it
+        view = held_outcome(view, run.step)
     context = template_context(state, step_def, args=run.args,
                                extra={"event": event, "output": view, "outcome": view})
-    matched, errors = _match(run, step_def, context)
-    selected = matched if router.spec.mode == "inclusive" else matched[:1]
-    handling: frozenset[int] = frozenset()
-    if event["status"] == "error":
-        handling = frozenset(i for i in selected
-                             if _guard_is_failure_specific(router.arcs[i].when, context, event, view))
+    try:
+        matched, errors = _match(run, step_def, context)
+        selected = matched if router.spec.mode == "inclusive" else matched[:1]
+        handling: frozenset[int] = frozenset()
+        if event["status"] == "error":
+            handling = frozenset(i for i in selected
+                                 if _guard_is_failure_specific(router.arcs[i].when, context, event, view))
+    except ResultFieldUnavailable as exc:
+        # Which arc fires depends on a value the workflow does not hold: taking another arc
+        # (or none) would be a silent wrong answer, so the step fails (engine/steps.py).
+        return RouteDecision(event, fatal=str(exc))
     return RouteDecision(event, context, tuple(matched), tuple(selected), tuple(errors), handling)
 
 

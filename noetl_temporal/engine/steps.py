@@ -13,7 +13,7 @@ from typing import Any
 
 from ..status_layers import StepStatus, transition
 from . import budget, loops, pipeline, routing
-from .common import emit, error_outcome, record_failure, short, step_definition
+from .common import emit, engine_error, error_outcome, record_failure, short, step_definition
 from .completions import Completion, StepRunDone
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode, step_timeout, stop, timeout_message
@@ -81,6 +81,11 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
     event = routing.boundary_event(run.step, ok=ok, loop_done=loop_done, error=error_json, result=result)
     # Matched once, before the terminal event: its status says whether an arc handles the failure.
     decision = None if run.final or cancelled else routing.decide(state, run, step_def, event, outcome)
+    if decision is not None and decision.fatal is not None:  # a guard could not be evaluated
+        ok, error = False, engine_error("template", decision.fatal)
+        error_json = error.to_dict()
+        event = routing.boundary_event(run.step, ok=False, loop_done=loop_done, error=error_json, result=result)
+        decision = routing.RouteDecision(event)  # no arc fires
     target = _end_status(ok=ok, cancelled=cancelled, decision=decision)
     run.status = transition("step", run.status, target)
     record_step(state, run.step, target, result)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .boxtext import box_height, subtitle
 from .model import GraphView
 
 __all__ = ["Box", "Layout", "layout", "NODE_W", "NODE_H", "GAP_X", "GAP_Y", "MARGIN"]
 
-NODE_W, NODE_H = 210, 84
+# Tall enough for two lines of detail (a join's or loop's description is longer than one).
+NODE_W, NODE_H = 210, 98
 GAP_X, GAP_Y = 40, 70
 MARGIN = 30
 
@@ -24,6 +26,7 @@ class Box:
     x: float
     y: float
     layer: int
+    h: float = NODE_H   # as tall as its subtitle needs (graphview/boxtext.py), at least NODE_H
 
     @property
     def cx(self) -> float:
@@ -82,17 +85,20 @@ def layout(view: GraphView) -> Layout:
             position.update({name: i for i, name in enumerate(row)})
     widest = max(len(row) for row in rows)
     width: float = 2 * MARGIN + widest * NODE_W + (widest - 1) * GAP_X
+    heights = {node.name: box_height(len(subtitle(node, NODE_W)), NODE_H) for node in view.nodes}
     boxes: dict[str, Box] = {}
+    y: float = MARGIN
     for index, row in enumerate(rows):
-        y = MARGIN + index * (NODE_H + GAP_Y)
+        row_h: float = max((heights[name] for name in row), default=NODE_H)
         row_w = len(row) * NODE_W + (len(row) - 1) * GAP_X
         xs = [(width - row_w) / 2 + i * (NODE_W + GAP_X) for i in range(len(row))]  # centered
         if index:
             xs = _under_upstreams(row, xs, ups, boxes, width)
         for name, x in zip(row, xs, strict=True):
-            boxes[name] = Box(x=x, y=y, layer=index)
+            boxes[name] = Box(x=x, y=y, layer=index, h=heights[name])
+        y += row_h + GAP_Y
     width = max(width, max(b.x for b in boxes.values()) + NODE_W + MARGIN)
-    height = 2 * MARGIN + depth * NODE_H + (depth - 1) * GAP_Y
+    height = y - GAP_Y + MARGIN
     # Back-edges run down the right-hand side: leave room for them.
     if any(e.back for e in view.edges):
         width += 60

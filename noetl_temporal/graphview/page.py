@@ -58,7 +58,9 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
     config = {"execution_id": execution_id, "stream": None if finished else stream_url(
                   execution_id, access_token, painted.last_seq),
               "events": [list(row) for row in STEP_EVENTS], "picture": PICTURE, "words": STATE_WORDS,
-              "stopping": STOPPING, "types": list(WATCHED_TYPES), "event_count": event_count}
+              "stopping": STOPPING, "types": list(WATCHED_TYPES), "event_count": event_count,
+              # the stream starts after the last event drawn: the script counts on from there
+              "after_seq": painted.last_seq, "loops": {name: list(dt) for name, dt in painted.loops.items()}}
     if len(view.nodes) > MAX_DRAWN_STEPS:
         # the overview's counts start from what the server knows, as the boxes do
         config.update(steps=[node.name for node in view.nodes], listed=LISTED_STEPS, painted=painted.states)

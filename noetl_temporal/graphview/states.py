@@ -83,6 +83,7 @@ class Painted:
 
     states: dict[str, str] = field(default_factory=dict)           # step -> picture state
     progress: dict[str, str] = field(default_factory=dict)         # loop step -> "done/total"
+    loops: dict[str, tuple[int, int]] = field(default_factory=dict)  # loop step -> (done, total)
     last_seq: int = 0                                              # the stream goes on after it
 
 
@@ -113,5 +114,7 @@ def first_paint(steps: Iterable[str], detail: Mapping[str, Any], events: Iterabl
         live, api = seen.get(name), (recorded.get(name) or {}).get("status")
         state = live if live in _NEWER_THAN_RECORDED else api or ("DENIED" if name in denied else live)
         painted.states[name] = PICTURE[state or "PENDING"]
+    # the script goes on counting from these (a loop that started before the page opened)
+    painted.loops = {name: (done, total) for name, (done, total) in loops.items()}
     painted.progress = {name: f"{done}/{total}" for name, (done, total) in loops.items()}
     return painted

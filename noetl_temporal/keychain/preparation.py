@@ -92,8 +92,11 @@ def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str
     try:
         rendered = render_value(config, context, where="tool", defer=lambda t: not reads_keychain(t))
     except TemplateError as exc:
-        # The template text is in the message, never a rendered secret (nothing rendered).
-        raise ToolError(str(exc), kind="template", retryable=False) from None
+        # A render error can quote what it rendered: a filter's repr of the value (`xmlattr`),
+        # a KeyError naming it (`'{' ~ token ~ '}' .format()`). Every render error of a task
+        # with secrets passes here, so it is masked here, once, before it becomes the task's error.
+        raise ToolError(Scrubber(secret_values(entries)).text(str(exc)), kind="template",
+                        retryable=False) from None
     auth = rendered.get(rules.auth) if rules is not None else None
     if isinstance(auth, str) and auth.strip() and auth.strip() not in entries:
         # ``auth: "{{ keychain... }}"`` that renders to an entry name

@@ -33,12 +33,12 @@ from typing import Any
 
 from ..errors import ConfigError, NotFound
 from ..paths import data_dir
+from .catalog_paths import MAX_PATH_CHARS, PATH_PATTERN, path_problem
+from .catalog_paths import RULE as PATH_RULE
 
-__all__ = ["Catalog", "NotFound", "default_sqlite_path", "PATH_PATTERN", "catalog_path_of"]
+__all__ = ["Catalog", "NotFound", "default_sqlite_path", "PATH_PATTERN", "MAX_PATH_CHARS", "catalog_path_of",
+           "path_problem"]
 
-#: what a catalog path may look like: it is used in URLs and Temporal visibility queries
-PATH_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,199}$"
-_PATH_RE = re.compile(PATH_PATTERN)
 _TABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _RETRIES = 5  # concurrent registrations of one path race for the next version number
 
@@ -171,10 +171,9 @@ class Catalog:
         if not path:
             raise _invalid("CATALOG001", "a catalog playbook needs metadata.path or metadata.name", loaded,
                            source, fix="add metadata: {name: my_playbook} (or path: team/my_playbook)")
-        if not _PATH_RE.match(path):
-            raise _invalid("CATALOG002", f"catalog path {path!r} has characters a catalog path cannot hold",
-                           loaded, source, fix="use letters, digits, '_', '-', '.', '/' (up to 200 "
-                                               "characters), e.g. team/daily_load")
+        problem = path_problem(path)
+        if problem:
+            raise _invalid("CATALOG002", problem, loaded, source, fix=PATH_RULE)
         sha = _sha(yaml_text)
         last_error: Exception | None = None
         for _ in range(_RETRIES):

@@ -10,6 +10,8 @@ outcome carries a **ResultRef** instead::
      "store": "fs" | "postgres",
      "meta": {"bytes": n, "sha256": "...", "content_type": "application/json"},
      "extracted": {<name>: <value of each task.spec.result.select expression>},
+     "fields": {<path>: <value>}, "omitted": {<path>: bytes}, "absent": [<path>],
+     "kept_max_bytes": n,            # what templates read from it (kept_fields.py)
      "preview": <first N characters or items>}          # only when preview is asked for
 
 Stores: ``fs`` (default) writes ``$NOETL_RESULT_STORE/<execution_id>/<task_run_id>-<attempt>.json``
@@ -19,7 +21,8 @@ database ``$NOETL_RESULT_STORE_DSN``.
 
 Activities resolve references found in a task's rendered configuration back into their
 bodies before the tool runs (:func:`resolve_refs`), so a 5 MB HTTP response flows to the
-next task through a reference; :func:`resolve_ref` does it for one reference.
+next task through a reference; :func:`resolve_ref` does it for one reference. A reference
+with a ``path`` (``["rows"]``) stands for that part of the body.
 """
 
 from __future__ import annotations
@@ -40,10 +43,11 @@ from ..errors import ToolConfigError, ToolError
 from ..paths import data_dir
 from ..pgschema import ensure_schema
 from ..templates import is_template, render
+from .kept_fields import kept_fields, part_of
 
 __all__ = [
     "DEFAULT_INLINE_MAX_BYTES", "REF_KIND", "is_ref", "inline_max_bytes", "surely_inline", "externalize",
-    "externalize_file", "DEFAULT_MAX_RESULT_BYTES", "max_result_bytes",
+    "externalize_file", "needs_value", "DEFAULT_MAX_RESULT_BYTES", "max_result_bytes",
     "resolve_ref",
     "aresolve_ref", "resolve_refs", "select_values", "make_preview", "open_result_store",
     "check_result_spec", "ResultStore", "FsResultStore", "PostgresResultStore", "ResultRefError",
@@ -350,6 +354,8 @@ def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, exec
     ref = store.put(_SAFE.sub("_", execution_id), _key(task_run_id, attempt), sealing.seal(body), meta)
     result_ref: dict[str, Any] = {"kind": REF_KIND, "ref": ref, "store": store.name, "meta": meta,
                                   "extracted": select_values(value, spec.get("select"))}
+    if spec.get("keep") is not None:  # the fields the playbook's templates read (kept_fields.py)
+        result_ref.update(kept_fields(value, spec["keep"]))
     preview = make_preview(value, spec.get("preview"))
     if spec.get("preview_max_bytes") is not None:  # NoETL 5.x ``output.preview_max_bytes``
         preview = body[: int(spec["preview_max_bytes"])].decode("utf-8", errors="ignore")
@@ -360,8 +366,15 @@ def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, exec
     return outcome
 
 
-_NEEDS_VALUE = ("select", "preview", "preview_max_bytes", "keep")
 _CHUNK = 1 << 20
+
+
+def needs_value(spec: Mapping[str, Any] | None) -> bool:
+    """Whether storing a result takes its value, not only its JSON: values selected into the
+    reference (``select``), a ``preview``, fields kept for templates (``keep``)."""
+    spec = spec or {}
+    return bool(spec.get("select") or spec.get("keep")) or any(
+        spec.get(key) is not None and spec.get(key) is not False for key in ("preview", "preview_max_bytes"))
 
 
 def externalize_file(path: str, spec: Mapping[str, Any] | None, *, execution_id: str, task_run_id: str,
@@ -375,7 +388,7 @@ def externalize_file(path: str, spec: Mapping[str, Any] | None, *, execution_id:
     the result (``select``, ``preview``, kept fields), it is parsed once, as before.
     """
     spec = spec or {}
-    if any(spec.get(key) not in (None, {}, False) for key in _NEEDS_VALUE):
+    if needs_value(spec):
         with open(path, "rb") as fh:
             value = json.load(fh)
         stored = externalize({"result": value}, spec, execution_id=execution_id, task_run_id=task_run_id,
@@ -436,7 +449,10 @@ def _collect(value: Any, found: dict[str, Mapping[str, Any]]) -> None:
 
 def _replace(value: Any, bodies: dict[str, Any]) -> Any:
     if is_ref(value):
-        return bodies[value["ref"]]
+        body = bodies[value["ref"]]
+        if isinstance(value.get("path"), list):  # a part of it (engine/stored_results.py)
+            return part_of(body, [str(p) for p in value["path"]])
+        return body
     if isinstance(value, Mapping):
         return {k: _replace(v, bodies) for k, v in value.items()}
     if isinstance(value, list):

@@ -215,28 +215,36 @@ def _scrubbed(outcome: Outcome, scrub: keychain.Scrubber) -> Outcome:
 
 async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     """Prepare, run the tool, scrub secrets, store a large result: the outcome to return."""
+    return (await _execute(cmd, call))[0]
+
+
+async def _execute(cmd: RunTask, call: ToolCall) -> tuple[Outcome, Any]:
+    """The outcome to return, and the result as the tool gave it (before it was stored)."""
     started = time.time()
     try:
         config, scrubber = await _prepare(cmd, call)
     except ToolError as err:
-        return _scrubbed(error_outcome(err, call, started=started), keychain.Scrubber(call.secrets))
+        failed = _scrubbed(error_outcome(err, call, started=started), keychain.Scrubber(call.secrets))
+        return failed, failed.result
     outcome = _located(_scrubbed(await run_outcome(cmd.kind, config, call), scrubber), cmd)
     if outcome.result_ref is None and large_results.is_ref(outcome.result) and cmd.kind in _STORES_ITS_RESULT:
-        return outcome.updated(result_ref=outcome.result)  # stored by the tool itself: `result.stored`
+        by_tool = outcome.updated(result_ref=outcome.result)  # stored by the tool itself: `result.stored`
+        return by_tool, by_tool.result  # (stored only when nothing reads its values: needs_value)
     if large_results.surely_inline(outcome.result, cmd.result_spec):
-        return outcome  # the usual small result: no thread, no store
+        return outcome, outcome.result  # the usual small result: no thread, no store
     try:
         # The store reads and extends the envelope's JSON (``result_ref`` after the rest).
         stored = await asyncio.to_thread(large_results.externalize, outcome.to_dict(), cmd.result_spec,
                                          execution_id=cmd.execution_id, task_run_id=cmd.task_run_id,
                                          attempt=call.attempt)
-        return Outcome.from_dict(stored)
+        return Outcome.from_dict(stored), outcome.result
     except ToolError as err:
-        return _scrubbed(error_outcome(err, call, started=started), scrubber)
+        failed = _scrubbed(error_outcome(err, call, started=started), scrubber)
     except OSError as err:  # a full disk, an unreachable store: another attempt may do better
-        return _scrubbed(error_outcome(
+        failed = _scrubbed(error_outcome(
             ToolError(f"cannot store the task result: {err}", kind="result_store", retryable=True),
             call, started=started), scrubber)
+    return failed, failed.result
 
 
 @activity.defn(name=RUN_TASK_ACTIVITY)
@@ -263,12 +271,13 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
     beats = None if info.is_local else _Heartbeats(history)
     try:
-        outcome = await _fitting_history(await execute(cmd, call), cmd, call)
+        returned, whole = await _execute(cmd, call)
+        outcome = await _fitting_history(returned, cmd, call)
         written = outcome.meta.get("attempt")
         if written != attempt or type(written) is not int:  # (tools write it: usually no copy)
             outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
         # Without rules the decision reads only the status: no guard context to build.
-        context = _policy_context(cmd, outcome, attempt) if cmd.rules else {}
+        context = _policy_context(cmd, _judged(cmd, outcome, returned, whole), attempt) if cmd.rules else {}
         decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
     except Exception as exc:  # a bug on our side: never retried, always reported with its type
         # No exception chaining: Temporal would record the cause's text, which may quote a secret.
@@ -301,6 +310,16 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
     return TaskResult(outcome=outcome, attempts=attempts, rule_index=decision.rule_index,
                       action=decision.action, exhausted=exhausted)
+
+
+def _judged(cmd: RunTask, outcome: Outcome, returned: Outcome, whole: Any) -> Outcome:
+    """The outcome the task's policy reads: with the result the tool gave when it was stored
+    by reference, so ``{{ output.data.count }}`` reads the same at any size. Only where the
+    engine asked for kept fields (``keep``: behaviours.STORED_RESULT_FIELDS); before, a policy
+    read the reference."""
+    if "keep" not in cmd.result_spec or returned.result_ref is None or outcome.result is not returned.result:
+        return outcome
+    return outcome.updated(result=whole)
 
 
 def _policy_context(cmd: RunTask, outcome: Outcome, attempt: int) -> dict[str, Any]:

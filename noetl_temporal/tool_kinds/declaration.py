@@ -32,6 +32,9 @@ class Setting:
     #: a ``{{ }}`` string may stand for the value (rendered before the tool runs);
     #: ``False`` where the value is read as written (an expression the tool evaluates)
     template: bool = True
+    #: a mapping value may hold only these keys, each a number of seconds (or a template);
+    #: empty: a mapping is checked no further (http's ``timeout: {connect, read}``)
+    phases: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -1,7 +1,14 @@
 """``kind: http`` (tools/http.py): one HTTP request."""
 
 from .declaration import Setting, ToolKind
-from .python import TIMEOUT
+
+#: NoETL's documented shape, ``timeout: {connect: 5, read: 30}`` (also written as the task's
+#: ``spec.timeout``, which normalize moves here): httpx's phase timeouts
+TIMEOUT_PHASES = ("connect", "read")
+TIMEOUT = Setting("timeout", ("number", "string", "mapping"),
+                  "seconds for one attempt (the stricter of this and the activity's limit wins), or "
+                  "`{connect: s, read: s}`: the connect and read phases each bounded (the attempt by the "
+                  "activity's limit)", phases=TIMEOUT_PHASES)
 
 HTTP = ToolKind(
     kind="http",

@@ -33,6 +33,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from .base import ToolCall, beat
 
@@ -45,20 +46,32 @@ DRAIN_GRACE = 2.0
 KILL_GRACE = 2.0
 
 
+class Masker(Protocol):
+    """What a capture needs of ``keychain.Scrubber``: mask a text, mask a window of it."""
+
+    longest: int
+
+    def text(self, value: str) -> str: ...
+
+    def window(self, value: str, start: int, end: int) -> str: ...
+
+
 class Capture:
     """Keeps the head and the tail of a byte stream up to ``limit`` bytes in total.
 
-    With ``mask`` (a task's secrets, see ``keychain.Scrubber.text``) it masks *before* it
-    cuts: each part keeps ``margin`` (the longest secret) more bytes than it shows, so a
-    secret that straddles a cut is whole when it is masked, and only then is the part cut
-    to size (masking the cut text would leave the visible half of such a secret).
+    With ``mask`` (a task's secrets, a ``keychain.Scrubber``) it masks *before* it cuts:
+    each part keeps ``mask.longest`` (the longest text a secret is matched in) more bytes
+    than it shows, so a secret that straddles a cut is whole when it is masked, and it is
+    replaced whole even where the cut falls inside it. The cut is made where it would be
+    without secrets (masking shortens the text: cutting the masked text at the same
+    length reached into the kept margin and showed most of a secret cut there).
     """
 
-    def __init__(self, limit: int, mask: Callable[[str], str] | None = None, margin: int = 0) -> None:
+    def __init__(self, limit: int, mask: Masker | None = None) -> None:
         self.limit = limit
         self._tail_limit = limit // 4  # the end of stderr is where the error is
         self._mask = mask
-        self._margin = margin if mask is not None else 0
+        self._margin = mask.longest if mask is not None else 0
         self._head = bytearray()
         self._tail = bytearray()
         self.total = 0
@@ -81,17 +94,17 @@ class Capture:
 
     def _shown(self, part: bytearray, keep: int, at_end: bool) -> str:
         text = part.decode("utf-8", "replace")
-        if self._mask is None:
-            return text
-        text = self._mask(text)
         if len(part) <= keep:
-            return text
-        return text[-keep:] if at_end else text[:keep]
+            return text if self._mask is None else self._mask.text(text)
+        # where the cut falls in characters: the kept bytes, decoded alone
+        kept = len((part[-keep:] if at_end else part[:keep]).decode("utf-8", "replace"))
+        start, end = (len(text) - kept, len(text)) if at_end else (0, kept)
+        return text[start:end] if self._mask is None else self._mask.window(text, start, end)
 
     def text(self) -> str:
         if not self.truncated:
             whole = (self._head + self._tail).decode("utf-8", "replace")
-            return self._mask(whole) if self._mask is not None else whole
+            return self._mask.text(whole) if self._mask is not None else whole
         head = self._shown(self._head, self.limit - self._tail_limit, at_end=False)
         tail = self._shown(self._tail, self._tail_limit, at_end=True)
         shown = min(len(self._head), self.limit - self._tail_limit) + min(len(self._tail), self._tail_limit)
@@ -105,7 +118,7 @@ def capture(limit: int, secrets: Sequence[str] = ()) -> Capture:
         return Capture(limit)
     from ..keychain import Scrubber  # lazily: the keychain imports templates, most tasks have no secrets
 
-    return Capture(limit, Scrubber(secrets).text, margin=max(len(s.encode()) for s in secrets))
+    return Capture(limit, Scrubber(secrets))
 
 
 class Pumps:

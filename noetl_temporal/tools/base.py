@@ -19,10 +19,13 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..engine.envelopes import ErrorInfo, Outcome, OutcomeStatus
 from ..errors import ToolConfigError, ToolError
+
+if TYPE_CHECKING:
+    from ..keychain import Scrubber
 
 log = logging.getLogger(__name__)
 
@@ -250,11 +253,19 @@ def _error_info(err: ToolError) -> ErrorInfo:
                      fix=err.fix or None, details=details or None, **promoted)
 
 
-def _internal_error(exc: BaseException) -> ErrorInfo:
+def scrubber(call: ToolCall) -> Scrubber:
+    """The task's secrets as a ``keychain.Scrubber``: what a tool cuts text with (masked before
+    the cut: a secret across it is masked whole; cut first, its visible part escaped the mask)."""
+    from ..keychain import Scrubber  # lazily: the keychain imports templates, most tasks have no secrets
+
+    return Scrubber(call.secrets)
+
+
+def _internal_error(exc: BaseException, call: ToolCall) -> ErrorInfo:
     # A bug in a tool, not a user failure: say what it was, keep the traceback short.
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
     return ErrorInfo(kind="internal", retryable=False, code=type(exc).__name__,
-                     message=f"{type(exc).__name__}: {exc}", details={"traceback": tb[-4000:]})
+                     message=f"{type(exc).__name__}: {exc}", details={"traceback": scrubber(call).tail(tb, 4000)})
 
 
 def _jsonable_error(error: ErrorInfo) -> ErrorInfo:
@@ -319,12 +330,10 @@ async def run_outcome(kind: str, config: dict, call: ToolCall) -> Outcome:
         result = getattr(err, "outcome_result", None)
         extras = getattr(err, "outcome_extras", None) or {}
     except Exception as exc:  # noqa: BLE001 - the envelope is the contract
-        status, error = "error", _internal_error(exc)
+        status, error = "error", _internal_error(exc, call)
         if call.secrets:  # the traceback may quote a secret: log the scrubbed text only
-            from ..keychain import Scrubber
-
             log.error("tool %s crashed in %s/%s: %s", kind, call.step, call.task,
-                      Scrubber(call.secrets).text((error.details or {})["traceback"]))
+                      (error.details or {})["traceback"])
         else:
             log.exception("tool %s crashed in %s/%s", kind, call.step, call.task)
     meta = {

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
 from ..template_text import text_of
-from ..tool_kinds.http import HTTP
-from .base import ToolCall, ToolResult, fail_with, resolve_timeout
+from ..tool_kinds.http import HTTP, TIMEOUT_PHASES
+from .base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber
 
 if TYPE_CHECKING:
     import httpx
@@ -163,9 +163,9 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _status_error(status: int, reason: str, method: str, url: str, body: Any,
-                  headers: httpx.Headers) -> ToolError:
+                  headers: httpx.Headers, call: ToolCall) -> ToolError:
     snippet = body if isinstance(body, str) else json.dumps(body, default=str)
-    snippet = (snippet or "")[:300]
+    snippet = scrubber(call).head(snippet or "", 300, marker="")
     message = f"HTTP {status} {reason} from {method} {url}" + (f": {snippet}" if snippet else "")
     details: dict[str, Any] = {}
     if status == 429:
@@ -186,6 +186,39 @@ def _status_error(status: int, reason: str, method: str, url: str, body: Any,
     return ToolError(message, kind=kind, retryable=retryable, code=status, details=details)
 
 
+def _timeouts(config: dict, call: ToolCall) -> tuple[float, dict[str, float]]:
+    """The attempt's bound and httpx's phase timeouts: ``timeout: {connect, read}`` (NoETL's
+    shape) bounds those two phases, the attempt keeps the activity's limit; a number bounds
+    every phase and the attempt alike."""
+    raw = config.get("timeout")
+    if not isinstance(raw, dict):
+        return resolve_timeout(config, call, DEFAULT_TIMEOUT), {}
+    overall = resolve_timeout({}, call, DEFAULT_TIMEOUT)
+    phases: dict[str, float] = {}
+    for phase, value in raw.items():
+        if phase not in TIMEOUT_PHASES:
+            raise ToolConfigError(f"http 'timeout' has no phase {phase!r}",
+                                  fix="write `timeout: {connect: <seconds>, read: <seconds>}`")
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = 0.0
+        if not seconds > 0:
+            raise ToolConfigError(f"http 'timeout.{phase}' must be a number of seconds > 0, got {value!r}")
+        phases[phase] = min(seconds, overall)
+    return overall, phases
+
+
+def _phase_text(exc: Exception, phases: dict[str, float], overall: float) -> str:
+    """Which bound the request ran into: ``read timeout of 1 s`` (the phase httpx names)."""
+    import httpx
+
+    for phase, kind in (("connect", httpx.ConnectTimeout), ("read", httpx.ReadTimeout)):
+        if isinstance(exc, kind) and phase in phases:
+            return f"after its {phase} timeout of {phases[phase]:g} s"
+    return f"after {overall:g} s"
+
+
 class HttpTool:
     declaration = HTTP  # its settings and traits: tool_kinds/http.py
     kind = declaration.kind
@@ -197,7 +230,7 @@ class HttpTool:
         method = str(config.get("method") or "GET").upper()
         headers = {str(k): text_of(v) for k, v in _mapping(config, "headers").items() if v is not None}
         verify = _verify(config)
-        timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
+        timeout, phases = _timeouts(config, call)
         kwargs = _request_kwargs(config, headers)
         follow = _flag(config.get("follow_redirects"), True)
         client = get_client(verify)
@@ -208,9 +241,11 @@ class HttpTool:
             async with asyncio.timeout(timeout):
                 response = await client.request(
                     method, url, headers=headers,
-                    timeout=httpx.Timeout(timeout), follow_redirects=follow, **kwargs,
+                    timeout=httpx.Timeout(timeout, **phases), follow_redirects=follow, **kwargs,
                 )
-        except (TimeoutError, httpx.TimeoutException):
+        except httpx.TimeoutException as exc:
+            raise ToolTimeout(f"{method} {_safe(url)} timed out {_phase_text(exc, phases, timeout)}") from None
+        except TimeoutError:
             raise ToolTimeout(f"{method} {_safe(url)} timed out after {timeout:g} s") from None
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             raise ToolConfigError(f"invalid url '{_safe(url)}': {exc}") from None
@@ -236,6 +271,6 @@ class HttpTool:
         helper = {"status": response.status_code, "headers": resp_headers}
         if not response.is_success:
             err = _status_error(response.status_code, response.reason_phrase, method, _safe(response.url),
-                                data, response.headers)
+                                data, response.headers, call)
             raise fail_with(err, result, http=helper)
         return ToolResult(result, http=helper)

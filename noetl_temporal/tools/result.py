@@ -26,9 +26,9 @@ class ResultTool:
         if "ref" not in config:
             raise ToolConfigError("result task has no 'ref'", fix='add ref: "{{ <step or task name> }}"')
         ref = config["ref"]
-        if large_results.is_ref(ref) or (isinstance(ref, str) and ref.startswith("noetl://")):
+        if isinstance(ref, str) and ref.startswith("noetl://"):
             value = await large_results.aresolve_ref(ref)
-        else:
+        else:  # a ResultRef (a part of one too: ``{{ fetch.rows }}``), or values holding some
             value = await large_results.resolve_refs(ref)
         select = config.get("select")
         if select is None:

@@ -22,7 +22,7 @@ from ..template_text import text_of
 from ..tool_kinds.shell import SHELL as DECLARATION
 from . import _proc
 from ._shellsecrets import hide_secrets
-from .base import ToolCall, ToolResult, fail_with, resolve_timeout
+from .base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber
 from .python import forkserver, spawn
 
 log = logging.getLogger(__name__)
@@ -87,13 +87,13 @@ class ShellTool:
                 result = _result(out, err, None)
                 raise fail_with(
                     ToolTimeout(f"shell command #{index + 1} ran past the {timeout:g} s timeout; "
-                                f"process group killed: {_short(command)}"),
+                                f"process group killed: {_short(command, call)}"),
                     result, shell={"returncode": None},
                 ) from None
             if returncode != 0:
                 result = _result(out, err, returncode)
                 tail = [ln for ln in err.text().splitlines() if ln.strip()][-5:]
-                msg = f"shell command #{index + 1} {_proc.describe_exit(returncode)}: {_short(command)}"
+                msg = f"shell command #{index + 1} {_proc.describe_exit(returncode)}: {_short(command, call)}"
                 if tail:
                     msg += "\n" + "\n".join(tail)
                 raise fail_with(
@@ -160,6 +160,6 @@ def _result(out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> d
     }
 
 
-def _short(command: str, limit: int = 200) -> str:
-    line = " ".join(command.split())
-    return line if len(line) <= limit else line[:limit] + "..."
+def _short(command: str, call: ToolCall, limit: int = 200) -> str:
+    # (secrets are moved out of the command, but a form of one may remain: masked before the cut)
+    return scrubber(call).head(" ".join(command.split()), limit)

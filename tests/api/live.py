@@ -14,6 +14,7 @@ from typing import Any
 from temporalio.client import Client
 
 from noetl_temporal.api import Settings, create_app
+from noetl_temporal.api.serving import uvicorn_config
 from noetl_temporal.cli.serve import bind_socket
 from noetl_temporal.temporal.worker import build_worker
 
@@ -61,7 +62,7 @@ class LiveServer:
         async with build_worker(client, task_queue=settings.queue, event_store=settings.event_store):
             sock = bind_socket("127.0.0.1", 0)
             self.port = sock.getsockname()[1]
-            server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="off"))
+            server = uvicorn.Server(uvicorn_config(create_app(settings), read_timeout_s=settings.read_timeout_s))
             task = asyncio.ensure_future(server.serve(sockets=[sock]))
             while not server.started:
                 if task.done():

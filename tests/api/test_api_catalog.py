@@ -51,6 +51,31 @@ async def test_catalog_versions_over_http(api):
     assert nameless.status_code == 422 and nameless.json()["errors"][0]["code"] == "CATALOG001"
 
 
+# (the path as written in YAML, what the refusal must say): each one climbs out, is absolute,
+# names one playbook twice or holds a character that means something elsewhere
+UNSAFE_PATHS = [("a/../../b", "contains '..'"), ("'../etc/passwd'", "contains '..'"),
+                ("/abs/path", "is absolute"), ("a//b", "empty segment"), ("a/b/", "empty segment"),
+                ("'a\\b'", "backslash"), ('"a\\x01b"', "control character"), ('"a\\tb"', "control character"),
+                ("a/./b", "starts with '.'"), ("a/.hidden", "starts with '.'")]
+
+
+@pytest.mark.parametrize(("written", "reason"), UNSAFE_PATHS, ids=[w for w, _ in UNSAFE_PATHS])
+async def test_unsafe_catalog_paths_are_refused_with_the_reason(api, written, reason):
+    r = await api.post("/catalog", json={"content": versioned(written, "one")})
+    assert r.status_code == 422, r.text
+    error = r.json()["errors"][0]
+    assert error["code"] == "CATALOG002" and reason in error["message"] and error["line"] == 3, error
+    assert "joined by single '/'" in error["fix"]
+    assert (await api.get("/catalog")).json()["items"] == []  # nothing stored
+
+
+async def test_unsafe_paths_are_refused_when_read_or_started(api):
+    started = await api.post("/executions", json={"path": "a/../../b"})
+    assert started.status_code == 422, started.text
+    read = await api.get("/catalog/a/..%2F..%2Fb")
+    assert read.status_code == 404 and "contains '..'" in read.json()["detail"], read.text
+
+
 async def test_start_by_reference_and_running_executions_stay_pinned(api):
     path = f"tests/pin-{uuid.uuid4().hex[:8]}"
     await api.post("/catalog", json={"content": versioned(path, "one", sleep=1.5)})

@@ -9,6 +9,7 @@ A second load of the finished run replays the stream and shows the same picture.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -339,3 +340,62 @@ def test_every_state_is_drawn_as_the_api_says_live_and_on_first_paint(live, tmp_
         _assert_labels_apart(browser)
         shots = Path(os.environ.get("NOETL_VIEW_SCREENSHOTS") or tmp_path)
         browser.screenshot(shots / "view-every-state.png")
+
+
+# ------------------------------------------------------------------ a page opened mid-loop (issue 39)
+
+SLOW_LOOP = playbook("""
+    metadata: {name: slow-loop, path: tests/slow-loop}
+    workflow:
+      - step: items   # one item a second, one after the other: the page opens between them
+        loop: {in: "{{ [1, 2, 3, 4, 5, 6] }}", iterator: n, spec: {mode: sequential}}
+        tool: {kind: shell, cmd: "sleep 1"}
+""")
+
+
+def test_a_page_opened_mid_loop_counts_the_loop_to_its_end(live, tmp_path):
+    """The loop started before the page opened: its counter starts from the server's count
+    and goes on from the stream, to 6/6 without a reload (and never past it)."""
+    _skip_without_browser()
+    with httpx.Client(base_url=live.url, timeout=30) as http, Browser() as browser:
+        r = http.post("/executions", json={"playbook": SLOW_LOOP})
+        assert r.status_code == 202, r.text
+        execution_id = r.json()["execution_id"]
+        _wait_events(http, execution_id, "loop.iteration.done", 2)
+        browser.open(f"{live.url}/executions/{execution_id}/view")
+        first = browser.js(f"return (() => {{{STATES_JS}}})();")
+        assert first["stream"] != "ended" and first["steps"]["items"][2] in ("2/6", "3/6", "4/6"), first
+        end = browser.wait_js(f"const s = (() => {{{STATES_JS}}})(); return s.stream === 'ended' ? s : null;",
+                              timeout=40, what="the stream to end")
+        assert end["state"] == "COMPLETED"
+        assert end["steps"]["items"] == ["done", "done", "6/6"], end
+        # with the browser's own fonts, every line of a box (its wrapped loop subtitle too) fits in it
+        assert browser.js(TEXT_OUTSIDE_BOXES_JS) == []
+        assert browser.js("return document.querySelectorAll('g[data-step=items] text.sub').length") == 3
+        shots = Path(os.environ.get("NOETL_VIEW_SCREENSHOTS") or tmp_path)
+        browser.screenshot(shots / "view-mid-loop.png")
+
+
+TEXT_OUTSIDE_BOXES_JS = """
+const out = [];
+document.querySelectorAll('g.step').forEach(g => {
+  const r = g.querySelector('rect').getBBox();
+  g.querySelectorAll('text').forEach(t => {
+    const b = t.getBBox();
+    if (b.x < r.x || b.x + b.width > r.x + r.width || b.y < r.y || b.y + b.height > r.y + r.height) {
+      out.push([g.dataset.step, t.textContent, [b.x, b.y, b.width, b.height], [r.x, r.y, r.width, r.height]]);
+    }
+  });
+});
+return out;
+"""
+
+
+def _wait_events(http: httpx.Client, execution_id: str, event_type: str, count: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = http.get(f"/executions/{execution_id}/events", params={"type": event_type}).json()["events"]
+        if len(events) >= count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {count} {event_type} events after {timeout}s")

@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 68
+RUNNABLE_COUNT = 65
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,6 @@ def _local(reason: str, expect: str = COMPLETED, basis: str = "", **kw: Any) -> 
 
 
 _NONE_STATED = "none stated: a correct run completes"
-_BAD_PYTHON = ("none stated: its python code has a top-level `return`, a SyntaxError in any Python "
-               "(NoETL's workers too), so the run fails")
 _NO_CONTEXT = "NameError: name 'context' is not defined"
 _CONTEXT = ("its python code reads NoETL's implicit `context` global (every step result); a python task "
             "here sees only its `input`/`args`, the values history records (docs/tools.md)")
@@ -133,7 +131,6 @@ NEEDS: dict[str, Need] = {
         Need(INTERNET, "httpbin.org for traveler profiles"),
     P + "batch_execution/traveler_batch_enrichment_in_step/traveler_batch_enrichment_in_step.yaml": Need(
         INTERNET, "httpbin.org, through its chunk worker"),
-    P + "broken_sql.yaml": _local("python and postgres", FAILED, _BAD_PYTHON),
     P + "cache_test/test_cache_simple.yaml": Need(CLOUD, "OpenAI's API"),
     P + "comprehensive_test.yaml": _local("python only: exclusive branches", basis=_NONE_STATED),
     P + "control_flow/weather_control_flow/weather_control_flow.yaml": Need(INTERNET, "api.open-meteo.com"),
@@ -152,7 +149,6 @@ NEEDS: dict[str, Need] = {
     P + "deployment/docker_cleanup.yaml": Need(NOETL, "the Docker daemon of NoETL's development host"),
     P + "duckdb_gcs_workload_identity/duckdb_gcs_workload_identity.yaml": Need(
         CLOUD, "a GCS bucket through GCP workload identity"),
-    P + "duckdb_test.yaml": _local("python and duckdb", FAILED, _BAD_PYTHON),
     P + "fanout_reduce/fanout_reduce_phase6.yaml": _local("python only: fan-out and reduce",
                                                           basis="in-file: COMPLETED"),
     P + "gui/widget_all_types/widget_all_types.yaml": _local("python only: widget payloads", basis=_NONE_STATED),
@@ -181,7 +177,6 @@ NEEDS: dict[str, Need] = {
     P + "load_test/state_report_synthetic_load/state_report_synthetic_load_worker.yaml": _local(
         "postgres only (a chunk worker), on the table its parent creates", basis=_NONE_STATED,
         setup=(P + "load_test/state_report_synthetic_load/state_report_synthetic_load.yaml",)),
-    P + "loop_test.yaml": _local("python only: loops", FAILED, _BAD_PYTHON),
     P + "oauth/google_gcs/google_gcs_oauth.yaml": Need(CLOUD, "GCS with Google OAuth"),
     P + "oauth/google_secret_manager/google_secret_manager.yaml": Need(CLOUD, "GCP Secret Manager"),
     P + "ops/execution_ai_analyze/execution_ai_analyze.yaml": Need(CLOUD, "OpenAI's API, GCP secrets"),
@@ -223,7 +218,6 @@ NEEDS: dict[str, Need] = {
         "python, postgres and a catalog sub-playbook in a loop"),
     P + "playbook_composition/user_profile_scorer.yaml": _local("python and workbook tasks"),
     P + "postgres_excel_gcs_test/postgres_excel_gcs_test.yaml": Need(CLOUD, "a GCS bucket with HMAC keys"),
-    P + "postgres_test.yaml": Need(NOETL, "NoETL's own schema (`noetl.catalog`)"),
     P + "python_psycopg/http_to_postgres_bulk/http_to_postgres_bulk_python.yaml": Need(
         INTERNET, "jsonplaceholder.typicode.com, and NoETL's demo database in its cluster"),
     P + "regression_test/create_test_schema.yaml": _local("postgres only: creates a schema", basis=_NONE_STATED),

@@ -97,6 +97,7 @@ def test_first_paint_takes_the_apis_steps_and_the_newer_runs():
     assert painted.states == {"a": "done", "b": "handled", "c": "running", "d": "denied", "e": "skipped",
                               "f": "idle"}
     assert painted.progress == {"a": "1/2"} and painted.last_seq == 9
+    assert painted.loops == {"a": (1, 2)}   # the page counts on from here (issue 39)
 
     # a cycle: `a` completed once, then its next token was refused; the newest event wins
     again = first_paint(["a"], detail, [*events, {"seq": 12, "event_type": "policy.admit.evaluated",
@@ -187,3 +188,20 @@ def _drawn_labels(svg: str) -> list[tuple[float, float, float, float]]:
     root = ElementTree.fromstring(svg)
     return [Placed(float(t.get("x")), float(t.get("y")), t.text or "").box
             for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "arc-label"]
+
+
+def test_arc_labels_are_drawn_above_every_arc_and_a_join_s_subtitle_in_full():
+    """A line drawn after a label ran through it (`==` read like a pipe); a join's subtitle
+    was cut to "join: runs once, after its live b…"."""
+    svg = render_svg(_view(INCLUSIVE_JOIN))
+    root = ElementTree.fromstring(svg)
+    order = [el.get("class") for el in root.iter() if el.get("class") in ("arc", "arc back", "arc-label")]
+    assert "arc-label" in order and "arc" in order
+    assert max(i for i, c in enumerate(order) if c != "arc-label") < order.index("arc-label"), order
+    ns = "{http://www.w3.org/2000/svg}"
+    for step in root.iter(f"{ns}g"):
+        if "step" in (step.get("class") or "").split():
+            details = [t.text for t in step.iter(f"{ns}text") if t.get("class") == "detail"]
+            assert all(len(line) <= 34 for line in details), details
+            if step.get("data-step") == "d":
+                assert " ".join(details) == "join: runs once, after its live branches", details

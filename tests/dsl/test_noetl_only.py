@@ -47,7 +47,8 @@ def test_step_output_is_a_noetl_block():
     text = playbook("workflow:\n  - step: a\n    tool: {kind: noop}\n    output: {output_select: [x]}\n")
     (diag,) = errors(text)
     assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL203", "workflow[0].output", find(text, "output:"))
-    assert "NoETL" in diag.message and "spec.result.select" in diag.fix
+    # the fix that works: stored results keep what templates read; the knobs live on the task
+    assert "NoETL" in diag.message and "task's `output:`" in diag.fix and "output_select" in diag.fix
 
 
 def test_a_cursor_loop_is_named_and_located_at_the_cursor():

@@ -48,7 +48,7 @@ ACCEPTED = [
     "workflow:\n  - step: a\n    tool: {kind: noop}\n",
     "workflow:\n  - step: a\n    tool:\n      - fetch: {kind: http, url: x}\n      - kind: python\n        code: x\n",
     "workflow:\n  - step: a\n    loop: {in: [1], mode: parallel, max_in_flight: 4}\n    tool: {kind: noop}\n"
-    "    set: {ctx.a: 1, iter.b: 2}\n    next: {arcs: [{step: a, set: {ctx.x: 1, y: 2}, when: true}]}\n",
+    "    set: {ctx.a: 1, ctx.b: 2}\n    next: {arcs: [{step: a, set: {ctx.x: 1, y: 2}, when: true}]}\n",
     "workflow:\n  - step: a\n    spec: {policy: {admit: {rules: [{when: x, then: {allow: true}}, "
     "{else: {then: {allow: false}}}]}}}\n    tool: {kind: noop}\n",
     "workflow:\n  - step: a\n    tool:\n      kind: noop\n      spec:\n        policy:\n          rules:\n"

@@ -84,10 +84,20 @@ CASES = [
      "workflow:\n  - step: a\n    tool:\n      kind: noop\n      spec:\n        policy:\n          rules:\n"
      "            - else:\n                then:\n                  set_iter: {n: 1}\n",
      "NTL602", "warning", "n: 1", "workflow[0].tool.spec.policy.rules[0].else.then.set_iter.n", "no loop"),
+    # issue 37: an arc's or a step's own `iter.*` was dropped at run time (a warning outside a
+    # loop, nothing inside one); now refused wherever the step is
     ("set-iter-on-arc-from-non-loop",
      "workflow:\n  - step: a\n    tool: {kind: noop}\n    next: {arcs: [{step: b, set: {iter.x: 1}}]}\n"
      "  - step: b\n    tool: {kind: noop}\n",
-     "NTL602", "warning", "iter.x", 'workflow[0].next.arcs[0].set["iter.x"]', "no loop"),
+     "NTL605", "error", "iter.x", 'workflow[0].next.arcs[0].set["iter.x"]', "no iteration"),
+    ("set-iter-on-arc-from-a-loop-step",
+     "workflow:\n  - step: a\n    loop: {in: [1], iterator: x}\n    tool: {kind: noop}\n"
+     "    next: {arcs: [{step: b, set: {iter.x: 1}}]}\n  - step: b\n    tool: {kind: noop}\n",
+     "NTL605", "error", "iter.x", 'workflow[0].next.arcs[0].set["iter.x"]', "no iteration"),
+    ("set-iter-on-a-loop-step-itself",
+     "workflow:\n  - step: a\n    loop: {in: [1], iterator: x}\n    tool: {kind: noop}\n"
+     "    set: {iter.seen: true}\n",
+     "NTL605", "error", "iter.seen", 'workflow[0].set["iter.seen"]', "no iteration"),
     ("guard-without-template",
      "workflow:\n  - step: a\n    tool: {kind: noop}\n    next: {arcs: [{step: b, when: ctx.ready}]}\n"
      "  - step: b\n    tool: {kind: noop}\n",

@@ -35,6 +35,8 @@ def test_what_maps_becomes_the_result_spec_and_names():
     ("{scope: forever}", "forever", "not one of step, execution"),
     ("{inline_max_bytes: -1}", "-1", "whole number of bytes"),
     ("{colour: red}", "colour", "has no setting `colour`"),
+    ("{output_select: [status, data.id]}", "data.id", "only a top-level key"),
+    ("{output_select: status}", "status", "must be a list of keys"),
 ])
 def test_what_does_not_map_is_one_located_error(output, at, says):
     text = task(output)
@@ -47,3 +49,8 @@ def test_object_store_settings_are_warned_not_silently_dropped():
     text = task("{store: {kind: disk, bucket: b}}")
     assert errors(text) == []
     assert codes(warnings(text)) == ["NTL312"]
+
+
+def test_output_select_keeps_top_level_keys():
+    (t,) = load_playbook_text(task("{output_select: [status, '$.count', status]}")).playbook.workflow[0].tool
+    assert t.spec.result is not None and t.spec.result.keep == ["status", "count"]

@@ -282,3 +282,23 @@ def test_an_external_ctx_patch_is_refused_past_the_limit_and_counted_when_applie
     refused = ctx_size.refusal(r.state, {"more": "y" * 11_000_000}, "ctx patch")
     assert refused is not None and refused.startswith("ctx patch: not allowed: ctx would hold more than 40,000,000")
     assert ctx_size.refusal(r.state, {"k0": "y" * 11_000_000}, "ctx patch") is None   # replaces 1 MB of it
+
+
+@pytest.mark.parametrize("text", [
+    "{{ ('9' * 4300) | int + ('9' * 4300) | int }}",     # the int filter: 4,300 digits, past MAX_INT_BITS
+    "{{ 2**13999 + 2**13999 }}",
+    "{{ 2**13999 - (0 - 2**13999) }}",
+    "{{ [2**13999, 2**13999] | sum }}",
+    "{{ (1).from_bytes(('x' * 2000).encode(), 'big') }}",
+    "{% set n = 2**13999 %}{% set m = n + n %}{{ m > 0 }}",   # never printed, still refused
+])
+def test_every_integer_a_template_makes_is_printable(text):
+    """Issue 38: an integer past Python's 4,300-digit printing limit failed later, when the
+    engine printed it, as an unlocated internal engine error."""
+    with pytest.raises(TemplateError, match="MAX_INT_BITS"):
+        render(text, {}, where="x")
+
+
+def test_integers_up_to_the_limit_still_work():
+    assert render("{{ 2**13998 + 2**13998 }}", {}, where="x") == 2**13999
+    assert render("{{ ('9' * 4000) | int - 1 }}", {}, where="x") == int("9" * 4000) - 1

@@ -49,12 +49,15 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # before and after the shell change `located-child-errors` (child_runs.py): the
              # before is recorded by the code before it (a worktree of that commit)
              "subplaybook_missing": HERE / "subplaybook_missing.yaml",
-             "subplaybook_missing_patched": HERE / "subplaybook_missing.yaml"}
+             "subplaybook_missing_patched": HERE / "subplaybook_missing.yaml",
+             # before and after the engine change `stored-result-fields`
+             "stored_fields": HERE / "stored_fields.yaml", "stored_fields_patched": HERE / "stored_fields.yaml"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
           "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
-          "noetl_text": ("noetl-text",)}
+          "noetl_text": ("noetl-text",),
+          "stored_fields": ("stored-result-fields",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.

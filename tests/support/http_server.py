@@ -12,7 +12,8 @@ Endpoints (any method unless noted; query parameters in brackets):
 ``/json``                             ``{"hello": "world", "query": {...}}``
 ``/text``                             ``text/plain`` "hello text"
 ``/echo``                             method, path, query, headers, body text, parsed json
-``/status/<code>``                    that status with ``{"status": code}``
+``/status/<code>``                    that status with ``{"status": code}`` (with a request
+                                      body: that body back, as text)
 ``/rate-limited[?retry_after=N]``     429 with ``Retry-After: N`` (default 2)
 ``/flaky?key=K&fail_times=N``         fails N times per key (``status``, default 500), then
                                       200 ``{"ok": true, "key", "hits"}``
@@ -125,6 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
                                     "body": text, "json": parsed})
         if path.startswith("/status/"):
             code = int(path.rsplit("/", 1)[1])
+            if body:  # an error page that quotes the request, as many servers' do
+                return self._send(code, body.decode("utf-8", "replace"), content_type="text/plain")
             return self._send(code, {"status": code})
         if path == "/rate-limited":
             return self._send(429, {"error": "rate limited"},

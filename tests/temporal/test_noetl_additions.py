@@ -222,7 +222,7 @@ workflow:
 
 
 @pytest.mark.parametrize("code, last", [("result = 'ok'", "cleaned after more ran"),
-                                        ("raise ValueError('x')", "cleaned after None")])
+                                        ("raise ValueError('x')", "cleaned after null")])  # None prints as NoETL prints it
 async def test_the_form_ntl409_gives_for_finally_runs_the_clean_up_on_both_outcomes(run_yaml, code, last):
     report = await run_yaml(FINALLY_INSTEAD % code)
     assert report.state == "COMPLETED", report.error

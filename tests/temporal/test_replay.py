@@ -34,7 +34,8 @@ def _workflow(sandboxed: bool) -> type:
                                   "noop_loop_paced", "noop_loop_bounded",
                                   "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched",
                                   "noetl_text", "noetl_text_patched",
-                                  "subplaybook_missing", "subplaybook_missing_patched"])
+                                  "subplaybook_missing", "subplaybook_missing_patched",
+                                  "stored_fields", "stored_fields_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -265,3 +266,31 @@ async def test_printed_values_follow_the_recorded_input(name, recorded_route, mo
     replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+@pytest.mark.parametrize("name,forced", [("stored_fields", True), ("stored_fields_patched", False)])
+async def test_stored_result_fields_follow_the_recorded_input(name, forced, monkeypatch):
+    """``stored-result-fields``: ``stored_fields`` was recorded without it (the guard on a stored
+    result's ``count`` could not read it: the fallback arc ``few``), ``stored_fields_patched``
+    with it (``many``). Each replays to its own events above. Switched off, the new history
+    routes the other way; switched on, the old one still replays: its recorded results carry
+    no kept fields (the engine asked for none), so they read as they did."""
+    from noetl_temporal.engine import behaviours
+
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    started = [e["entity_id"] for e in expected if e["event_type"] == "step.started"]
+    assert started == ["start", "few" if forced else "many"]
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    switch = behaviours.STORED_RESULT_FIELDS
+    monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
+                                                               *([switch] if forced else [])])
+    states = []
+    real_step = machine.step
+    monkeypatch.setattr(machine, "step", lambda state, event: states.append(state) or real_step(state, event))
+    replayer = Replayer(workflows=[_workflow(True)], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    replayed = json.loads(json.dumps(states[-1].log.events, default=str)) if states else None
+    if forced:
+        assert result.replay_failure is None and replayed == expected
+    else:
+        assert result.replay_failure is not None or replayed != expected

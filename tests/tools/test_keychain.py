@@ -225,3 +225,28 @@ def test_a_secret_is_masked_in_every_form_it_takes_on_the_way_out(form) -> None:
         assert piece not in shown, shown
     encoded = {base64.b64encode(secret.encode()).decode(), base64.b64encode(b"user:" + secret.encode()).decode()}
     assert not any(e[8:-8] in shown for e in encoded), shown
+
+
+@pytest.mark.parametrize("encode", [
+    lambda s: quote(s, safe=""),
+    quote_plus,
+    lambda s: quote(s, safe="/:@!()*'~+"),           # httpx's choice for a URL it is given
+    lambda s: quote(s, safe="").lower(),              # lower-case hex
+    lambda s: quote(s[:5], safe="") + s[5:],          # half escaped
+], ids=["quote", "quote_plus", "client-safe-set", "lower-hex", "mixed"])
+def test_a_secret_is_masked_in_any_percent_encoding(encode) -> None:
+    """Issue 38: only quote() and quote_plus() forms were masked; a client escaping fewer
+    characters sent (and echoed) a form no list of variants held."""
+    secret = "s3cr3t p/a:s@s!(x)*'~+é"
+    assert Scrubber(secret_values({"api": {"token": secret}})).text(f"?t={encode(secret)}&n=1") == "?t=***&n=1"
+
+
+def test_a_window_masks_a_secret_across_its_edges_whole() -> None:
+    """Issue 38: masking shortens a text, so cutting the masked text showed a secret cut there."""
+    scrub = Scrubber(["tk-0123456789abcdef"])
+    text = "tk-0123456789abcdef\n" * 10
+    head = scrub.window(text, 0, 50)        # the cut falls inside the third copy
+    assert head == "***\n***\n***" and "tk-" not in head
+    tail = scrub.window(text, len(text) - 30, len(text))
+    assert tail == "***\n***\n" and scrub.head(text, 50) == "***\n***\n***..."
+    assert Scrubber().window(text, 0, 5) == "tk-01"

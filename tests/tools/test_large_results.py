@@ -87,6 +87,19 @@ async def test_resolve_refs_in_a_config() -> None:
     assert resolved["plain"] == {"kind": "result_ref"}  # not a reference: no noetl:// ref
 
 
+async def test_a_stored_result_keeps_the_named_fields_and_a_part_reference_reads_its_part(call: ToolCall) -> None:
+    value = {"count": 2, "data": {"rows": [{"id": 1}, {"id": 2}]}, "blob": "z" * 300_000}
+    spec = {"keep": ["count", "data.rows.1.id", "data.rows", "nope"]}
+    ref = large_results.externalize(outcome_of(value), spec, execution_id="e", task_run_id="t", attempt=1)["result"]
+    assert ref["fields"] == {"count": 2, "data.rows.1.id": 2, "data.rows": [{"id": 1}, {"id": 2}]}
+    assert ref["absent"] == ["nope"] and ref["omitted"] == {}
+    part = {k: ref[k] for k in ("kind", "ref", "store", "meta")} | {"path": ["data", "rows", "0"]}
+    assert await large_results.resolve_refs({"first": part}) == {"first": {"id": 1}}
+    assert (await run_tool("result", {"ref": part}, call))["result"] == {"id": 1}
+    plain = large_results.externalize(outcome_of(value), {}, execution_id="e", task_run_id="t", attempt=2)["result"]
+    assert "fields" not in plain  # no `keep` (an execution from before): the reference as it was
+
+
 async def test_result_tool(call: ToolCall) -> None:
     value = {"data": {"rows": [{"id": 1}, {"id": 2}]}, "blob": "z" * 300_000}
     ref = large_results.externalize(outcome_of(value), {}, execution_id="e", task_run_id="t", attempt=1)["result"]

@@ -362,3 +362,20 @@ async def test_closing_the_tools_removes_kept_directories(call: ToolCall) -> Non
     assert os.path.isdir(path)
     await aclose_clients()
     assert not os.path.exists(path) and _workdirs._free == []
+
+
+
+async def test_ps_shows_the_fork_server_by_name_not_by_its_source(call: ToolCall) -> None:
+    """`ps` prints /proc/PID/cmdline: the fork server (and each process forked from it,
+    the spare waiting for a task included) used to show zygote.py's whole text, as it was
+    started with `python -c <text>`."""
+    await probe(call)
+    server = forkserver.server_pid()
+    assert server is not None
+    for pid in (server, *children_of(server)):
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().rstrip("\0").split("\0")
+        assert "-c" not in argv and len(" ".join(argv)) < 400, argv
+        assert argv[argv.index(forkserver.ZYGOTE_PATH) + 1] == forkserver.RUNNER_PATH, argv
+    # run as a script, its directory is not left on a task's sys.path
+    imported = await py(call, "import zygote")
+    assert imported["status"] == "error" and "zygote" in str(imported["error"]), imported

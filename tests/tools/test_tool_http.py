@@ -106,6 +106,41 @@ async def test_slow_endpoint_times_out(call: ToolCall, http_server: HTTPTestServ
     assert (err["kind"], err["retryable"]) == ("timeout", True)
 
 
+async def test_read_phase_timeout_in_noetls_shape_fails_a_slow_read(call: ToolCall,
+                                                                     http_server: HTTPTestServer) -> None:
+    # issue 37: `timeout: {connect, read}` (NoETL's documented shape) bounds each phase
+    t0 = time.monotonic()
+    out = await http(call, url=http_server.url("/slow?s=3"), timeout={"connect": 5, "read": 0.3})
+    assert time.monotonic() - t0 < 2
+    err = out["error"]
+    assert (err["kind"], err["retryable"]) == ("timeout", True)
+    assert "after its read timeout of 0.3 s" in err["message"]
+    # a read within the bound succeeds: the phases bound, they do not fail every request
+    out = await http(call, url=http_server.url("/slow?s=0.1"), timeout={"connect": 5, "read": 2})
+    assert out["status"] == "ok" and out["result"]["data"] == {"slept": 0.1}
+    # a number still bounds the whole request
+    out = await http(call, url=http_server.url("/slow?s=0.1"), timeout=2)
+    assert out["status"] == "ok"
+
+
+def test_both_phases_reach_httpx_and_stay_within_the_activity_limit(call: ToolCall) -> None:
+    from noetl_temporal.tools.http import _timeouts
+
+    call.timeout = 10
+    overall, phases = _timeouts({"timeout": {"connect": "2", "read": 30}}, call)
+    assert (overall, phases) == (10.0, {"connect": 2.0, "read": 10.0})
+    httpx = pytest.importorskip("httpx")
+    assert httpx.Timeout(overall, **phases).as_dict() == {"connect": 2.0, "read": 10.0, "write": 10.0,
+                                                          "pool": 10.0}
+
+
+@pytest.mark.parametrize("timeout", [{"connect": 1, "write": 2}, {"read": 0}, {"read": "soon"}])
+async def test_a_wrong_phase_timeout_fails_the_task_as_a_config_error(call: ToolCall, timeout) -> None:
+    out = await http(call, url="http://127.0.0.1:9/", timeout=timeout)
+    assert out["status"] == "error" and out["error"]["retryable"] is False
+    assert "timeout" in out["error"]["message"]
+
+
 async def test_call_timeout_bounds_the_request(call: ToolCall, http_server: HTTPTestServer) -> None:
     call.timeout = 0.3
     out = await http(call, url=http_server.url("/slow?s=3"))

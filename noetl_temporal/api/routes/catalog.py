@@ -6,20 +6,18 @@ psycopg), and a slow database must not stall the event loop that streams events.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
-from noetl_temporal.store.catalog import PATH_PATTERN, NotFound
+from noetl_temporal.store.catalog import NotFound, path_problem
 
 from ..deps import CatalogDep
 from ..errors import responses
 from ..models import MAX_INT, CatalogItem, CatalogList, CatalogPlaybook, Registered, RegisterPlaybook
 
 router = APIRouter(tags=["catalog"])
-_PATH = re.compile(PATH_PATTERN)
 
 
 @router.post("/catalog", response_model=Registered, status_code=201,
@@ -46,6 +44,7 @@ async def list_catalog(catalog: CatalogDep) -> CatalogList:
             summary="A registered playbook: the latest version, or ?version=N")
 async def get_playbook(path: str, catalog: CatalogDep,
                        version: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None) -> CatalogPlaybook:
-    if not _PATH.match(path):  # cannot be registered, so it is not there
-        raise NotFound(f"playbook {path[:80]!r} is not in the catalog")
+    problem = path_problem(path)
+    if problem:  # cannot be registered, so it is not there; say why
+        raise NotFound(f"playbook {path[:80]!r} is not in the catalog: {problem}")
     return CatalogPlaybook(**await run_in_threadpool(catalog.get_entry, path, version))

@@ -16,7 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from noetl_temporal.engine.context import deep_merge
 from noetl_temporal.observe import read_status
 from noetl_temporal.redact import redact
-from noetl_temporal.store.catalog import PATH_PATTERN, Catalog, catalog_path_of
+from noetl_temporal.store.catalog import MAX_PATH_CHARS, PATH_PATTERN, Catalog, catalog_path_of
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 
@@ -110,7 +110,7 @@ async def list_executions(
     settings: SettingsDep,
     link: LinkDep,
     state: Annotated[State | None, Query(description="only executions in this state")] = None,
-    playbook_path: Annotated[str | None, Query(pattern=PATH_PATTERN, description="catalog path / metadata path")] = None,
+    playbook_path: Annotated[str | None, Query(pattern=PATH_PATTERN, max_length=MAX_PATH_CHARS, description="catalog path / metadata path")] = None,
     started_after: Timestamp = None,
     started_before: Timestamp = None,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,

@@ -7,7 +7,13 @@
   var config = JSON.parse(document.getElementById("noetl-config").textContent);
   var steps = {};
   document.querySelectorAll("g.step").forEach(function (g) { steps[g.getAttribute("data-step")] = g; });
-  var loops = {};  // step -> {total, done}
+  // step -> {total, done}: the loops the server counted (started before the page opened),
+  // then counted on from the stream, which starts after the last event the server read
+  var loops = {};
+  Object.keys(config.loops || {}).forEach(function (name) {
+    loops[name] = {done: config.loops[name][0], total: config.loops[name][1]};
+  });
+  var applied = config.after_seq || 0;  // the newest event counted: never count one twice
   var banner = document.getElementById("execution-state");
   var counter = document.getElementById("event-count");
   var count = config.event_count || 0;  // the execution's event count: the last seq seen
@@ -81,6 +87,10 @@
   }
 
   function apply(ev) {
+    if (ev.seq) {
+      if (ev.seq <= applied) return;  // already drawn by the server or seen on this stream
+      applied = ev.seq;
+    }
     count = Math.max(count, ev.seq || 0);
     counter.textContent = String(count);
     var type = ev.event_type, name = ev.entity_id || "";

@@ -38,7 +38,9 @@ from .spawn import TaskPipes, interpreter_flags
 log = logging.getLogger(__name__)
 
 ENV_SWITCH = "NOETL_PYTHON_FORKSERVER"
-ZYGOTE = (Path(__file__).with_name("zygote.py")).read_text(encoding="utf-8")
+#: the fork server's program, run as a script: ``ps`` then shows its path, not its source
+#: (as ``-c <text>`` did, on the fork server and every task process forked from it)
+ZYGOTE_PATH = str(Path(__file__).with_name("zygote.py"))
 RUNNER_PATH = str(Path(__file__).with_name("runner") / "__init__.py")
 #: where the fork server waits: a directory no task owns (children enter theirs)
 IDLE_CWD = os.path.abspath(os.sep)
@@ -112,7 +114,8 @@ class ForkServer:
             for sock in (ours, tasks):
                 sock.setblocking(False)
             fds = (theirs.fileno(), spares.fileno())
-            argv = [sys.executable, *interpreter_flags(env), "-c", ZYGOTE, RUNNER_PATH, str(os.getpid()), *map(str, fds)]
+            argv = [sys.executable, *interpreter_flags(env), ZYGOTE_PATH, RUNNER_PATH, str(os.getpid()),
+                    *map(str, fds)]
             proc = await _proc.start_on(argv, cwd=IDLE_CWD, env=env, stdin=asyncio.subprocess.DEVNULL,
                                         stdout=asyncio.subprocess.DEVNULL, stderr=None,
                                         pass_fds=fds, child_sets_pdeathsig=True)

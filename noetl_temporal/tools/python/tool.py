@@ -31,8 +31,9 @@ from ...errors import ToolConfigError, ToolError, ToolTimeout
 from ...store import large_results
 from ...tool_kinds.python import PYTHON
 from .. import _proc, _workdirs
-from ..base import ToolCall, ToolResult, fail_with, resolve_timeout, to_jsonable
+from ..base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber, to_jsonable
 from . import forkserver, inworker, spawn
+from .runner.failures import MESSAGE_CHARS, TRACEBACK_CHARS
 from .spawn import RUNNER  # noqa: F401 - the child's program, re-exported
 
 log = logging.getLogger(__name__)
@@ -133,9 +134,11 @@ class PythonTool:
             "params": to_jsonable(_params(config)),
             "libs": _libs(config),
         }
+        if call.secrets:  # the runner keeps this much more of an error, for the mask to see across the cut
+            request["cut_margin"] = scrubber(call).longest
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         if _in_worker(config):
-            return await self._in_worker(request, timeout)
+            return await self._in_worker(request, timeout, call)
         env, base = _env(config)
         with _workdir(call) as cwd:
             # The runner enters the directory itself, so a forked process can serve the task.
@@ -150,14 +153,14 @@ class PythonTool:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(request["spill"])
 
-    async def _in_worker(self, request: dict, timeout: float) -> Any:
+    async def _in_worker(self, request: dict, timeout: float, call: ToolCall) -> Any:
         try:
             resp = await inworker.run(request, timeout)
         except TimeoutError:
             raise ToolTimeout(f"python code ran past its {timeout:g} s timeout; in_worker mode cannot stop "
                               "it, its thread runs on") from None
         # The result is made JSON-plain once, with the rest of the outcome (``base._outcome``).
-        return self._answer(resp, _NO_OUTPUT, _NO_OUTPUT, None)
+        return self._answer(resp, _NO_OUTPUT, _NO_OUTPUT, None, call)
 
     async def _start(self, env: dict, base: dict, cwd: str, pipes: spawn.TaskPipes) -> Any:
         """A forked child when the fork server serves this environment, else a process of its own."""
@@ -208,9 +211,10 @@ class PythonTool:
             raise fail_with(ToolError(_too_large(response.total, response.cap), kind="python", retryable=False,
                                       code="ResultTooLarge", fix=TOO_LARGE_FIX),
                             None, py=_py(out, err, "ResultTooLarge", returncode))
-        return self._outcome(bytes(response.data), returncode, out, err)
+        return self._outcome(bytes(response.data), returncode, out, err, call)
 
-    def _outcome(self, raw: bytes, returncode: int, out: _proc.Capture, err: _proc.Capture) -> Any:
+    def _outcome(self, raw: bytes, returncode: int, out: _proc.Capture, err: _proc.Capture,
+                 call: ToolCall) -> Any:
         if not raw:
             # No response: the interpreter died under the code (os._exit, a signal, a
             # crash in C code) or the runner itself failed; stderr says which.
@@ -231,9 +235,10 @@ class PythonTool:
                           retryable=False, code="ProtocolError"),
                 None, py=_py(out, err, None, returncode),
             ) from None
-        return self._answer(resp, out, err, returncode)
+        return self._answer(resp, out, err, returncode, call)
 
-    def _answer(self, resp: dict, out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> Any:
+    def _answer(self, resp: dict, out: _proc.Capture, err: _proc.Capture, returncode: int | None,
+                call: ToolCall) -> Any:
         """The runner's response as a result, or raised as the task's error."""
         if resp.get("ok"):
             if resp.get("result_file"):  # over the inline cap: written to a file for the store
@@ -246,10 +251,14 @@ class PythonTool:
             )
             exc.code = etype
         else:
-            message = f"{etype}: {resp.get('message', '')}"
+            # the runner kept more than is shown when there are secrets: mask, then cut
+            mask = scrubber(call)
+            message = f"{etype}: {mask.head(str(resp.get('message', '')), MESSAGE_CHARS)}"
             if resp.get("line"):
                 message += f" (line {resp['line']})"
             details = {k: resp[k] for k in ("line", "traceback", "exit_code") if resp.get(k) is not None}
+            if isinstance(details.get("traceback"), str):
+                details["traceback"] = mask.tail(details["traceback"], TRACEBACK_CHARS)
             exc = ToolError(message, kind="python", retryable=False, code=etype, details=details,
                             fix=TOO_LARGE_FIX if etype == "ResultTooLarge" else None)
         raise fail_with(exc, None, py=_py(out, err, etype, returncode))
@@ -295,12 +304,13 @@ class _Spilled:
 
 
 def _result_limits(call: ToolCall, cwd: str) -> dict[str, Any]:
-    """What the runner is told about the result's size: the hard cap, and, in an activity
-    (which would store a large result anyway) unless the task has secrets (the activity
-    masks them in the result's value), where a result over the inline cap goes instead of
-    the response pipe."""
+    """What the runner is told about the result's size: the hard cap, and where a result
+    over the inline cap goes instead of the response pipe. That only in an activity (which
+    would store a large result anyway), for a task without secrets (the activity masks
+    them in the result's value) whose stored result needs no values of it (``select``,
+    ``preview``, kept fields: ``large_results.needs_value``)."""
     limits: dict[str, Any] = {"max_result_bytes": large_results.max_result_bytes()}
-    if call.task_run_id is not None and not call.secrets:
+    if call.task_run_id is not None and not call.secrets and not large_results.needs_value(call.result_spec):
         limits["spill"] = os.path.join(cwd, f".noetl-result-{uuid.uuid4().hex}.json")
         limits["spill_over"] = large_results.inline_max_bytes(call.result_spec)
     return limits

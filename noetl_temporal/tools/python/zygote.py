@@ -1,6 +1,7 @@
 """The python tool's fork server ("zygote"), run as
-``python -S -c <this file's text> <runner path> <worker pid> <control fd> <tasks fd>``
-(``-S``: ``site`` runs from ``runner.start_site``, which keeps ``.pth`` hooks out of it).
+``python -S <this file> <runner path> <worker pid> <control fd> <tasks fd>``
+(``-S``: ``site`` runs from ``runner.start_site``, which keeps ``.pth`` hooks out of it;
+a script, not ``-c <its text>``, so ``ps`` shows a name, not the source).
 
 Started once per worker event loop as a fresh interpreter (never a fork of the worker:
 no asyncio loop, threads, sockets or Temporal state to inherit), it loads the runner
@@ -284,10 +285,26 @@ class Zygote:
         self.runner.reaping.sweep()
 
 
+def _take_path0():
+    """Remove what the interpreter put in front of ``sys.path`` for this script, and return
+    what a task gets there instead: ``''`` (its working directory, as under ``python -c``).
+
+    Run as a script, that is this file's directory (our tool modules, which user code must
+    not import as ``tool`` or ``spawn``); under ``-c`` it is ``''``; with ``-P`` or
+    ``PYTHONSAFEPATH`` nothing is put there, and a task gets nothing either."""
+    if not sys.path:
+        return None
+    first = sys.path[0]
+    if first == "" or os.path.realpath(first) == os.path.dirname(os.path.realpath(__file__)):
+        sys.path.pop(0)
+        return ""
+    return None
+
+
 def main():
     # Our own imports must not come from the directory we start in; a task gets `''`
     # (its working directory) back in front of the path.
-    path0 = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
+    path0 = _take_path0()
     runner = _load_runner(sys.argv[1])
     reaping = runner.reaping
     reaping.become_subreaper()  # a killed task's orphans come to us, not to init

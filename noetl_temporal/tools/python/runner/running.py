@@ -168,5 +168,5 @@ def _run(req):
             return _exit_error(exc)
         result = g.get("result")  # sys.exit(0): the code finished early, successfully
     except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt etc. are user errors too
-        return _error(exc, filename, code)
+        return _error(exc, filename, code, req.get("cut_margin", 0))
     return {"ok": True, "result": result}

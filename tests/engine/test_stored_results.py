@@ -1,0 +1,67 @@
+"""A stored result read through the fields it kept (engine/stored_results.py, store/kept_fields.py).
+
+Pure: the view over a hand-made ResultRef and the activity's extraction, no Temporal."""
+
+from __future__ import annotations
+
+import pytest
+
+from noetl_temporal.engine.stored_results import StoredResult, lazy_parts
+from noetl_temporal.errors import ResultFieldUnavailable
+from noetl_temporal.store.kept_fields import KEEP_MAX_BYTES, kept_fields
+from noetl_temporal.templates import evaluate_condition, render
+
+BIG = {"count": 6000, "name": "n", "rows": [{"id": i, "pad": "x" * 100} for i in range(2000)],
+       "note": "y" * 5000}
+
+
+def _ref(value=BIG, keep=("count", "rows.0.id", "rows", "missing")) -> dict:
+    return {"kind": "result_ref", "ref": "noetl://fs/e/k.json", "store": "fs", "meta": {"bytes": 3_000_000},
+            "extracted": {"t": 1}, **kept_fields(value, keep)}
+
+
+def test_kept_fields_keep_named_paths_within_the_budget_and_small_scalars():
+    ref = _ref()
+    assert ref["fields"] == {"count": 6000, "rows.0.id": 0, "name": "n"}   # `note` is over 1,024 characters
+    assert ref["omitted"]["rows"] > KEEP_MAX_BYTES and ref["absent"] == ["missing"]
+
+
+def test_templates_read_kept_fields_at_their_own_paths():
+    scope = {"start": StoredResult(_ref(), "start")}
+    assert render("{{ start.count }}", scope) == 6000
+    assert render("{{ start.rows[0].id }}", scope) == 0
+    assert evaluate_condition("{{ start.count > 100 }}", scope) == (True, None)
+    assert render("{{ start.missing is defined }}", scope) is False       # absent: undefined, as inline
+    assert render("{{ start.kind }}", scope) == "result_ref"              # the ref's own keys, unshadowed
+    assert render("{{ start.extracted.t }}", scope) == 1
+    assert render("{{ start._ref.ref }}", scope) == "noetl://fs/e/k.json"  # NoETL's names
+    assert render("{{ start._preview is defined }}", scope) is True
+    assert render("{{ start }}", scope)["ref"] == "noetl://fs/e/k.json"   # whole: the reference
+
+
+@pytest.mark.parametrize("template", ["{{ start.rows | length > 100 }}", "{{ start.other == 1 }}",
+                                      "{% for r in start.rows %}{% endfor %}", "{{ start | length }}"])
+def test_what_is_not_held_fails_located_with_its_size(template):
+    scope = {"start": StoredResult(_ref(), "start")}
+    with pytest.raises(ResultFieldUnavailable) as caught:
+        evaluate_condition(template, scope, where="start.next.arcs[0].when")
+    text = str(caught.value)
+    assert text.startswith("start.next.arcs[0].when: `start") and template in text and "MB" in text
+
+
+def test_a_part_not_held_is_a_reference_to_it_only_in_a_task_configuration():
+    scope = {"start": StoredResult(_ref(), "start")}
+    with pytest.raises(ResultFieldUnavailable):
+        render("{{ start.rows }}", scope)
+    with lazy_parts():
+        part = render("{{ start.rows }}", scope)
+    assert part == {"kind": "result_ref", "ref": "noetl://fs/e/k.json", "store": "fs",
+                    "meta": {"bytes": 3_000_000}, "path": ["rows"]}
+
+
+def test_printed_into_text_the_whole_is_its_reference_and_a_part_not_held_fails():
+    scope = {"start": StoredResult(_ref(), "start")}
+    assert '"ref": "noetl://fs/e/k.json"' in render("echo {{ start }}", scope)
+    assert render("n={{ start.count }}", scope) == "n=6000"
+    with lazy_parts(), pytest.raises(ResultFieldUnavailable):  # a reference inside a string is never read back
+        render("echo {{ start.rows }}", scope)
