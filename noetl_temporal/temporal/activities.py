@@ -268,6 +268,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     clock = time.monotonic()
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
                     timeout=cmd.timeout, task_run_id=cmd.task_run_id, result_spec=cmd.result_spec,
+                    store_result=not cmd.rules,  # a policy's guards read the result's value
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
     beats = None if info.is_local else _Heartbeats(history)
     try:

@@ -55,6 +55,9 @@ class ToolCall:
     # result itself stores it under them (the python tool); None outside an activity.
     task_run_id: str | None = None
     result_spec: dict[str, Any] | None = field(default=None, repr=False)
+    # Whether the tool may store a large result itself: not when a policy will judge the
+    # task by its result's value (the activity then needs the value).
+    store_result: bool = False
 
 
 @runtime_checkable

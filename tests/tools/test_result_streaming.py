@@ -33,7 +33,7 @@ WORKER = textwrap.dedent("""
                 return int(line.split()[1]) * 1024
 
     async def main(size, cap, over):
-        call = ToolCall(execution_id="exec-big", step="s", task="t", task_run_id="s.t-1")
+        call = ToolCall(execution_id="exec-big", step="s", task="t", task_run_id="s.t-1", store_result=True)
         assert (await run_tool("python", {"code": "result = 1"}, call))["status"] == "ok"  # warm up
         before = peak()
         big = await run_tool("python", {"code": f"result = 'x' * {size}"}, call)
