@@ -84,31 +84,37 @@ def descendants(pid, skip=()):
     return found
 
 
-def sweep(skip=(), sig=signal.SIGKILL):
+def sweep(skip=(), sig=signal.SIGKILL, patience=2.0):
     """Kill every descendant of this process but the subtrees in ``skip``, and reap our own
-    children among them, round after round until none is left. Whether any was found."""
+    children among them, round after round until none is left (a round kills what the last
+    one's victims forked meanwhile). Gives up after ``patience`` seconds, or when a round
+    changes nothing (a process we may not signal: another user's set-uid program). Whether
+    any was found."""
+    import time
+
     me = os.getpid()
-    any_found = False
+    deadline = time.monotonic() + patience
+    any_found, last = False, None
     for _ in range(SWEEP_ROUNDS):
         found = descendants(me, skip)
         if not found:
             return any_found
-        any_found = True
+        if set(found) == last or time.monotonic() > deadline:
+            return True
+        any_found, last = True, set(found)
         for p in found:
             try:
                 os.kill(p, sig)
             except OSError:
                 pass
-        _reap_killed([p for p in children(me) if p not in skip])
+        _reap_killed([p for p in children(me) if p not in skip], deadline)
     return any_found
 
 
-def _reap_killed(pids, patience=2.0):
-    """Reap our killed children (their orphans are then ours); never wait long for one
-    that could not be killed (another user's set-uid program)."""
+def _reap_killed(pids, deadline):
+    """Reap our killed children (their orphans are then ours), until ``deadline`` at most."""
     import time
 
-    deadline = time.monotonic() + patience
     while pids and time.monotonic() < deadline:
         left = []
         for p in pids:
