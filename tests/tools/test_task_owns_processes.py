@@ -7,6 +7,7 @@ checks ``/proc`` for it once the task is over.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from noetl_temporal.tools import ToolCall, _proc, run_tool
-from tests.support.processes import pid_alive, wait_dead
+from tests.support.processes import pid_alive, processes_with_arg, wait_dead
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -156,3 +157,24 @@ async def test_detached_processes_die_when_the_worker_is_killed(kind: str, tmp_p
         for pid in pids:
             if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_background_process_that_keeps_forking_is_swept_whole(call: ToolCall, tmp_path) -> None:
+    # A detached loop that starts a new detached sleeper every 10 ms, and a double fork:
+    # everything carries the marker in its argv, so whatever survives is found.
+    marker = f"3600.{os.getpid()}{time.monotonic_ns() % 10**6}"
+    cmd = (f"setsid sh -c 'while true; do setsid sleep $1 & sleep 0.01; done' loop {marker} >/dev/null 2>&1 & "
+           f"sh -c 'setsid sleep {marker} &' ; sleep 0.3; echo started")
+    out = await run_tool("shell", {"cmd": cmd}, call)
+    assert out["status"] == "ok", out
+    started = time.monotonic()
+    survivors = processes_with_arg(marker)
+    while survivors and time.monotonic() - started < 2:
+        time.sleep(0.05)
+        survivors = processes_with_arg(marker)
+    for pid in sorted(survivors, key=lambda p: Path(f"/proc/{p}/comm").read_text() != "sh\n"):
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # the loop first
+            os.kill(pid, signal.SIGKILL)
+    for pid in processes_with_arg(marker):
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, f"{len(survivors)} processes the task started outlived it"
