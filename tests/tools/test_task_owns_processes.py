@@ -78,7 +78,11 @@ async def test_python_task_setsid_children_die_when_it_completes(forkserver: boo
     await _assert_all_gone(_pids(path, Path(f"{path}.grand")))
 
 
-async def test_python_task_setsid_children_die_on_timeout(call: ToolCall, tmp_path) -> None:
+@pytest.mark.parametrize("forkserver", [True, False], ids=["forked", "spawned"])
+async def test_python_task_setsid_children_die_on_timeout(forkserver: bool, call: ToolCall, tmp_path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    if not forkserver:
+        monkeypatch.setenv("NOETL_PYTHON_FORKSERVER", "0")
     path = tmp_path / "child.pid"
     code = DETACHING_PYTHON.format(path=str(path), tail="time.sleep(60)")
     out = await run_tool("python", {"code": code, "timeout": 3}, call)
