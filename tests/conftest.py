@@ -16,6 +16,8 @@ import pytest_asyncio
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import RunReport, run_with_client
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
+from tests.support import confine
+from tests.support.corpus import NOETL
 from tests.support.http_server import HTTPTestServer
 
 # Tests never touch the user's real event store.
@@ -23,9 +25,11 @@ _SCRATCH = Path(tempfile.mkdtemp(prefix="noetl-test-"))
 os.environ["NOETL_EVENT_STORE"] = str(_SCRATCH / "events.db")
 os.environ["NOETL_PAYLOAD_STORE"] = str(_SCRATCH / "payloads")
 os.environ["NOETL_RESULT_STORE"] = str(_SCRATCH / "results")
+# ... nor the data beside the checkout: a fresh clone has only what is under tests/.
+confine.install()
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus" / "noetl"
+CORPUS = NOETL  # the users' playbooks, copied into tests/corpus (tests/support/corpus.py)
 
 
 @pytest_asyncio.fixture(scope="session")

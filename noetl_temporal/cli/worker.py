@@ -15,7 +15,6 @@ from noetl_temporal.cli import hardstop
 from noetl_temporal.cli.connection import add_connection_arguments, connect_to
 from noetl_temporal.cli.telemetry import add_telemetry_arguments, apply_telemetry_arguments
 from noetl_temporal.errors import ConfigError
-from noetl_temporal.temporal.hosting import hosted_worker
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
+    # imported here: every command's parser is built at start, and the worker's machinery
+    # (the Temporal SDK, every tool) cost `validate` a second of CPU before its first line
+    from noetl_temporal.temporal.hosting import hosted_worker
+
     target, client = await connect_to(args, needs="a worker needs a Temporal server to poll")
     stop = asyncio.Event()
     hardstop.install(stop)   # the first signal stops, even with a wedged workflow task

@@ -17,12 +17,26 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SEGMENT = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 
 
+#: whether a key is a plain identifier, for the few hundred keys a playbook repeats
+#: (a 5 MB playbook joins half a million paths; bounded so odd keys cannot grow it)
+_IDENT_KEYS: dict[str, bool] = {}
+
+
+def _is_ident(key: str) -> bool:
+    known = _IDENT_KEYS.get(key)
+    if known is None:
+        known = _IDENT.match(key) is not None
+        if len(_IDENT_KEYS) < 4096:
+            _IDENT_KEYS[key] = known
+    return known
+
+
 def join(base: str, key: str | int) -> str:
     """Append a mapping key (str) or a list index (int) to ``base``."""
     if isinstance(key, int):
         return f"{base}[{key}]"
     key = str(key)
-    if _IDENT.match(key):
+    if _is_ident(key):
         return f"{base}.{key}" if base else key
     return f"{base}[{json.dumps(key, ensure_ascii=False)}]"
 

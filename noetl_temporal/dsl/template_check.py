@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..templates import check_syntax, is_template, reads_name
+from ..templates import is_template, reads_name
 from . import paths
 from .diagnostics import Reporter
+from .template_scan import syntax_problem
 
 __all__ = ["check_templates"]
 
@@ -42,20 +43,35 @@ def _secrets_allowed(where: str) -> bool:
     return not _WORKFLOW_SIDE.intersection(segments[segments.index("tool") + 1:])
 
 
-def check_templates(raw: Any, reporter: Reporter, path: str = "") -> None:
-    stack: list[tuple[Any, str]] = [(raw, path)]
+def check_templates(raw: Any, reporter: Reporter, path: str = "",
+                    templates: list[tuple[str, str]] | None = None) -> None:
+    """Check every template of ``raw``; ``templates``: the (path, text) of each, when the
+    parser already listed them (then the document is not walked again)."""
+    if templates is not None:
+        for where, value in templates:
+            _check_one(value, where, reporter)
+        return
+    # A string's path is built only when it is a template: most strings of a large
+    # playbook are not, and joining a path for each was a fifth of this pass.
+    stack: list[tuple[Any, str, str | int | None]] = [(raw, path, None)]
     while stack:
-        value, where = stack.pop()
+        value, parent, key = stack.pop()
         if isinstance(value, str):
             if is_template(value):
-                problem = check_syntax(value)
-                if problem:
-                    reporter.add("NTL701", f"template syntax error: {problem}", where, value=True,
-                                 fix=_GO_QUOTE_FIX if "{{`" in value else None)
-                elif _reads_keychain(value) and not _secrets_allowed(where):
-                    reporter.add("NTL704", "this template reads `keychain`, which only a task's tool settings "
-                                           "may do: here it would render as null", where, value=True)
-        elif isinstance(value, dict):
-            stack.extend((v, paths.join(where, k)) for k, v in reversed(list(value.items())))
+                _check_one(value, parent if key is None else paths.join(parent, key), reporter)
+            continue
+        where = parent if key is None else paths.join(parent, key)
+        if isinstance(value, dict):
+            stack.extend((v, where, k) for k, v in reversed(list(value.items())))
         elif isinstance(value, list):
-            stack.extend((v, paths.join(where, i)) for i, v in reversed(list(enumerate(value))))
+            stack.extend((v, where, i) for i, v in reversed(list(enumerate(value))))
+
+
+def _check_one(value: str, where: str, reporter: Reporter) -> None:
+    problem = syntax_problem(value)
+    if problem:
+        reporter.add("NTL701", f"template syntax error: {problem}", where, value=True,
+                     fix=_GO_QUOTE_FIX if "{{`" in value else None)
+    elif _reads_keychain(value) and not _secrets_allowed(where):
+        reporter.add("NTL704", "this template reads `keychain`, which only a task's tool settings "
+                               "may do: here it would render as null", where, value=True)

@@ -17,6 +17,7 @@ whole playbook's (not each template's scope): a report means no scope has the na
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from jinja2 import Environment, nodes
@@ -27,6 +28,7 @@ from ..templates import is_template
 from . import paths
 from .diagnostics import Reporter, did_you_mean
 from .models import Playbook, Step
+from .template_scan import expressions, parse_expression
 
 __all__ = ["check_template_names", "RUNTIME_NAMES"]
 
@@ -88,16 +90,19 @@ def _known_fields(step: Step, layers: list[Mapping[str, Any]]) -> set[str] | Non
 
 
 def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
-    stack: list[tuple[Any, str]] = [(value, where)]
+    # paths are joined only for templates and containers (most strings are neither)
+    stack: list[tuple[Any, str, str | int | None]] = [(value, where, None)]
     while stack:
-        item, at = stack.pop()
+        item, parent, key = stack.pop()
         if isinstance(item, str):
             if is_template(item):
-                yield item, at
-        elif isinstance(item, Mapping):
-            stack.extend((v, paths.join(at, k)) for k, v in reversed(list(item.items())))
+                yield item, parent if key is None else paths.join(parent, key)
+            continue
+        at = parent if key is None else paths.join(parent, key)
+        if isinstance(item, Mapping):
+            stack.extend((v, at, k) for k, v in reversed(list(item.items())))
         elif isinstance(item, list):
-            stack.extend((v, paths.join(at, i)) for i, v in reversed(list(enumerate(item))))
+            stack.extend((v, at, i) for i, v in reversed(list(enumerate(item))))
 
 
 def _reads(text: str) -> list[tuple[str, str | None]]:
@@ -105,15 +110,49 @@ def _reads(text: str) -> list[tuple[str, str | None]]:
     what the template also reads under a guard: every read of ``x`` after ``x | default`` or
     ``x is defined``, the reads of ``x.f`` after ``x.f | default`` (``workload.other |
     default(1)`` makes only ``other`` optional, not every workload key)."""
-    try:
-        tree = _PARSER.parse(text)
-    except TemplateSyntaxError:
+    parts = expressions(text)
+    reads = _whole_reads(text) if parts is None else _parts_reads(parts)
+    if reads is None:
         return []  # NTL701 reports it
-    local: set[str] = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
-    reads = list(_walk(tree, local, guarded=False))
     optional = {(name, field) for name, field, guarded in reads if guarded}
     return list(dict.fromkeys((name, field) for name, field, _ in reads
                               if (name, None) not in optional and (name, field) not in optional))
+
+
+_Read = tuple[str, str | None, bool]
+
+
+def _whole_reads(text: str) -> list[_Read] | None:
+    """The reads of a template parsed whole (statements may bind names of their own)."""
+    try:
+        tree = _PARSER.parse(text)
+    except TemplateSyntaxError:
+        return None
+    local: set[str] = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    return list(_walk(tree, local, guarded=False))
+
+
+def _parts_reads(parts: tuple[str, ...]) -> list[_Read] | None:
+    """The reads of a template made of expressions only (which bind no names)."""
+    reads: list[_Read] = []
+    for part in parts:
+        found = _expression_reads(part)
+        if found is None:
+            return None
+        reads.extend(found)
+    return reads
+
+
+def _expression_reads(expr: str) -> tuple[_Read, ...] | None:
+    return _reads_cached(expr) if len(expr) <= 4096 else _expression_reads_now(expr)
+
+
+def _expression_reads_now(expr: str) -> tuple[_Read, ...] | None:
+    tree = parse_expression(expr)
+    return None if tree is None else tuple(_walk(tree, set(), guarded=False))
+
+
+_reads_cached = lru_cache(maxsize=16384)(_expression_reads_now)  # long ones are not kept
 
 
 def _walk(node: nodes.Node, local: set[str], *,
@@ -136,7 +175,20 @@ def _walk(node: nodes.Node, local: set[str], *,
         yield from _walk(child, local, guarded=guarded or child is guarded_child)
 
 
-def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: Reporter) -> None:
+def _section_templates(raw: Mapping[str, Any], section: str,
+                       templates: list[tuple[str, str]] | None) -> Iterator[tuple[str, str]]:
+    """(text, path) of the section's templates: from the parser's list when there is one."""
+    if templates is None:
+        yield from _strings(raw.get(section), section)
+        return
+    size = len(section)
+    for where, text in templates:
+        if where.startswith(section) and where[size:size + 1] in ("", ".", "["):
+            yield text, where
+
+
+def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: Reporter,
+                         templates: list[tuple[str, str]] | None = None) -> None:
     steps = {s.step for s in playbook.workflow}
     others = _other_names(playbook, raw)
     defined = steps | others | RUNTIME_NAMES
@@ -148,7 +200,7 @@ def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: R
     # without a `workload:` mapping every key comes from the payload: nothing to check against
     workload_keys = set(map(str, workload)) if isinstance(workload, Mapping) else None
     for section in _SECTIONS:
-        for text, where in _strings(raw.get(section), section):
+        for text, where in _section_templates(raw, section, templates):
             for name, field in _reads(text):
                 if name not in defined:
                     reporter.add("NTL702", f"`{name}` in {text!r} names nothing this playbook defines"

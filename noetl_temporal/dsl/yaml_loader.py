@@ -40,6 +40,9 @@ MAX_EXPANDED_CHARS = 10_000_000
 _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MAP, _SEQ, _MERGE = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
+_STR = "tag:yaml.org,2002:str"
+_STARTS = frozenset({yaml.MappingStartEvent, yaml.SequenceStartEvent})
+_ENDS = frozenset({yaml.MappingEndEvent, yaml.SequenceEndEvent})
 
 
 class _Loader(_BASE):  # type: ignore[misc, valid-type]
@@ -57,6 +60,10 @@ class Parsed:
     data: Any
     positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     value_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: (path, text) of every template string value, in document order, found while building
+    #: so the template checks need not walk the document again; None when a `<<` merge
+    #: made the built order differ from the document's (they walk it then)
+    templates: list[tuple[str, str]] | None = field(default_factory=list)
 
 
 def _pos(node: Node) -> tuple[int, int]:
@@ -113,7 +120,10 @@ class _Builder:
 
     def build(self, node: Node, path: str) -> Any:
         if isinstance(node, ScalarNode):
-            return self.scalar(node)
+            value = self.scalar(node)
+            if type(value) is str and ("{{" in value or "{%" in value) and self.parsed.templates is not None:
+                self.parsed.templates.append((path, value))
+            return value
         if isinstance(node, SequenceNode):
             if node.tag != _SEQ:
                 self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
@@ -128,6 +138,8 @@ class _Builder:
         self.fail("NTL011", "unsupported YAML node", node)  # pragma: no cover - no other node types
 
     def scalar(self, node: ScalarNode) -> Any:
+        if node.tag == _STR:  # most scalars: the text is the value (construct_object's bookkeeping cost 20%)
+            return node.value
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
@@ -153,10 +165,13 @@ class _Builder:
         if node.tag != _MAP:
             self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
         explicit = [(k, v) for k, v in node.value if k.tag != _MERGE]
-        try:
-            self.loader.flatten_mapping(node)
-        except yaml.YAMLError as exc:
-            self.fail("NTL005", _yaml_message(exc), node)
+        # only `<<` merges and `=` value keys need PyYAML's flattening; string keys are the rule
+        if any(k.tag != _STR for k, _ in node.value):
+            self.parsed.templates = None
+            try:
+                self.loader.flatten_mapping(node)
+            except yaml.YAMLError as exc:
+                self.fail("NTL005", _yaml_message(exc), node)
         merged = node.value[: len(node.value) - len(explicit)]
         out: dict[str, Any] = {}
         seen: set[str] = set()
@@ -223,44 +238,55 @@ def _flow_limit_mark(text: str, start: int, depth: int) -> tuple[int, int] | Non
     return None
 
 
-def _nesting_ok(text: str, reporter: Reporter) -> bool:
-    """Stream the parser's events once and refuse nesting deeper than ``MAX_DEPTH``.
+def _nesting_ok(text: str, reporter: Reporter) -> bool | None:
+    """Stream the parser's events once and refuse nesting deeper than ``MAX_DEPTH``: False
+    after reporting it, else whether the document has an alias (None: it has none).
 
     The node composer recurses once per level (PyYAML's C composer crashes the process
     on a few hundred thousand nested ``[``), while the event parser keeps explicit
-    stacks, so the depth is measured on events before anything is composed.
+    stacks, so the depth is measured on events before anything is composed. The same
+    pass sees the aliases: without any, the composed graph is a tree no larger than the
+    text and the walk that measures alias expansion is skipped.
     """
     loader = _Loader(text)
-    depth = seen_until = 0
+    get_event = loader.get_event  # None after the stream's end
+    depth = 0
+    aliased: bool | None = None
+    last = None
     try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, yaml.CollectionStartEvent):
+        # exact types, not isinstance: this loop runs once per event of a multi-MB file
+        while (event := get_event()) is not None:
+            kind = type(event)
+            if kind in _STARTS:
                 depth += 1
                 if depth > MAX_DEPTH:
                     line, col = event.start_mark.line + 1, event.start_mark.column + 1
                     reporter.add("NTL013", f"nesting is deeper than {MAX_DEPTH} levels", line=line, col=col)
                     return False
-            elif isinstance(event, yaml.CollectionEndEvent):
+            elif kind in _ENDS:
                 depth -= 1
-            seen_until = event.end_mark.index
+            elif kind is yaml.AliasEvent:
+                aliased = True
+            last = event
     except yaml.YAMLError as exc:
         if not _is_depth_error(exc):
-            return True  # the composer reports the syntax error with its position
+            return True  # the composer reports the syntax error with its position (aliases or not)
         # libyaml (PyYAML 6.0.4 on) has a nesting limit of its own; its scanner looks ahead
         # in flow collections, so it can trip before our count reaches MAX_DEPTH. Either way
         # the document nests too deeply: one located error, whichever limit saw it first.
+        seen_until = last.end_mark.index if last is not None else 0
         line, col = _flow_limit_mark(text, seen_until, depth) or _yaml_mark(exc, text)
         reporter.add("NTL013", f"nesting is deeper than {MAX_DEPTH} levels", line=line, col=col)
         return False
     finally:
         loader.dispose()
-    return True
+    return aliased
 
 
 def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
     """Parse one YAML document into plain data plus positions; None after an error."""
-    if not _nesting_ok(text, reporter):
+    aliased = _nesting_ok(text, reporter)
+    if aliased is False:
         return None
     loader = _Loader(text)
     try:
@@ -284,20 +310,7 @@ def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
         if root is None or (isinstance(root, ScalarNode) and root.tag == "tag:yaml.org,2002:null"):
             reporter.add("NTL007", "the playbook is empty", line=1, col=1)
             return None
-        try:
-            physical, expanded, chars = _expanded_size(root, reporter)
-        except _Stop:
-            return None
-        if expanded > physical and expanded > MAX_EXPANDED_NODES:
-            line, col = _pos(root)
-            reporter.add("NTL006", f"aliases expand the document to {expanded} nodes "
-                                   f"(limit {MAX_EXPANDED_NODES})", line=line, col=col)
-            return None
-        if chars > max(len(text), MAX_EXPANDED_CHARS):
-            line, col = _pos(root)
-            reporter.add("NTL006", f"aliases expand the document to {chars:,} characters of text "
-                                   f"(limit {MAX_EXPANDED_CHARS:,}, or the file's own length when larger)",
-                         line=line, col=col)
+        if aliased and not _expansion_ok(root, text, reporter):
             return None
         builder = _Builder(loader, reporter)
         builder.parsed.positions[""] = builder.parsed.value_positions[""] = _pos(root)
@@ -308,3 +321,23 @@ def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
         return builder.parsed
     finally:
         loader.dispose()
+
+
+def _expansion_ok(root: Node, text: str, reporter: Reporter) -> bool:
+    """Refuse aliases that expand the document past the limits (reported: False)."""
+    try:
+        physical, expanded, chars = _expanded_size(root, reporter)
+    except _Stop:
+        return False
+    if expanded > physical and expanded > MAX_EXPANDED_NODES:
+        line, col = _pos(root)
+        reporter.add("NTL006", f"aliases expand the document to {expanded} nodes "
+                               f"(limit {MAX_EXPANDED_NODES})", line=line, col=col)
+        return False
+    if chars > max(len(text), MAX_EXPANDED_CHARS):
+        line, col = _pos(root)
+        reporter.add("NTL006", f"aliases expand the document to {chars:,} characters of text "
+                               f"(limit {MAX_EXPANDED_CHARS:,}, or the file's own length when larger)",
+                     line=line, col=col)
+        return False
+    return True

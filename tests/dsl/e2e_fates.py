@@ -1,4 +1,4 @@
-"""The fate of every file of NoETL's e2e fixture set (shared/corpus/noetl-e2e) here.
+"""The fate of every file of NoETL's e2e fixture set (tests/corpus/noetl-e2e) here.
 
 ``docs/noetl-e2e-fates.md`` is generated from :func:`markdown`
 (``python -m tests.dsl.e2e_fates > docs/noetl-e2e-fates.md``); tests/dsl/test_e2e_fates.py
@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 
 from noetl_temporal.dsl import Diagnostic, validate_file
+from tests.support.corpus import NOETL_E2E
 
-# tests/dsl/e2e_fates.py -> parents[2] is the repository root; shared/ sits beside it.
-E2E = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "noetl-e2e"
+E2E = NOETL_E2E  # copied into tests/corpus (tests/corpus/README.md)
 CONFIG = E2E / "fixtures" / "playbook_test_config.yaml"
 
 # Files of the set that are not playbooks, and what they are.
@@ -32,7 +32,7 @@ NOT_PLAYBOOKS = {
 
 @dataclass(frozen=True)
 class Fate:
-    path: str  # relative to shared/corpus/noetl-e2e
+    path: str  # relative to tests/corpus/noetl-e2e
     valid: bool | None  # None: not a playbook
     errors: tuple[Diagnostic, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
@@ -103,7 +103,7 @@ def markdown() -> str:
     lines = [
         "# NoETL's e2e fixtures: the fate of every file",
         "",
-        "Every file of NoETL's own fixture set (`shared/corpus/noetl-e2e`, copied from the public",
+        "Every file of NoETL's own fixture set (`tests/corpus/noetl-e2e`, copied from the public",
         "`noetl/e2e` repository) and what `noetl-temporal validate` does with it: the playbook",
         "validates, or it is rejected with located errors that name the reason. The reasons are",
         "v10 rules (`retry` blocks, a step without a tool: the errors say what to write instead)",

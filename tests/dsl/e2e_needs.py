@@ -1,6 +1,6 @@
 """What each valid file of NoETL's e2e fixture set needs to run, and which ones run here.
 
-Every playbook of ``shared/corpus/noetl-e2e`` that validates (docs/noetl-e2e-fates.md) has
+Every playbook of ``tests/corpus/noetl-e2e`` that validates (docs/noetl-e2e-fates.md) has
 one row in :data:`NEEDS`: what it needs, with one reason. The files that need only the
 local services the project already tests with (:data:`LOCAL`: PostgreSQL at 127.0.0.1:5432
 through the keychain, duckdb, the loopback stand-in of NoETL's paginated test server,
@@ -68,7 +68,7 @@ _SHORT = "the delays that outlast NoETL's 120 s NATS lease are cut to 1 s"
 
 P = "fixtures/playbooks/"
 
-#: every valid file (relative to shared/corpus/noetl-e2e) -> what it needs
+#: every valid file (relative to tests/corpus/noetl-e2e) -> what it needs
 NEEDS: dict[str, Need] = {
     P + "actions_test.yaml": _local("python only: a loop, call and retry actions", basis=_NONE_STATED),
     P + "api_integration/amadeus_ai_api/amadeus_ai_api_test.yaml": Need(CLOUD, "OpenAI's API"),

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 from noetl_temporal.dsl import Diagnostic, load_playbook_text, validate_text
+from tests.support.corpus import NOETL
 
-# tests/dsl/helpers.py -> parents[2] is the repository root; shared/ sits beside it.
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "noetl"
+CORPUS = NOETL  # the users' playbooks, copied into tests/corpus (tests/support/corpus.py)
 
 HEADER = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata:\n  name: t\n"
 

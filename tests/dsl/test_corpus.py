@@ -1,4 +1,4 @@
-"""The conformance corpus of real users' playbooks (shared/corpus/noetl, see its INDEX.md).
+"""The conformance corpus of real users' playbooks (tests/corpus/noetl, see its INDEX.md).
 
 Files the strict NoETL parser rejects (P column ``REJ``) must be rejected here for the
 same reason; every other file must load with no error.
@@ -15,9 +15,7 @@ from noetl_temporal.dsl.models import KNOWN_TOOL_KINDS
 
 from .helpers import CORPUS, codes
 
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
-
-FILES = sorted(p.name for p in CORPUS.glob("*.yaml")) if CORPUS.is_dir() else []
+FILES = sorted(p.name for p in CORPUS.glob("*.yaml"))
 
 # File -> the codes that state the reason its source gives for rejecting it.
 REJECTED = {

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from .e2e_fates import E2E, NOT_PLAYBOOKS, fates, markdown, playbook_files
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "noetl-e2e-fates.md"
 
-pytestmark = pytest.mark.skipif(not E2E.is_dir(), reason=f"fixture set not found at {E2E}")
 
 # Codes that say only "this is not known" rather than why: no e2e file may be refused with
 # them (a NoETL construct gets a message naming it, see noetl_temporal/dsl/noetl_only.py).

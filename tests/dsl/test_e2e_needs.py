@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from .e2e_fates import E2E
 from .e2e_needs import (
     COMPLETED,
     FAILED,
@@ -25,7 +22,6 @@ from .e2e_needs import (
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "noetl-e2e-runs.md"
 
-pytestmark = pytest.mark.skipif(not E2E.is_dir(), reason=f"fixture set not found at {E2E}")
 
 
 def test_every_valid_file_and_only_those_has_a_need():

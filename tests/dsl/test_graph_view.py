@@ -16,7 +16,7 @@ from noetl_temporal.engine.graph import StepGraph
 from noetl_temporal.graphview import graph_view, to_mermaid
 from noetl_temporal.graphview.mermaid import MAX_LABEL, escape
 
-from .helpers import playbook
+from .helpers import CORPUS, playbook
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -185,11 +185,8 @@ def test_cli_graph_invalid_playbook_is_located(tmp_path, capsys):
 
 def test_every_corpus_playbook_draws():
     """Real users' playbooks: every valid one gives a picture (no crash on odd shapes)."""
-    # beside the checkout (main) or two levels up (a worktree under wt/)
-    places = [base / "shared" / "corpus" / "noetl" for base in (REPO.parent, REPO.parent.parent)]
-    files = sorted(f for place in places if place.is_dir() for f in place.rglob("*.yaml"))
-    if not files:
-        pytest.skip(f"no corpus at {places}")
+    files = sorted(CORPUS.rglob("*.yaml"))
+    assert files, f"no playbooks at {CORPUS}"
     drawn = 0
     for path in files:
         try:

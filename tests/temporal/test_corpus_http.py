@@ -22,8 +22,7 @@ from tests.support.paginated_api import PaginatedAPIServer
 
 from ..conftest import CORPUS
 
-pytestmark = [pytest.mark.temporal,
-              pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/corpus/noetl is not beside this checkout")]
+pytestmark = pytest.mark.temporal
 
 
 

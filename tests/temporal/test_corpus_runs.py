@@ -1,4 +1,4 @@
-"""The users' corpus (shared/corpus/noetl) runs end to end on the dev server.
+"""The users' corpus (tests/corpus/noetl) runs end to end on the dev server.
 
 Only playbooks that need no outside service (internet, the NoETL test server, a
 catalog-registered child) run here; their expectations come from the corpus INDEX.md.
@@ -13,8 +13,7 @@ from noetl_temporal.runner import run_with_client
 
 from ..conftest import CORPUS
 
-pytestmark = [pytest.mark.temporal,
-              pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/corpus/noetl is not beside this checkout")]
+pytestmark = pytest.mark.temporal
 
 SELF_CONTAINED = [
     "e2e_hello_world", "e2e_start_with_action", "e2e_end_with_action", "e2e_args_passing",

@@ -28,8 +28,7 @@ from tests.dsl.e2e_needs import KEYCHAIN, NEEDS, P, noetl_validation, runnable, 
 from tests.support.paginated_api import PaginatedAPIServer
 from tests.support.postgres import execute, fields, require_dsn, unique_name
 
-pytestmark = [pytest.mark.temporal,
-              pytest.mark.skipif(not E2E.is_dir(), reason=f"fixture set not found at {E2E}")]
+pytestmark = pytest.mark.temporal
 
 RUN_TIMEOUT_S = 180
 #: random by design: each attempt raises with some probability, so all 5 may fail

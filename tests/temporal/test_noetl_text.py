@@ -20,10 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.corpus import NOETL_E2E
+
 pytestmark = pytest.mark.temporal
 
 REPO = Path(__file__).resolve().parents[2]
-DOCKER_CLEANUP = REPO / "tests" / "noetl_fixtures" / "deployment" / "docker_cleanup.yaml"
+DOCKER_CLEANUP = NOETL_E2E / "fixtures" / "playbooks" / "deployment" / "docker_cleanup.yaml"
 
 
 def run_without_docker(tmp_path: Path, playbook: Path, *args: str) -> dict:
