@@ -308,11 +308,10 @@ def _result_limits(call: ToolCall, cwd: str) -> dict[str, Any]:
     over the inline cap goes instead of the response pipe. That only in an activity (which
     would store a large result anyway) that lets the tool store it (no policy judges the
     task by the result's value), for a task without secrets (the activity masks them in the
-    result's value) whose stored result needs no values of it (``select``, ``preview``,
-    kept fields: ``large_results.needs_value``)."""
+    result's value). When the reference needs values of the result (``select``, ``preview``,
+    kept fields: ``large_results.needs_value``) the worker parses the file once."""
     limits: dict[str, Any] = {"max_result_bytes": large_results.max_result_bytes()}
-    if (call.store_result and call.task_run_id is not None and not call.secrets
-            and not large_results.needs_value(call.result_spec)):
+    if call.store_result and call.task_run_id is not None and not call.secrets:
         limits["spill"] = os.path.join(cwd, f".noetl-result-{uuid.uuid4().hex}.json")
         limits["spill_over"] = large_results.inline_max_bytes(call.result_spec)
     return limits
