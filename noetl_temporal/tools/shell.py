@@ -133,7 +133,11 @@ async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float,
     except BaseException:
         pipes.close()
         raise
-    pumps = pipes.attach(out.feed, err.feed, _ignore)
+    status = bytearray()
+    pumps = pipes.attach(out.feed, err.feed, status.extend)
+    # Done once the exit status is in (its process has swept what the command left): the
+    # process's own teardown is not our wait, and the next task finds a spare sooner.
+    pumps.tasks[-1].add_done_callback(lambda _: _exited(proc, status))
     feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest)) if rest else None
     if feeder is None:
         os.close(pipes.stdin)
@@ -146,8 +150,12 @@ async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float,
         await pumps.finish()
 
 
-def _ignore(_: bytes) -> None:
-    """The response pipe: a command answers with its exit status alone."""
+def _exited(proc: forkserver.ForkedChild, status: bytearray) -> None:
+    """The command's exit status from the response pipe (nothing there: the fork server's
+    report of the process's exit says what happened)."""
+    text = status.decode(errors="replace").strip()
+    if text.lstrip("-").isdigit():
+        proc.exited(int(text))
 
 
 def _result(out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> dict:

@@ -44,7 +44,7 @@ def serve(fd, path0):
     os.dup2(null, 0)  # the request is consumed; user `input()` sees EOF
     os.close(null)
     if "exec" in req:  # a shell command, not python code
-        reaping.run_command(req)
+        reaping.run_command(req, fd)
     _line_buffered_output()
     sys.argv = [req["filename"]]
     resp = _enter(req.get("cwd"))

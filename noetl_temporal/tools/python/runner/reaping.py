@@ -128,10 +128,11 @@ def _reap_killed(pids, deadline):
             time.sleep(0.002)
 
 
-def run_command(req):
+def run_command(req, answer_fd=None):
     """In a task's process forked by the fork server, a command instead of python code (the
     shell tool): run ``req["exec"]`` (an argv) with ``req["env"]`` in ``req["cwd"]`` as our
-    child, kill what it left when it exits, and leave with its status (never returns).
+    child, kill what it left when it exits, write its exit status (as
+    ``os.waitstatus_to_exitcode`` gives it) on ``answer_fd``, and leave with it (never returns).
 
     A subreaper already (``serve``), this process is the command's reaper at the cost of a
     fork, not an interpreter's start. A timeout signals the whole group through the fork
@@ -155,6 +156,12 @@ def run_command(req):
     except ChildProcessError:
         status = 0
     sweep()
+    if answer_fd is not None:  # the exit status now: the task is over before our teardown
+        try:
+            os.write(answer_fd, str(os.waitstatus_to_exitcode(status)).encode())
+            os.close(answer_fd)
+        except OSError:
+            pass
     _exit_like(status)
 
 
