@@ -10,6 +10,7 @@ sandbox only loads what it needs)::
     from noetl_temporal import data_converter, build_worker, registration, start_execution
     client = await Client.connect(address, data_converter=data_converter(your_codec_or_converter))
     worker = build_worker(client, task_queue="q", workflows=[...], activities=[...])  # yours merged
+    output = await noetl_temporal.workflow.execute_playbook("etl/nightly", payload={...})  # in your workflow
 
     import noetl_temporal                      # NoETL's `noetl.run`, same call and envelope
     outcome = noetl_temporal.run("p.yaml", variables={"region": "west"})
@@ -28,7 +29,7 @@ __all__ = [
     "run", "run_async", "run_playbook", "run_with_client", "RunReport", "Target",
     # embedding in a Temporal deployment
     "PlaybookWorkflow", "ACTIVITIES", "build_worker", "hosted_worker", "sandbox_runner", "workflow_runner", "connect",
-    "start_execution", "EmbeddedTemporal", "data_converter", "registration", "Registration",
+    "start_execution", "execute_playbook", "EmbeddedTemporal", "data_converter", "registration", "Registration",
     # observing and controlling
     "read_status", "read_events", "follow_events", "open_event_store",
     # errors
@@ -42,6 +43,7 @@ _WHERE = {
     "playbook_json_schema": "dsl", "Playbook": "dsl", "Diagnostic": "dsl",
     "run": "compat", "run_async": "compat", "run_playbook": "runner", "run_with_client": "runner", "RunReport": "runner",
     "Target": "temporal.client", "connect": "temporal.client", "start_execution": "temporal.client",
+    "execute_playbook": "workflow",
     "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
     "build_worker": "temporal.worker", "hosted_worker": "temporal.hosting", "sandbox_runner": "temporal.worker",
     "workflow_runner": "temporal.worker",

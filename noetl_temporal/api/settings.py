@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -47,6 +48,9 @@ class Settings:
     heartbeat_timeout_s: float = 10.0
     #: set NoetlPlaybookPath on starts and allow filtering by it; None: ask the server
     search_attributes: bool | None = None
+    #: with ``search_attributes=None``, seconds a "not registered" answer is kept before the
+    #: server is asked again: `noetl-temporal setup` run while the API is up takes effect then
+    search_attributes_recheck_s: float = 30.0
     #: how long POST /cancel waits for the execution to end before answering
     cancel_wait_s: float = 5.0
     #: SSE comment lines keep idle streams open through proxies
@@ -74,6 +78,7 @@ class TemporalLink:
         self._client: Client | None = settings.client
         self._lock = asyncio.Lock()
         self._path_attribute: bool | None = settings.search_attributes
+        self._asked_at = 0.0   # (monotonic) when the server last said they are not registered
 
     async def client(self) -> Client:
         if self._client is not None:
@@ -86,11 +91,17 @@ class TemporalLink:
         return self._client
 
     async def path_attribute(self) -> bool:
-        """Whether to use the NoetlPlaybookPath search attribute (asked once)."""
-        if self._path_attribute is None:
+        """Whether to use our search attributes. Asked of the server unless configured: a yes
+        is kept, a no only for ``search_attributes_recheck_s``, so attributes registered after
+        the API started (``noetl-temporal setup``) are used without a restart."""
+        if self.settings.search_attributes is not None:
+            return self.settings.search_attributes
+        stale = time.monotonic() - self._asked_at >= self.settings.search_attributes_recheck_s
+        if self._path_attribute is None or (not self._path_attribute and stale):
             from noetl_temporal.temporal.control import search_attributes_available
 
             self._path_attribute = await search_attributes_available(await self.client())
+            self._asked_at = time.monotonic()
         return self._path_attribute
 
     async def check(self) -> Any:

@@ -65,6 +65,7 @@ from ..tool_kinds import CREDENTIAL_KINDS, READS_RESULT_REFS
 from ..tools import ToolCall
 from ..tools.base import error_outcome, run_outcome
 from .converter import has_claim_check, oversized
+from .tracing import label_task_span
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,9 @@ _NO_SECRETS = keychain.Scrubber()
 
 #: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
 _READS_REFS = READS_RESULT_REFS
+#: tool kinds whose process writes a result over the inline cap to the store itself (its
+#: outcome's result is then the ResultRef; ``python``: docs/tools.md, "Results stream")
+_STORES_ITS_RESULT = frozenset({"python"})
 
 
 def _plain(value: Any) -> bool:
@@ -224,6 +228,9 @@ async def _execute(cmd: RunTask, call: ToolCall) -> tuple[Outcome, Any]:
         failed = _scrubbed(error_outcome(err, call, started=started), keychain.Scrubber(call.secrets))
         return failed, failed.result
     outcome = _located(_scrubbed(await run_outcome(cmd.kind, config, call), scrubber), cmd)
+    if outcome.result_ref is None and large_results.is_ref(outcome.result) and cmd.kind in _STORES_ITS_RESULT:
+        by_tool = outcome.updated(result_ref=outcome.result)  # stored by the tool itself: `result.stored`
+        return by_tool, by_tool.result  # (stored only when nothing reads its values: needs_value)
     if large_results.surely_inline(outcome.result, cmd.result_spec):
         return outcome, outcome.result  # the usual small result: no thread, no store
     try:
@@ -255,13 +262,15 @@ async def run_task_local(cmd: RunTask, local: dict[str, Any]) -> dict[str, Any]:
 
 async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     info = activity.info()
+    label_task_span(cmd.execution_id, cmd.step, cmd.task, cmd.kind)
     # A local activity (the fast path) cannot heartbeat: the workflow carries its policy
     # attempts instead (``local``: the attempt number and the earlier records).
     attempt, history = _local_attempt(info, local) if info.is_local else (info.attempt, _previous_attempts())
     started = datetime.now(UTC)
     clock = time.monotonic()
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
-                    timeout=cmd.timeout,
+                    timeout=cmd.timeout, task_run_id=cmd.task_run_id, result_spec=cmd.result_spec,
+                    store_result=not cmd.rules,  # a policy's guards read the result's value
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
     beats = None if info.is_local else _Heartbeats(history)
     try:

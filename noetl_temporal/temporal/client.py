@@ -11,14 +11,13 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition
-from ..engine import behaviours
 from ..errors import ConfigError
-from . import labels
 from .close_status import execution_state
 from .converter import CODEC_ENV, configured_data_converter
 from .naming import new_execution_id
+from .starts import execution_start
 from .subplaybooks import located_source
-from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, RunInput
+from .types import DEFAULT_TASK_QUEUE, WORKFLOW_NAME
 
 log = logging.getLogger("noetl_temporal")
 
@@ -127,40 +126,29 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     source = located_source(source)
     if definition is None:
         definition = playbook_definition(playbook)
-    digest = digest or labels.definition_hash(definition)
     execution_id = execution_id or new_execution_id(playbook.metadata.name or playbook.metadata.path)
-    inp = RunInput(execution_id=execution_id, playbook=definition,
-                   payload=payload or {}, source=source, heartbeat_timeout_s=heartbeat_timeout_s,
-                   continue_as_new_after_events=continue_as_new_after_events,
-                   behaviours=list(behaviours.CURRENT), persist_events=persist_events)
-    extra: dict[str, Any] = {}
-    if search_attributes:
-        extra["search_attributes"] = labels.search_attributes(definition, source)
     link = f"{api_url.rstrip('/')}/executions/{execution_id}" if api_url else None
-    timeout = execution_timeout_s or playbook.executor.spec.timeout_s
-    from datetime import timedelta
+    plan = execution_start(definition, execution_id=execution_id, payload=payload, source=source,
+                           search_attributes=search_attributes,
+                           timeout_s=execution_timeout_s or playbook.executor.spec.timeout_s,
+                           digest=digest, version=version, api_url=link,
+                           heartbeat_timeout_s=heartbeat_timeout_s,
+                           continue_as_new_after_events=continue_as_new_after_events,
+                           persist_events=persist_events)
 
-    async def start(**more: Any) -> WorkflowHandle[Any, Any]:
-        return await client.start_workflow(
-            WORKFLOW_NAME, inp, id=execution_id, task_queue=task_queue,
-            static_summary=labels.summary(definition, source),
-            static_details=labels.details(definition, source=source, version=version, api_url=link,
-                                          digest=digest),
-            memo=labels.memo(definition, source, digest=digest),
-            execution_timeout=timedelta(seconds=timeout) if timeout else None,
-            **more,
-        )
+    async def start(options: dict[str, Any]) -> WorkflowHandle[Any, Any]:
+        return await client.start_workflow(WORKFLOW_NAME, plan.input, task_queue=task_queue, **options)
 
     try:
-        return await start(**extra)
+        return await start(plan.options)
     except RPCError as err:
-        if not extra or "search attribute" not in str(err).lower():
+        if not search_attributes or "search attribute" not in str(err).lower():
             raise
     # The namespace lacks our search attributes: the memo still names the playbook.
     log.warning("namespace %s has not registered the noetl search attributes: execution %s starts without "
                 "them (its playbook is in the memo). Register them once with `noetl-temporal setup "
                 "--namespace %s` (docs/deployment.md)", client.namespace, execution_id, client.namespace)
-    return await start()
+    return await start(plan.without_search_attributes())
 
 
 def normalized_state(status: WorkflowExecutionStatus | None, result_state: str | None = None) -> str:

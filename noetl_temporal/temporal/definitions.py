@@ -32,12 +32,13 @@ from collections import OrderedDict
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 from ..dsl.models import Playbook, playbook_from_definition
 from ..engine.graph import StepGraph
 from ..engine.machine import step_graph
 
-__all__ = ["prepare_playbook", "CACHED_PLAYBOOKS"]
+__all__ = ["prepare_playbook", "invalid_input", "CACHED_PLAYBOOKS"]
 
 # Distinct playbooks a worker keeps analysed (an entry of a 10,000-step playbook is tens of MB).
 CACHED_PLAYBOOKS = 8
@@ -113,3 +114,21 @@ def _promote_to_oldest() -> None:
 def _digest(definition: dict[str, Any]) -> str:
     text = json.dumps(definition, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def invalid_input(execution_id: str, exc: Exception) -> ApplicationError:
+    """The non-retryable failure of an execution whose input holds no valid definition (a raw
+    YAML mapping, a hand-made input): what is wrong, where in the definition, and the fix."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):   # pydantic: each error at its place in the definition
+        items = errors()
+        shown = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ())) or '(top)'}: {e.get('msg')}"
+                          for e in items[:5])
+        more = f" (and {len(items) - 5} more)" if len(items) > 5 else ""
+    else:
+        shown, more = f"{type(exc).__name__}: {exc}", ""
+    return ApplicationError(
+        f"execution {execution_id}: its input holds no valid playbook definition: {shown}{more}. "
+        "Start playbooks with noetl_temporal.start_execution, or from a workflow with "
+        "noetl_temporal.workflow.execute_playbook: both load and validate the playbook first",
+        type="PlaybookInvalid", non_retryable=True)

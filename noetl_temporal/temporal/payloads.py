@@ -35,6 +35,7 @@ from temporalio.converter import (
     JSONPlainPayloadConverter,
     JSONTypeConverter,
 )
+from temporalio.exceptions import ApplicationError
 
 from ..errors import ConfigError
 from .local_only import LOCAL_ONLY_ENCODING, LocalOnly
@@ -126,6 +127,22 @@ def _fits(hint: Any, value: Any) -> bool:
 _TYPES = PlainJSONTypes()  # one cache per process, shared by every converter instance
 
 
+def _is_run_input(hint: Any) -> bool:
+    # By name: under the workflow sandbox the class may be a re-imported copy.
+    return _ours(hint) and hint.__name__ == "RunInput"
+
+
+def _malformed_run_input(exc: Exception) -> ApplicationError:
+    """A playbook workflow's input that is not a ``RunInput`` at all (not a JSON object, a
+    field missing). A failure error here fails the workflow at once: the SDK decodes the
+    input before any workflow code runs, and any other error would fail its workflow task,
+    retried forever."""
+    return ApplicationError(
+        f"the input is not a NoETL playbook workflow's input: {exc}. Start playbooks with "
+        "noetl_temporal.start_execution, or from a workflow with noetl_temporal.workflow.execute_playbook",
+        type="PlaybookInvalid", non_retryable=True)
+
+
 class ShallowDataclassEncoder(AdvancedJSONEncoder):
     """The SDK's encoder, but a dataclass becomes a shallow dict of its fields.
 
@@ -187,6 +204,10 @@ class PayloadConverter(CompositePayloadConverter):
     def from_payloads(self, payloads: Sequence[Payload], type_hints: list[type] | None = None) -> list[Any]:
         try:
             return super().from_payloads(payloads, type_hints)
+        except (TypeError, ValueError) as exc:
+            if type_hints and any(_is_run_input(hint) for hint in type_hints):
+                raise _malformed_run_input(exc) from None
+            raise
         except KeyError as exc:  # an encoding only the deployment's own codec undoes
             raise ConfigError(f"a payload in this execution cannot be decoded here ({exc.args[0]}): it was "
                               "written through the deployment's own payload codec",

@@ -136,8 +136,82 @@ def _resolve(path: str, version: int | None, parent_source: str | None) -> dict[
     raise _not_found(path, parent_source, files, entries)
 
 
+def _given(request: dict[str, Any]) -> dict[str, Any]:
+    """A playbook a workflow gives as YAML ``text`` or as a ``definition`` mapping
+    (``noetl_temporal.workflow.execute_playbook``): loaded and validated like a file."""
+    from ..dsl import load_playbook_text
+    from ..dsl.models import playbook_from_definition
+
+    source = request.get("source") or "inline"
+    text = request.get("text")
+    if request.get("normalized"):   # a loaded Playbook's definition: validated as it is
+        try:
+            return _answer(playbook_definition(playbook_from_definition(request["definition"])), source)
+        except Exception as exc:
+            raise PlaybookInvalid([f"not a valid playbook definition: {exc}"], source) from None
+    if text is None:
+        definition = request.get("definition")
+        if not isinstance(definition, dict):
+            raise PlaybookInvalid([f"a playbook must be a mapping, a YAML text or a catalog path, "
+                                   f"not {type(definition).__name__}"], source)
+        try:   # (its lines are those of the mapping dumped as YAML, keys in their order)
+            return _answer(definition_of(load_playbook_text(_as_yaml(definition), source=request.get("source")
+                                                            or "<mapping>")), source)
+        except PlaybookInvalid:
+            try:   # the normalized form (`playbook_definition`) is accepted as it is
+                return _answer(playbook_definition(playbook_from_definition(definition)), source)
+            except Exception:
+                pass
+            raise   # the source form's located diagnostics say what is wrong
+    return _answer(definition_of(load_playbook_text(text, source=source)), source)
+
+
+def definition_of(loaded: Any) -> dict[str, Any]:
+    return playbook_definition(loaded.playbook)
+
+
+def _as_yaml(definition: dict[str, Any]) -> str:
+    """The mapping as YAML text, so its diagnostics carry line:col of this text."""
+    import yaml
+
+    return str(yaml.safe_dump(definition, sort_keys=False, allow_unicode=True))
+
+
+def _answer(definition: dict[str, Any], source: str) -> dict[str, Any]:
+    return {"playbook": definition, "source": source, "version": None}
+
+
+async def _with_search_attributes(answer: dict[str, Any]) -> dict[str, Any]:
+    """Whether the namespace has our search attributes (a child started with them where they
+    are not registered would fail its parent's workflow task)."""
+    from .control import search_attributes_available
+
+    answer["search_attributes"] = await search_attributes_available(activity.client())
+    return answer
+
+
 @activity.defn(name=RESOLVE_PLAYBOOK_ACTIVITY)
 async def resolve_playbook(request: dict[str, Any]) -> dict[str, Any]:
+    """A sub-playbook's definition by ``path`` (a file or the catalog), or a playbook given as
+    ``text``/``definition``; ``search_attributes: true`` also asks whether the namespace has ours."""
+    if "text" in request or "definition" in request:
+        try:
+            answer = await asyncio.to_thread(_given, request)
+        except PlaybookInvalid as exc:
+            raise ApplicationError(_invalid_message(exc), type="PlaybookInvalid",
+                                   non_retryable=True, category=_USER_ERROR) from None
+        return await _with_search_attributes(answer) if request.get("search_attributes") else answer
+    answer = await _resolve_path(request)
+    return await _with_search_attributes(answer) if request.get("search_attributes") else answer
+
+
+def _invalid_message(exc: PlaybookInvalid) -> str:
+    shown = "; ".join(str(d) for d in exc.diagnostics[:5])
+    more = len(exc.diagnostics) - 5
+    return f"the playbook is invalid: {shown}" + (f" (and {more} more)" if more > 0 else "")
+
+
+async def _resolve_path(request: dict[str, Any]) -> dict[str, Any]:
     path = request.get("path")
     if not isinstance(path, str) or not path.strip():
         raise ApplicationError("a `kind: playbook` task needs `path` (a file or a catalog path)",

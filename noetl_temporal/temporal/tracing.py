@@ -10,11 +10,12 @@ configure it in code, or run under ``opentelemetry-instrument`` with the usual
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["tracing_enabled", "client_interceptors"]
+__all__ = ["tracing_enabled", "client_interceptors", "label_task_span"]
 
 
 def tracing_enabled(flag: bool | None = None) -> bool:
@@ -33,3 +34,19 @@ def client_interceptors(tracing: bool | None = None) -> list[Any]:
         raise ConfigError("tracing needs OpenTelemetry, which is not installed",
                           fix="pip install 'noetl-temporal[otel]', or drop --tracing / NOETL_TRACING") from None
     return [TracingInterceptor()]
+
+
+def label_task_span(execution_id: str, step: str, task: str, kind: str) -> None:
+    """Name the task on its activity span: the SDK names it after the activity type
+    (``RunActivity:noetl.run_task``), the same for every step, so a trace would not say
+    which step a span ran. Attributes ``noetl.step``, ``noetl.task``, ``noetl.tool_kind``,
+    ``noetl.execution_id``; the span name stays the SDK's (one name per activity type keeps
+    a backend's span-name index small). A no-op unless tracing is on: OpenTelemetry is only
+    looked up when something (the tracing interceptor) already imported it."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attributes({"noetl.step": step, "noetl.task": task, "noetl.tool_kind": kind,
+                             "noetl.execution_id": execution_id})

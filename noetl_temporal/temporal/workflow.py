@@ -53,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from ..engine.state import ExecutionState
     from ..status_layers import ExecutionStatus
     from ..tool_kinds import WORKFLOW_KINDS
-    from .definitions import prepare_playbook
+    from .definitions import invalid_input, prepare_playbook
     from .metrics import count_execution
     from .pacing import TASK_BREAK, YIELD_ACTIVITY, ends_task
     from .playbook_result import playbook_failed
@@ -129,7 +129,14 @@ class PlaybookWorkflow:
         if newer:  # not a workflow failure: the task is retried until a newer worker takes it
             raise RuntimeError(f"this worker does not know the behaviours {newer} that execution "
                                f"{inp.execution_id} was started with: upgrade the worker (docs/deployment.md)")
-        playbook, graph = prepare_playbook(inp.playbook)   # once per worker and playbook
+        if inp.behaviours is None and not inp.resume:
+            # Recorded inputs from before the list existed must replay as they ran; a new start
+            # without it is a hand-made input (workflow.logger is quiet while replaying).
+            workflow.logger.warning(
+                "execution %s was started without `behaviours`: it runs the engine as it was before "
+                "any behaviour change. Start playbooks with noetl_temporal.start_execution, or from a "
+                "workflow with noetl_temporal.workflow.execute_playbook", inp.execution_id)
+        playbook, graph = self._prepare(inp)
         flusher = self._events.start(inp.persist_events, lambda: self.engine.log, self._unregistered)
         if inp.resume:
             self._resume(playbook, graph, inp.resume)
@@ -164,6 +171,15 @@ class PlaybookWorkflow:
         if output.state == ExecutionStatus.FAILED and self._started_with(behaviours.FAILED_PLAYBOOK_FAILS_WORKFLOW):
             raise playbook_failed(output)   # Temporal Failed, the output in its details
         return output.to_dict()
+
+    @staticmethod
+    def _prepare(inp: RunInput) -> tuple[Playbook, StepGraph]:
+        """The playbook and its graph (once per worker and playbook). A definition that is not
+        one fails the execution at once: its workflow task would fail the same way forever."""
+        try:
+            return prepare_playbook(inp.playbook)
+        except Exception as exc:
+            raise invalid_input(inp.execution_id, exc) from None
 
     def _mark_state(self, state: str | None = None) -> None:
         """At the start and the close: count the execution (metrics) and keep the ``NoetlState``

@@ -175,6 +175,10 @@ async def test_tracing_spans_cover_the_start_the_workflow_and_each_task(temporal
     # one trace from the start down to every task, across the client/worker boundary
     run_activities = [s for s in spans if s.name == "RunActivity:noetl.run_task"]
     assert {s.context.trace_id for s in run_activities} == {start.context.trace_id}
+    # each task's span says which step and task it ran (the name is the activity type's)
+    assert sorted((s.attributes["noetl.step"], s.attributes["noetl.task"], s.attributes["noetl.tool_kind"])
+                  for s in run_activities) == [("a", "a_task", "python"), ("b", "b_task", "python")]
+    assert {s.attributes["noetl.execution_id"] for s in run_activities} == {report.execution_id}
 
 
 async def test_without_tracing_no_spans(temporal, task_queue):

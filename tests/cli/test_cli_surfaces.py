@@ -25,7 +25,7 @@ import pytest
 import noetl_temporal
 from noetl_temporal.temporal.activity_logs import CancelledActivityFilter
 from noetl_temporal.temporal.devserver import free_port
-from tests.temporal.test_cli_control import GATE, cli
+from tests.cli.test_cli_control import GATE, cli
 
 pytestmark = pytest.mark.temporal
 
@@ -102,8 +102,8 @@ async def test_an_html_error_body_is_one_progress_line(temporal, task_queue, tmp
     (tmp_path / "proxy.yaml").write_text(textwrap.dedent(f"""
         workflow:
           - step: call
-            spec: {{policy: {{rules: [{{then: {{do: fail}}}}]}}}}
-            tool: {{kind: http, method: GET, url: "{http_server.url('/html-error')}"}}
+            tool: {{kind: http, method: GET, url: "{http_server.url('/html-error')}",
+                    spec: {{policy: {{rules: [{{then: {{do: fail}}}}]}}}}}}
     """))
     proc = await _spawn("run", str(tmp_path / "proxy.yaml"), "--address", temporal.address, "--task-queue", task_queue)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=90)
