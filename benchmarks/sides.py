@@ -122,6 +122,8 @@ class PlaybookSide(Side):
 
     async def run_once(self, workload: Workload, scratch: Path) -> tuple[str, str | None]:
         payload = workload.per_run(scratch) if workload.per_run else {}
+        if workload.queue_in_payload:   # `kind: activity` calls the activities on this worker's queue
+            payload["queue"] = self.queue
         playbook = self.playbooks[workload.playbook["metadata"]["name"]]  # loaded before any timing
         handle = await start_execution(self.client, playbook, payload=payload,
                                        task_queue=self.queue, persist_events=self.persist_events,

@@ -29,8 +29,12 @@ async def _worker(side: str, address: str, queue: str):
         from noetl_temporal.temporal.claimcheck import data_converter
         from noetl_temporal.temporal.worker import build_worker
 
+        from .handwritten import ACTIVITIES
+
         client = await Client.connect(address, data_converter=data_converter())
-        return build_worker(client, task_queue=queue)
+        # the hand-written activities too: the `user_activity` workload calls them from a
+        # playbook (`kind: activity`), as a user's own activities on the same queue
+        return build_worker(client, task_queue=queue, activities=ACTIVITIES)
     from .handwritten import ACTIVITIES, WORKFLOWS
 
     # Exactly what the SDK gives by default: its converter, sandbox and slot counts.

@@ -30,9 +30,9 @@ FAST_PATH_OPT_IN: tuple[str, Any] | None = ("executor.spec.local", True)
 # item whatever the side, and the whole run must fit in 10 minutes), and small ones for a
 # smoke run (and for each workload's warm-up).
 SIZES = {"chain": 20, "seq_loop": 100, "branches": 50, "par_loop": 1000, "in_flight": 50,
-         "executions": 100, "chain_short": 5, "fast": 20, "blob": 1 << 20}
+         "executions": 100, "chain_short": 5, "fast": 20, "blob": 1 << 20, "user_activity": 20}
 QUICK_SIZES = {"chain": 5, "seq_loop": 10, "branches": 10, "par_loop": 50, "in_flight": 10,
-               "executions": 10, "chain_short": 5, "fast": 5, "blob": 1 << 20}
+               "executions": 10, "chain_short": 5, "fast": 5, "blob": 1 << 20, "user_activity": 5}
 
 # ``--in-worker``: every python task of every playbook runs in the worker itself
 # (docs/tools.md, "In-worker mode"): the same comparison without the python tool's process
@@ -57,6 +57,9 @@ class Workload:
     # Fresh values per execution (e.g. the retry counter file): the playbook's payload and
     # merged into the hand-written argument. Called with a scratch directory.
     per_run: Callable[[Path], dict[str, Any]] | None = field(default=None, compare=False)
+    # The playbook calls the hand-written activities (``kind: activity``) on its worker's own
+    # queue, given to it as ``workload.queue``
+    queue_in_payload: bool = False
 
 
 def _task(body: str, **inputs: Any) -> dict[str, Any]:
@@ -80,6 +83,20 @@ def chain(n: int, name: str = "chain") -> dict[str, Any]:
             step["next"] = _to(f"s{k + 1}")
         steps.append(step)
     return _playbook(f"bench_{name}_{n}", steps)
+
+
+def user_activity_chain(n: int) -> dict[str, Any]:
+    """``n`` steps of ``kind: activity``, each the hand-written ``bench.step`` activity fed
+    the previous result: what ``BenchChain`` does, written as a playbook."""
+    steps = []
+    for k in range(n):
+        args = {"i": 0 if k == 0 else f"{{{{ s{k - 1}.i }}}}"}
+        step = {"step": f"s{k}", "tool": {"kind": "activity", "name": "bench.step",
+                                          "task_queue": "{{ workload.queue }}", "args": [args]}}
+        if k + 1 < n:
+            step["next"] = _to(f"s{k + 1}")
+        steps.append(step)
+    return _playbook(f"bench_user_activity_{n}", steps)
 
 
 def loop(n: int, max_in_flight: int | None = None) -> dict[str, Any]:
@@ -149,13 +166,16 @@ def workloads(sizes: dict[str, int] = SIZES, opt_in: tuple[str, Any] | None = FA
     defined = _workloads(sizes, opt_in)
     if not in_worker:
         return defined
-    return [w if w.playbook is None else replace(w, playbook=with_opt_in(w.playbook, IN_WORKER_OPT_IN))
+    # (``user_activity`` has no python task: its activities run in the worker either way)
+    return [w if w.playbook is None or w.queue_in_payload else replace(w, playbook=with_opt_in(w.playbook,
+                                                                                              IN_WORKER_OPT_IN))
             for w in defined]
 
 
 def _workloads(sizes: dict[str, int], opt_in: tuple[str, Any] | None) -> list[Workload]:
     n, loop_n, fan, par, gate = sizes["chain"], sizes["seq_loop"], sizes["branches"], sizes["par_loop"], sizes["in_flight"]
     many, short, fast, blob = sizes["executions"], sizes["chain_short"], sizes["fast"], sizes["blob"]
+    user = sizes["user_activity"]
     fast_playbook = with_opt_in(chain(fast, "fast"), opt_in) if opt_in else None
     return [
         Workload("chain", f"{n} sequential python steps", chain(n), "BenchChain", {"n": n}, tasks=n),
@@ -174,6 +194,8 @@ def _workloads(sizes: dict[str, int], opt_in: tuple[str, Any] | None) -> list[Wo
                  "BenchHandoff", {"size": blob}, tasks=2),
         Workload("retry", "retry: fails twice (1 s delay), then succeeds", retry(), "BenchRetry", {},
                  tasks=1, per_run=_counter),
+        Workload("user_activity", f"{user} steps of `kind: activity` vs the same activity, hand-written",
+                 user_activity_chain(user), "BenchChain", {"n": user}, tasks=user, queue_in_payload=True),
     ]
 
 

@@ -66,7 +66,7 @@ def run_yaml(temporal, task_queue):
 # End-to-end tests run real servers and subprocesses on a shared 2-core machine, where a
 # timing assumption can miss once under load. They get one retry; a test that fails twice
 # fails the run. Pure tests (engine, dsl, tools) never retry.
-_END_TO_END = ("temporal", "api", "golden", "chaos")
+_END_TO_END = ("temporal", "api", "golden", "chaos", "cli")
 
 
 # The long tiers: left out of the README's default run (pyproject's addopts deselects them),
@@ -75,7 +75,7 @@ _END_TO_END = ("temporal", "api", "golden", "chaos")
 TIERS = {
     "chaos": ("chaos/",),
     "corpus": ("temporal/test_e2e_runs.py",),
-    "scale": ("temporal/test_large_playbooks.py", "temporal/test_cli_run_scale.py",
+    "scale": ("temporal/test_large_playbooks.py", "cli/test_cli_run_scale.py",
               "api/test_event_paging_scale.py", "temporal/test_multi_worker.py",
               "temporal/test_embedding.py", "api/test_api_property.py", "fuzz/"),
     "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py"),

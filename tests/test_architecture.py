@@ -101,8 +101,9 @@ STANDALONE = ("noetl_temporal.tools.python.runner", "noetl_temporal.tools.python
 #: a part above it (so no circle can form as the shell grows).
 WORKFLOW_SHELL: dict[str, frozenset[str]] = {
     "variants": frozenset({"workflow"}),
-    "workflow": frozenset({"task_runs", "child_runs", "event_flush", "patches"}),
+    "workflow": frozenset({"task_runs", "child_runs", "user_calls", "event_flush", "patches"}),
     "child_runs": frozenset({"task_runs", "patches"}),
+    "user_calls": frozenset(),
     "task_runs": frozenset(),
     "event_flush": frozenset({"patches"}),
     "patches": frozenset(),

@@ -145,6 +145,9 @@ _TABLE: list[Code] = [
          "`tool: {kind: http, url: ..., spec: {method: POST}}`",
          "move the key out of `spec:` to beside `kind:` (`spec:` holds policy, timeout, result and "
          "`spec.<kind>:` defaults)"),
+    Code("NTL316", _E, "a tool setting's value is not one it takes",
+         "`{kind: workflow, parent_close_policy: kill}`, `{kind: activity, heartbeat_timeout: 0}`",
+         "write one of the values docs/tools.md lists for the setting (a number of seconds > 0)"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",

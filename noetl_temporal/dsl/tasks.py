@@ -20,7 +20,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ..tool_kinds import LOAD_TIME_KINDS
+from ..tool_kinds import LOAD_TIME_KINDS, NAMED_KINDS
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
 from .models import KNOWN_TOOL_KINDS
@@ -85,7 +85,7 @@ class TaskNormalizer:
             if _labelled(item):
                 label, body = next(iter(item.items()))
                 body_src = paths.join(item_src, label)
-                if "name" in body and body.get("kind") != "workbook" and body["name"] != label:
+                if "name" in body and body.get("kind") not in ("workbook", *NAMED_KINDS) and body["name"] != label:
                     self.reporter.add("NTL308", f"task {label!r} also has `name: {body['name']}`; the key "
                                                 f"{label!r} is its label", paths.join(body_src, "name"))
                 task = self.task(body, label, body_src, paths.join(norm, len(tasks)), label_src=body_src)
@@ -153,7 +153,7 @@ class TaskNormalizer:
                                    origins=self.origins))
         if "output" in body:
             self._output(out, body["output"], paths.join(src, "output"))
-        config = {k: v for k, v in body.items() if k not in _TASK_FIELDS}
+        config = {k: v for k, v in body.items() if k not in _TASK_FIELDS or (k == "name" and kind in NAMED_KINDS)}
         key_src = {**(key_src or {}), **self._timeout_phases(kind, out, config, src, norm)}
         check_keys(kind, config, src, self.reporter, key_src=key_src)
         if kind == "http" and "endpoint" in config:

@@ -13,27 +13,29 @@ Two passes, because they need different views of the playbook:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..templates import is_template
-from ..tool_kinds import declaration
-from ..tool_kinds.declaration import ToolKind, accepts, type_names
+from ..templates import is_template, reads_name
+from ..tool_kinds import NAMED_KINDS, declaration
+from ..tool_kinds.declaration import Setting, ToolKind, accepts, type_names
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
 from .models import Playbook, Task
 
 __all__ = ["check_keys", "check_required"]
 
+_READS_KEYCHAIN = reads_name("keychain")
 
-def _has_template(value: Any) -> bool:
-    """A template anywhere inside ``value``."""
+
+def _has_template(value: Any, test: Callable[[str], bool] = is_template) -> bool:
+    """A template (one ``test`` accepts) anywhere inside ``value``."""
     if isinstance(value, str):
-        return is_template(value)
+        return test(value)
     if isinstance(value, Mapping):
-        return any(_has_template(v) for v in value.values())
+        return any(_has_template(v, test) for v in value.values())
     if isinstance(value, list):
-        return any(_has_template(v) for v in value)
+        return any(_has_template(v, test) for v in value)
     return False
 
 
@@ -46,9 +48,17 @@ def check_keys(kind: str, config: Mapping[str, Any], src: str, reporter: Reporte
         return
     for key, value in config.items():
         where = (key_src or {}).get(key) or paths.join(src, key)
+        if kind in NAMED_KINDS and _has_template(value, _READS_KEYCHAIN):
+            reporter.add("NTL704", f"`{key}` ({kind}) reads `keychain`: a `kind: {kind}` task is called by the workflow, "
+                                   "where no secret is resolved (a secret passed there would be written to "
+                                   "workflow history)",
+                         where, value=True, fix=f"pass the keychain entry's name and let your {kind} read the "
+                                                "secret itself")
         setting = decl.setting(key)
         if setting is not None:
             _check_type(decl, key, setting.types, setting.template, value, where, reporter)
+            if not is_template(value):
+                _check_value(decl, setting, value, where, reporter)
             if setting.phases and isinstance(value, Mapping):
                 _check_phases(decl, key, setting.phases, value, where, reporter)
         elif key in decl.ignored:
@@ -68,6 +78,17 @@ def _check_type(decl: ToolKind, key: str, types: tuple[Any, ...], template: bool
     elif not (template and is_template(value)) and not accepts(types, value):
         reporter.add("NTL311", f"`{key}` ({decl.kind}) must be {type_names(types)}, not "
                                f"{kind_of(value)}", where, value=True)
+
+
+def _check_value(decl: ToolKind, setting: Setting, value: Any, where: str, reporter: Reporter) -> None:
+    """A literal of the right type that the setting still cannot take: a string outside its
+    ``choices``, a number of seconds that is not > 0 (Temporal would refuse it at run time)."""
+    if setting.choices and isinstance(value, str) and value not in setting.choices:
+        reporter.add("NTL316", f"`{setting.name}` ({decl.kind}) is {value!r}{did_you_mean(value, setting.choices)}",
+                     where, value=True, fix=f"write one of {', '.join(setting.choices)}")
+    elif setting.positive and isinstance(value, int | float) and not isinstance(value, bool) and not value > 0:
+        reporter.add("NTL316", f"`{setting.name}` ({decl.kind}) is {value!r}: a number of seconds must be > 0",
+                     where, value=True, fix=f"write `{setting.name}: <seconds>` with seconds > 0, or leave it out")
 
 
 def _check_phases(decl: ToolKind, key: str, phases: tuple[str, ...], value: Mapping[str, Any], where: str,

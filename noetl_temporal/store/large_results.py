@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,12 +47,15 @@ from .kept_fields import kept_fields, part_of
 
 __all__ = [
     "DEFAULT_INLINE_MAX_BYTES", "REF_KIND", "is_ref", "inline_max_bytes", "surely_inline", "externalize",
+    "externalize_file", "needs_value", "DEFAULT_MAX_RESULT_BYTES", "max_result_bytes",
     "resolve_ref",
     "aresolve_ref", "resolve_refs", "select_values", "make_preview", "open_result_store",
     "check_result_spec", "ResultStore", "FsResultStore", "PostgresResultStore", "ResultRefError",
 ]
 
 DEFAULT_INLINE_MAX_BYTES = 256 * 1024
+#: the hard cap on one task result's JSON (``$NOETL_MAX_RESULT_BYTES``): past it the task fails
+DEFAULT_MAX_RESULT_BYTES = 512 * 1024 * 1024
 DEFAULT_PREVIEW = 1000  # characters (text) or 10 items (lists) when ``preview: true``
 DEFAULT_PREVIEW_ITEMS = 10
 REF_KIND = "result_ref"
@@ -78,6 +82,12 @@ def inline_max_bytes(spec: Mapping[str, Any] | None) -> int:
         env = os.environ.get("NOETL_INLINE_MAX_BYTES")
         value = int(env) if env and env.strip().isdigit() else DEFAULT_INLINE_MAX_BYTES
     return int(value)
+
+
+def max_result_bytes() -> int:
+    """The hard cap on one task result's JSON: ``$NOETL_MAX_RESULT_BYTES``, else 512 MiB."""
+    env = os.environ.get("NOETL_MAX_RESULT_BYTES", "").strip()
+    return int(env) if env.isdigit() else DEFAULT_MAX_RESULT_BYTES
 
 
 _WALK_LIMIT = 256  # values looked at before surely_inline gives up and lets externalize measure
@@ -167,6 +177,20 @@ class FsResultStore:
         with open(tmp, "wb") as fh:
             fh.write(body)
         os.replace(tmp, target)  # readers never see half a file
+        return f"{_SCHEME}{self.name}/{execution_id}/{key}"
+
+    def put_file(self, execution_id: str, key: str, source: str) -> str:
+        """Move the file ``source`` in as the body (renamed when it is on the same file
+        system, else copied in chunks): never held in memory."""
+        folder = self.root / execution_id
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / key
+        try:
+            os.replace(source, target)
+        except OSError:  # another file system: copy, then rename (readers never see half a file)
+            tmp = folder / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
         return f"{_SCHEME}{self.name}/{execution_id}/{key}"
 
     def get(self, ref: str) -> bytes:
@@ -340,6 +364,50 @@ def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, exec
     outcome["result"] = result_ref
     outcome["result_ref"] = result_ref
     return outcome
+
+
+_CHUNK = 1 << 20
+
+
+def needs_value(spec: Mapping[str, Any] | None) -> bool:
+    """Whether storing a result takes its value, not only its JSON: values selected into the
+    reference (``select``), a ``preview``, fields kept for templates (``keep``)."""
+    spec = spec or {}
+    return bool(spec.get("select") or spec.get("keep")) or any(
+        spec.get(key) is not None and spec.get(key) is not False for key in ("preview", "preview_max_bytes"))
+
+
+def externalize_file(path: str, spec: Mapping[str, Any] | None, *, execution_id: str, task_run_id: str,
+                     attempt: int) -> dict[str, Any]:
+    """A result whose JSON a task's process wrote to the file ``path`` (over the inline cap),
+    stored and referenced as :func:`externalize` would: the same ResultRef.
+
+    The body is never held whole in the worker when nothing needs its value: its sha256
+    is read in chunks and the file is moved into an ``fs`` store (a ``postgres`` store or
+    a sealing codec takes the body as bytes: one copy). When the spec asks for values of
+    the result (``select``, ``preview``, kept fields), it is parsed once, as before.
+    """
+    spec = spec or {}
+    if needs_value(spec):
+        with open(path, "rb") as fh:
+            value = json.load(fh)
+        stored = externalize({"result": value}, spec, execution_id=execution_id, task_run_id=task_run_id,
+                             attempt=attempt)
+        return stored["result"]
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    meta = {"bytes": size, "sha256": digest.hexdigest(), "content_type": CONTENT_TYPE}
+    store = open_result_store(spec.get("store"))
+    execution, key = _SAFE.sub("_", execution_id), _key(task_run_id, attempt)
+    if isinstance(store, FsResultStore) and sealing.current() is None:
+        ref = store.put_file(execution, key, path)
+    else:
+        with open(path, "rb") as fh:
+            ref = store.put(execution, key, sealing.seal(fh.read()), meta)
+    return {"kind": REF_KIND, "ref": ref, "store": store.name, "meta": meta, "extracted": {}}
 
 
 def _store_of(ref: str) -> ResultStore:

@@ -140,6 +140,9 @@ _NO_SECRETS = keychain.Scrubber()
 
 #: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
 _READS_REFS = READS_RESULT_REFS
+#: tool kinds whose process writes a result over the inline cap to the store itself (its
+#: outcome's result is then the ResultRef; ``python``: docs/tools.md, "Results stream")
+_STORES_ITS_RESULT = frozenset({"python"})
 
 
 def _plain(value: Any) -> bool:
@@ -225,6 +228,9 @@ async def _execute(cmd: RunTask, call: ToolCall) -> tuple[Outcome, Any]:
         failed = _scrubbed(error_outcome(err, call, started=started), keychain.Scrubber(call.secrets))
         return failed, failed.result
     outcome = _located(_scrubbed(await run_outcome(cmd.kind, config, call), scrubber), cmd)
+    if outcome.result_ref is None and large_results.is_ref(outcome.result) and cmd.kind in _STORES_ITS_RESULT:
+        by_tool = outcome.updated(result_ref=outcome.result)  # stored by the tool itself: `result.stored`
+        return by_tool, by_tool.result  # (stored only when nothing reads its values: needs_value)
     if large_results.surely_inline(outcome.result, cmd.result_spec):
         return outcome, outcome.result  # the usual small result: no thread, no store
     try:
@@ -263,7 +269,8 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     started = datetime.now(UTC)
     clock = time.monotonic()
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
-                    timeout=cmd.timeout,
+                    timeout=cmd.timeout, task_run_id=cmd.task_run_id, result_spec=cmd.result_spec,
+                    store_result=not cmd.rules,  # a policy's guards read the result's value
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
     beats = None if info.is_local else _Heartbeats(history)
     try:

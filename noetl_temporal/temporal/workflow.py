@@ -14,7 +14,7 @@ in-flight work, emits ``execution.cancelled`` and closes the workflow as CANCELE
 
 This module holds the run (its lifecycle, continue-as-new, the command queue) and its
 handlers; a task run is ``task_runs`` (the activity, the fast path's retry loop), a
-sub-playbook ``child_runs``, the writes to the event store ``event_flush``, and the
+sub-playbook ``child_runs``, a user's own activity or workflow ``user_calls``, the writes to the event store ``event_flush``, and the
 ``workflow.patched`` ids ``patches``.
 """
 
@@ -62,7 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from .types import WORKFLOW_NAME, RunInput
 
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
-from . import child_runs, task_runs
+from . import child_runs, task_runs, user_calls
 from .event_flush import EventFlusher
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
@@ -318,9 +318,9 @@ class PlaybookWorkflow:
             if len(self._activities) >= self._max_pending():
                 self._queued.append(command)  # Temporal allows 2,000 pending per execution
                 return
-            child = command.kind in WORKFLOW_KINDS  # `playbook`: a child workflow (tool_kinds/)
+            child = command.kind in WORKFLOW_KINDS  # `playbook`, `activity`, `workflow` (tool_kinds/)
             runner = self._run_child if child else self._run_task
-            if child:
+            if command.kind == "playbook":  # a user's own workflow is cancelled with its task, cascade or not
                 self._children.add(command.task_run_id)
             self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
         elif isinstance(command, CancelTasks):
@@ -388,16 +388,23 @@ class PlaybookWorkflow:
                                     action=result.action, decided=result.decided, exhausted=result.exhausted))
 
     async def _run_child(self, cmd: RunTask) -> None:
-        """``kind: playbook``: resolve the child, run it as a child workflow, inherit its status."""
+        """A task the workflow runs itself: ``kind: playbook`` (resolve the child, run it as a
+        child workflow, inherit its status), or a user's own activity or workflow by type name."""
         inp = self._input
         assert inp is not None
         try:
-            outcome = await child_runs.child_outcome(cmd, inp, self.engine.behaviours)
+            if cmd.kind == "activity":
+                outcome = await user_calls.activity_outcome(cmd)
+            elif cmd.kind == "workflow":
+                outcome = await user_calls.workflow_outcome(cmd, inp.execution_id)
+            else:
+                outcome = await child_runs.child_outcome(cmd, inp, self.engine.behaviours)
         except asyncio.CancelledError:
-            outcome = task_runs.failure("cancelled", "sub-playbook cancelled")
+            outcome = task_runs.failure("cancelled", "sub-playbook cancelled" if cmd.kind == "playbook"
+                                        else f"{cmd.kind} {cmd.config.get('name')!r} cancelled")
         finally:
             self._release(cmd.task_run_id)
-        # The engine decides on a sub-playbook's outcome (no activity evaluated its policy).
+        # The engine decides on the outcome (no activity of ours evaluated its policy).
         self._report(cmd, TaskResult.undecided(outcome))
 
     async def _proceed_later(self) -> None:

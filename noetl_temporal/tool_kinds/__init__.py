@@ -8,6 +8,7 @@ its declaration (checked by tests/tools/test_tool_kinds.py).
 
 from __future__ import annotations
 
+from .activity import ACTIVITY
 from .declaration import ToolKind
 from .duckdb import DUCKDB
 from .http import HTTP
@@ -17,13 +18,15 @@ from .postgres import POSTGRES
 from .python import PYTHON
 from .result import RESULT
 from .shell import SHELL
+from .workflow import WORKFLOW
 
 __all__ = ["DECLARATIONS", "TOOL_KINDS", "WORKFLOW_KINDS", "REGISTRY_KINDS", "LOAD_TIME_KINDS",
-           "INLINE_KINDS", "IN_WORKFLOW_KINDS", "READS_RESULT_REFS", "CREDENTIAL_KINDS", "ToolKind", "declaration"]
+           "INLINE_KINDS", "IN_WORKFLOW_KINDS", "READS_RESULT_REFS", "CREDENTIAL_KINDS", "NAMED_KINDS", "ToolKind",
+           "declaration"]
 
 #: every kind a task may name at run time, in the order messages list them
 DECLARATIONS: dict[str, ToolKind] = {d.kind: d for d in (NOOP, PYTHON, SHELL, HTTP, POSTGRES, DUCKDB,
-                                                         PLAYBOOK, RESULT)}
+                                                         PLAYBOOK, RESULT, ACTIVITY, WORKFLOW)}
 
 TOOL_KINDS: tuple[str, ...] = tuple(DECLARATIONS)
 
@@ -34,7 +37,8 @@ IN_WORKFLOW_KINDS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items()
 #: kinds the engine completes in place, without an activity
 INLINE_KINDS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items() if d.inline)
 
-#: kinds the workflow runs itself that are not a registered tool (``playbook``: a child workflow)
+#: kinds the workflow runs itself that are not a registered tool (``playbook``: a child workflow;
+#: ``activity`` and ``workflow``: a user's own activity or child workflow, by type name)
 WORKFLOW_KINDS: frozenset[str] = IN_WORKFLOW_KINDS - INLINE_KINDS
 
 #: kinds the tool registry (``noetl_temporal.tools.TOOLS``) runs as activities (``noop`` is
@@ -46,6 +50,10 @@ READS_RESULT_REFS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items()
 
 #: kinds the activity always prepares the keychain for
 CREDENTIAL_KINDS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items() if d.credentials is not None)
+
+#: kinds whose ``name:`` is a setting (the type name of a user's activity or workflow) as
+#: well as the task's label when no other label is given
+NAMED_KINDS: frozenset[str] = frozenset(k for k, d in DECLARATIONS.items() if any(s.name == "name" for s in d.settings))
 
 #: kinds the loader resolves away (``workbook``: replaced by the entry it names)
 LOAD_TIME_KINDS: tuple[str, ...] = ("workbook",)

@@ -35,6 +35,10 @@ class Setting:
     #: a mapping value may hold only these keys, each a number of seconds (or a template);
     #: empty: a mapping is checked no further (http's ``timeout: {connect, read}``)
     phases: tuple[str, ...] = ()
+    #: a literal string value must be one of these (empty: any)
+    choices: tuple[str, ...] = ()
+    #: a literal number must be > 0 (a number of seconds)
+    positive: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -79,14 +83,20 @@ class ToolKind:
 
     def setting(self, key: str) -> Setting | None:
         """The setting ``key`` names (directly or as an alias), common ones included."""
-        for setting in (*self.settings, *COMMON):
+        for setting in self.all_settings():
             if key in setting.names:
                 return setting
         return None
 
+    def all_settings(self) -> tuple[Setting, ...]:
+        """The kind's settings, then the common ones it does not declare itself (``activity``
+        declares its own ``args``: a list or a mapping, its call's arguments)."""
+        own = {s.name for s in self.settings}
+        return (*self.settings, *(s for s in COMMON if s.name not in own))
+
     def keys(self) -> tuple[str, ...]:
         """Every key a task of this kind may set, aliases included, in declaration order."""
-        return tuple(name for s in (*self.settings, *COMMON) for name in s.names)
+        return tuple(name for s in self.all_settings() for name in s.names)
 
 
 #: settings every kind takes: the engine merges ``input``/``args`` and step ``input``

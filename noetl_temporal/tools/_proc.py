@@ -5,15 +5,16 @@ activity kills the whole tree the task started, not just the direct child. Outpu
 drained concurrently and capped, so a chatty child can neither block on a full pipe
 nor make the worker hold unbounded memory.
 
-Children also die with the worker: on Linux each child asks the kernel for SIGKILL when
-its parent dies (``prctl(PR_SET_PDEATHSIG)``), so a SIGKILLed worker leaves no tool
-process running. (That covers the direct child; a grandchild the code started in the
-background is in the child's process group, which a live worker kills on timeout or
-cancel, but it is not covered after a worker crash.) The signal is tied to the thread
-that spawned the child, the event loop's thread, which lives as long as the worker.
-The python tool's runners ask for it themselves (``start_on(...,
-child_sets_pdeathsig=True)``, see ``python.spawn``); its fork server's children ask the fork
-server's death for it, and the fork server asks the worker's (``python.zygote``).
+A task owns every process it started, however it detached (``setsid``, ``nohup ... &``, a
+double fork): a shell command is run by a process forked from the python tool's fork server
+(``shell``, ``runner.reaping.run_command``), and where that is not available it, like a
+spawned python runner, runs under a *reaper*
+(:func:`reaped`, the program in ``python/runner/reaping.py``), a subreaper that kills
+everything below it when the command ends, on timeout, on cancel, and when the worker
+dies (its parent-death signal). The fork server and its task processes are subreapers
+themselves (``python.zygote``). Each child asks the kernel for a signal when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``). The signal is tied to the thread that spawned the child,
+the event loop's thread, which lives as long as the worker.
 
 The output pipes are created here rather than by asyncio (``stdout=PIPE``): asyncio's
 ``Process.wait()`` only returns once every pipe it owns is closed, so a background
@@ -27,11 +28,11 @@ import asyncio
 import contextlib
 import ctypes
 import os
-import shutil
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from .base import ToolCall, beat
@@ -281,20 +282,73 @@ async def write_all(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-# util-linux's setpriv asks for the parent-death signal and then execs the program, so a
-# spawn needs no ``preexec_fn``: the child starts with vfork, which keeps the worker's event
-# loop free (a fork of a large worker blocks it for several milliseconds per task).
-_SETPRIV = shutil.which("setpriv") if _PRCTL is not None else None
+#: the reaper's module (standard library only), loaded by path like the python runner
+REAPING_PATH = str(Path(__file__).with_name("python") / "runner" / "reaping.py")
+#: ``python -S -c REAPER <worker pid> <grace> <argv...>``: own everything ``argv`` starts
+REAPER = f"""import sys
+from _frozen_importlib import module_from_spec
+from _frozen_importlib_external import spec_from_file_location
+spec = spec_from_file_location("_noetl_reaping", {REAPING_PATH!r})
+reaping = module_from_spec(spec)
+spec.loader.exec_module(reaping)
+reaping.reaper_main(sys.argv[3:], int(sys.argv[1]), float(sys.argv[2]))
+"""
+#: in a reaped argv, the reaper's own pid (the python runner checks its parent with it)
+REAPER_PID = "{reaper_pid}"
+
+
+class Reaped:
+    """A command run under the reaper, as the asyncio process of the reaper. Signals go to
+    the reaper, which passes them on to the whole subtree: ``SIGTERM`` politely (then
+    ``SIGKILL`` after ``KILL_GRACE``), anything else as ``SIGKILL``."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        self.pid = proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def wait(self) -> int:
+        return await self._proc.wait()
+
+    def signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.send_signal(signal.SIGTERM if sig == signal.SIGTERM else signal.SIGUSR1)
+
+    def kill(self) -> None:
+        self.signal_group(signal.SIGKILL)
+
+
+def can_reap() -> bool:
+    """Whether commands run under the reaper here (Linux: ``prctl``)."""
+    return _PRCTL is not None
+
+
+def reaped(argv: Sequence[str]) -> list[str]:
+    """``argv`` run under the reaper (Linux), or as it is where there is no ``prctl``."""
+    if not can_reap():
+        return list(argv)
+    return [sys.executable, "-S", "-c", REAPER, str(os.getpid()), repr(KILL_GRACE), *argv]
+
+
+def as_reaped(proc: asyncio.subprocess.Process) -> asyncio.subprocess.Process:
+    """The process of a command started with :func:`reaped` (duck-typed for ``wait_child``)."""
+    return Reaped(proc) if _PRCTL is not None else proc  # type: ignore[return-value]
 
 
 async def spawn(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], out: Capture, err: Capture,
                 stdin: int = asyncio.subprocess.DEVNULL, pass_fds: Sequence[int] = ()
                 ) -> tuple[asyncio.subprocess.Process, Pumps]:
-    """Start ``argv`` in a new session with stdout/stderr pumped into the captures."""
-    if _SETPRIV is not None:
-        argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
-    proc, r_out, r_err = await start(argv, cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds,
-                                     child_sets_pdeathsig=_SETPRIV is not None)
+    """Start ``argv`` under the reaper in a new session, stdout/stderr pumped into the captures.
+
+    The reaper asks for its parent-death signal itself, so no ``preexec_fn``: the child
+    starts with vfork, which keeps the worker's event loop free (a fork of a large worker
+    blocks it for several milliseconds per task)."""
+    proc, r_out, r_err = await start(reaped(argv), cwd=cwd, env=env, stdin=stdin, pass_fds=pass_fds,
+                                     child_sets_pdeathsig=_PRCTL is not None)
+    proc = as_reaped(proc)
     pumps = Pumps()
     pumps.add(r_out, out.feed)
     pumps.add(r_err, err.feed)

@@ -50,6 +50,14 @@ class ToolCall:
     keychain: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     # Secret strings to keep out of logs written here (the activity scrubs the outcome).
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    # Where a result too large for history goes (the activity sets them): the task run's id
+    # and ``task.spec.result`` (``store.large_results``). A tool whose process writes a large
+    # result itself stores it under them (the python tool); None outside an activity.
+    task_run_id: str | None = None
+    result_spec: dict[str, Any] | None = field(default=None, repr=False)
+    # Whether the tool may store a large result itself: not when a policy will judge the
+    # task by its result's value (the activity then needs the value).
+    store_result: bool = False
 
 
 @runtime_checkable

@@ -3,11 +3,16 @@
 ``cmd`` (string), ``cmds`` (list, run in order, stop at the first failure) or
 ``command`` (alias of either). One deadline covers the whole list. The task's secrets
 reach the commands through the environment, never their argv (``_shellsecrets``). Each command runs in
-its own process group so a timeout kills what it spawned too (SIGTERM, then SIGKILL).
+its own process group so a timeout kills what it spawned too (SIGTERM, then SIGKILL), and in a
+process that owns everything it starts (a subreaper: ``python.runner.reaping``), so nothing it
+left in the background, however detached, outlives it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 import os
 import time
 from typing import Any
@@ -18,6 +23,9 @@ from ..tool_kinds.shell import SHELL as DECLARATION
 from . import _proc
 from ._shellsecrets import hide_secrets
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber
+from .python import forkserver, spawn
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 300.0
 OUTPUT_LIMIT = 1024 * 1024  # per stream, over all commands
@@ -98,12 +106,56 @@ class ShellTool:
 
 async def _run_one(command: str, env: dict, cwd: str | None, deadline: float, call: ToolCall,
                    out: _proc.Capture, err: _proc.Capture) -> int:
+    """Run one command in a process that owns everything it starts (docs/tools.md, "A task
+    owns its processes"): forked by the python tool's fork server (about a millisecond), else
+    under a reaper of its own (an interpreter's start)."""
+    if forkserver.enabled():
+        try:
+            return await _run_forked(command, env, cwd, deadline, call, out, err)
+        except OSError as exc:
+            log.warning("python fork server unavailable for a shell command (%s); starting a reaper", exc)
     proc, pumps = await _proc.spawn([SHELL, "-c", command], cwd=cwd, env=env, out=out, err=err)
     try:
         return await _proc.wait_child(proc, deadline, call, term_first=True, what="shell")
     finally:
         await _proc.reap(proc)  # no-op unless we were cancelled
         await pumps.finish()
+
+
+async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float, call: ToolCall,
+                      out: _proc.Capture, err: _proc.Capture) -> int:
+    """The command run by a process forked from the fork server (``runner.reaping.run_command``)."""
+    request = json.dumps({"exec": [SHELL, "-c", command], "env": env, "cwd": cwd or os.getcwd()}).encode()
+    pipes = spawn.TaskPipes()
+    try:
+        rest = request[_proc.write_now(pipes.stdin, request):]
+        proc = await forkserver.fork_runner(spawn.base_env(), pipes)
+    except BaseException:
+        pipes.close()
+        raise
+    status = bytearray()
+    pumps = pipes.attach(out.feed, err.feed, status.extend)
+    # Done once the exit status is in (its process has swept what the command left): the
+    # process's own teardown is not our wait, and the next task finds a spare sooner.
+    pumps.tasks[-1].add_done_callback(lambda _: _exited(proc, status))
+    feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest)) if rest else None
+    if feeder is None:
+        os.close(pipes.stdin)
+    try:
+        return await _proc.wait_child(proc, deadline, call, term_first=True, what="shell")  # type: ignore[arg-type]
+    finally:
+        await _proc.reap(proc)  # type: ignore[arg-type]  # no-op unless we were cancelled
+        if feeder is not None:
+            feeder.cancel()
+        await pumps.finish()
+
+
+def _exited(proc: forkserver.ForkedChild, status: bytearray) -> None:
+    """The command's exit status from the response pipe (nothing there: the fork server's
+    report of the process's exit says what happened)."""
+    text = status.decode(errors="replace").strip()
+    if text.lstrip("-").isdigit():
+        proc.exited(int(text))
 
 
 def _result(out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> dict:

@@ -28,13 +28,19 @@ def _python_tasks(playbook) -> list:
 def test_every_workload_is_a_valid_playbook_running_the_shared_bodies(sizes):
     defined = workloads(sizes, opt_in=("executor.spec.local", True))
     assert [w.key for w in defined] == ["chain", "seq_loop", "branches", "par_loop", "many", "fast_path",
-                                        "handoff", "retry"]
+                                        "handoff", "retry", "user_activity"]
     names = set()
+    activities = {a.__temporal_activity_definition.name for a in handwritten.ACTIVITIES}
     for w in defined:
         loaded = load_playbook_text(playbook_yaml(w.playbook), source=f"benchmarks:{w.key}")
         assert not loaded.warnings, (w.key, loaded.warnings)
-        tasks = _python_tasks(loaded.playbook)
-        assert tasks and all(t.config["code"] in BODY_TEXTS for t in tasks), w.key
+        if w.key == "user_activity":   # the hand-written activities themselves, called by type name
+            calls = [t for step in loaded.playbook.workflow for t in step.tool]
+            assert calls and all(t.kind == "activity" and t.config["name"] in activities for t in calls)
+            assert w.queue_in_payload and len(calls) == w.arg["n"]
+        else:
+            tasks = _python_tasks(loaded.playbook)
+            assert tasks and all(t.config["code"] in BODY_TEXTS for t in tasks), w.key
         names.add(w.playbook["metadata"]["name"])
         assert w.workflow in {wf.__temporal_workflow_definition.name for wf in handwritten.WORKFLOWS}
     assert len(names) == len(defined)  # the benchmark finds loaded playbooks by name
@@ -45,6 +51,9 @@ def test_in_worker_runs_every_python_task_in_the_worker_and_changes_nothing_else
     assert [w.key for w in in_worker] == [w.key for w in default]
     for plain, opted in zip(default, in_worker, strict=True):
         assert (opted.arg, opted.executions, opted.workflow) == (plain.arg, plain.executions, plain.workflow)
+        if plain.key == "user_activity":   # no python task: nothing to move into the worker
+            assert opted.playbook == plain.playbook
+            continue
         loaded = load_playbook_text(playbook_yaml(opted.playbook), source=f"benchmarks:{opted.key}")
         assert not loaded.warnings, (opted.key, loaded.warnings)
         tasks = _python_tasks(loaded.playbook)
@@ -72,6 +81,7 @@ def test_sizes_are_the_issue_s():
     assert by_key["many"].executions == 100 and by_key["many"].arg == {"n": 5}
     assert by_key["fast_path"].arg == {"n": 20, "local": True}
     assert by_key["handoff"].arg == {"size": 1 << 20}
+    assert by_key["user_activity"].arg == {"n": 20}
 
 
 def test_fast_path_without_an_opt_in_is_not_applicable_not_a_crash():

@@ -31,13 +31,13 @@ REPO = Path(__file__).resolve().parents[2]
 EFFECTS: dict[str, str] = {
     "Playbook.apiVersion": "tests/dsl/test_rejections.py::test_api_version_mismatch_is_a_warning",
     "Playbook.kind": "tests/dsl/test_rejections.py::test_kind_must_be_playbook",
-    "Playbook.workload": "tests/temporal/test_cli_run.py::test_readme_example_runs_and_prints_the_json_report",
+    "Playbook.workload": "tests/cli/test_cli_run.py::test_readme_example_runs_and_prints_the_json_report",
     "Playbook.workbook": "tests/dsl/test_normalize.py::test_workbook_reference_is_replaced_by_entry_tool",
     "Playbook.spec": "tests/dsl/test_key_audit.py::test_root_spec_reaches_templates",
     "Metadata.name": "tests/dsl/test_key_audit.py::test_metadata_names_the_execution_and_the_graph",
     "Metadata.path": "tests/dsl/test_key_audit.py::test_metadata_names_the_execution_and_the_graph",
-    "KeychainEntry.name": "tests/tools/test_keychain.py::test_env_provider_json_dsn_string_and_fields",
-    "KeychainEntry.*": "tests/tools/test_keychain.py::test_env_provider_json_dsn_string_and_fields",
+    "KeychainEntry.name": "tests/keychain/test_keychain.py::test_env_provider_json_dsn_string_and_fields",
+    "KeychainEntry.*": "tests/keychain/test_keychain.py::test_env_provider_json_dsn_string_and_fields",
     "Executor.requires": "tests/temporal/test_noetl_additions.py::"
                          "test_run_refuses_a_playbook_requiring_what_the_worker_lacks_naming_it",
     "ExecutorRequires.tools": "tests/dsl/test_requires.py::test_each_missing_item_is_named_and_located",
@@ -73,7 +73,7 @@ EFFECTS: dict[str, str] = {
     "AdmitPolicy.on_deny": "tests/engine/test_routing.py::test_on_deny_modes",
     "AdmitRule.when": "tests/engine/test_routing.py::test_denied_token_is_admitted_after_a_ctx_patch_approval_gate",
     "AdmitRule.allow": "tests/engine/test_routing.py::test_admission_deny_keeps_token_pending_and_reports_it",
-    "Lifecycle.timeout_s": "tests/temporal/test_cli_honoured_keys.py::"
+    "Lifecycle.timeout_s": "tests/cli/test_cli_honoured_keys.py::"
                            "test_step_policy_lifecycle_timeout_fails_the_step_without_waiting_for_its_task",
     "Loop.in_": "tests/engine/test_pipeline_and_loops.py::test_loop_of_pipelines_with_set_iter_isolated_per_iteration",
     "Loop.iterator": "tests/engine/test_pipeline_and_loops.py::test_loop_of_pipelines_with_set_iter_isolated_per_iteration",
@@ -88,7 +88,7 @@ EFFECTS: dict[str, str] = {
     "Task.set_ctx": "tests/engine/test_pipeline_and_loops.py::test_prev_and_task_labels_and_set_ctx_in_pipeline",
     "Task.set_iter": "tests/engine/test_pipeline_and_loops.py::test_loop_of_pipelines_with_set_iter_isolated_per_iteration",
     "Task.set_vars": "tests/dsl/test_key_audit.py::test_arc_and_task_set_patches_take_effect",
-    "TaskSpec.timeout": "tests/temporal/test_cli_honoured_keys.py::"
+    "TaskSpec.timeout": "tests/cli/test_cli_honoured_keys.py::"
                         "test_http_read_timeout_in_noetls_shape_fails_the_task_and_a_number_still_works",
     "TaskSpec.local": "tests/temporal/test_fast_path.py::test_a_policy_retry_on_the_fast_path",
     "TaskSpec.*": "tests/temporal/test_routing_on_temporal.py::test_spec_layering_gives_tool_defaults_per_kind",
@@ -109,13 +109,13 @@ EFFECTS: dict[str, str] = {
     "PolicyAction.set_iter": "tests/engine/test_pipeline_and_loops.py::"
                              "test_loop_of_pipelines_with_set_iter_isolated_per_iteration",
     "PolicyAction.set_vars": "tests/temporal/test_corpus_http.py::test_pipeline_error_handling_policies",
-    "ResultSpec.inline_max_bytes": "tests/tools/test_large_results.py::test_thresholds_and_preview",
-    "ResultSpec.store": "tests/tools/test_large_results.py::test_large_result_goes_to_the_fs_store",
+    "ResultSpec.inline_max_bytes": "tests/store/test_large_results.py::test_thresholds_and_preview",
+    "ResultSpec.store": "tests/store/test_large_results.py::test_large_result_goes_to_the_fs_store",
     "ResultSpec.select": "tests/temporal/test_data_tools.py::test_large_result_travels_by_reference",
-    "ResultSpec.preview": "tests/tools/test_large_results.py::test_thresholds_and_preview",
+    "ResultSpec.preview": "tests/store/test_large_results.py::test_thresholds_and_preview",
     "ResultSpec.preview_max_bytes": "tests/temporal/test_noetl_additions.py::"
                                     "test_output_stores_by_reference_with_extracted_values_and_a_byte_preview",
-    "ResultSpec.keep": "tests/tools/test_large_results.py::"
+    "ResultSpec.keep": "tests/store/test_large_results.py::"
                        "test_a_stored_result_keeps_the_named_fields_and_a_part_reference_reads_its_part",
     "Router.arcs": "tests/engine/test_routing.py::test_exclusive_and_inclusive_routing",
     "RouterSpec.mode": "tests/engine/test_routing.py::test_exclusive_and_inclusive_routing",

@@ -11,6 +11,7 @@ recorded execution does must be versioned, not slipped in.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -20,11 +21,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from temporalio.worker import Worker
+
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.engine import behaviours
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from noetl_temporal.temporal.types import RunInput
+
+from . import user_code
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -51,7 +56,12 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "subplaybook_missing": HERE / "subplaybook_missing.yaml",
              "subplaybook_missing_patched": HERE / "subplaybook_missing.yaml",
              # before and after the engine change `stored-result-fields`
-             "stored_fields": HERE / "stored_fields.yaml", "stored_fields_patched": HERE / "stored_fields.yaml"}
+             "stored_fields": HERE / "stored_fields.yaml", "stored_fields_patched": HERE / "stored_fields.yaml",
+             # a user's own activity and workflow (`kind: activity`, `kind: workflow`), run by
+             # a worker of the user's code (user_code.py) beside ours
+             "user_calls": HERE / "user_calls.yaml"}
+# Recorded with the user's worker of user_code.py running (its results are in the history).
+USER_CODE = {"user_calls"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
@@ -82,8 +92,13 @@ async def record(names: list[str]) -> None:
                 continue
             playbook = load_playbook(path).playbook
             behaviours.CURRENT = tuple(b for b in current if b not in BEFORE.get(name, ()))
-            report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
-                                           execution_id=f"replay-{name}", source=str(path))
+            async with contextlib.AsyncExitStack() as stack:
+                if name in USER_CODE:
+                    await stack.enter_async_context(Worker(env.client, task_queue=user_code.USER_QUEUE,
+                                                           activities=user_code.ACTIVITIES,
+                                                           workflows=user_code.WORKFLOWS))
+                report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
+                                               execution_id=f"replay-{name}", source=str(path))
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
             events = report.events
             if name in FIRST_RUN:

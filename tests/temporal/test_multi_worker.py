@@ -24,7 +24,7 @@ import pytest
 
 from noetl_temporal.store.event_store import PostgresEventStore
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
-from tests.api.test_cli_api import Proc, fresh_env
+from tests.cli.test_cli_api import Proc, fresh_env
 from tests.support.postgres import execute, require_dsn
 
 pytestmark = pytest.mark.temporal

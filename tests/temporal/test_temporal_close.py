@@ -24,7 +24,7 @@ from noetl_temporal.temporal.control import cancel, describe, list_executions, r
 from noetl_temporal.temporal.devserver import temporal_cli_path
 from noetl_temporal.temporal.playbook_result import PLAYBOOK_FAILED, workflow_output
 from noetl_temporal.temporal.worker import build_worker
-from tests.temporal.test_cli_control import cli
+from tests.cli.test_cli_control import cli
 
 pytestmark = pytest.mark.temporal
 

@@ -40,7 +40,7 @@ from noetl_temporal.temporal.search_attributes import (
 )
 from noetl_temporal.temporal.worker import build_worker
 from tests.api.conftest import app_client, make_settings, wait_for
-from tests.temporal.test_cli_control import cli
+from tests.cli.test_cli_control import cli
 
 pytestmark = pytest.mark.temporal
 

@@ -38,6 +38,11 @@ async def probe(call: ToolCall, **config) -> dict:
     return out["result"]
 
 
+#: a task's code: its parent's parent (a spawned runner runs under the reaper, ``_proc.reaped``)
+GRANDPARENT = ("import os\n"
+               "grandparent = int(open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[-1].split()[1])\n")
+
+
 def children_of(pid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -138,8 +143,8 @@ async def test_crash_exit_and_hang_leave_the_server_and_the_next_task_unharmed(c
 
 async def test_a_task_with_its_own_env_gets_its_own_process(call: ToolCall) -> None:
     await probe(call)
-    out = await py(call, "import os\nresult = [os.getppid(), os.environ['NOETL_FORK_X']]", env={"NOETL_FORK_X": 1})
-    assert out["result"] == [os.getpid(), "1"]  # started for it by the worker itself
+    out = await py(call, GRANDPARENT + "result = [grandparent, os.environ['NOETL_FORK_X']]", env={"NOETL_FORK_X": 1})
+    assert out["result"] == [os.getpid(), "1"]  # started for it by the worker, under a reaper
 
 
 async def test_an_environment_change_starts_a_new_server_and_retires_the_old(
@@ -155,8 +160,9 @@ async def test_an_environment_change_starts_a_new_server_and_retires_the_old(
 
 async def test_disabled_fork_server_starts_a_process_per_task(call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(forkserver.ENV_SWITCH, "0")
-    out = await probe(call)
-    assert out["ppid"] == os.getpid() and out["sid"] == out["pid"]
+    out = await py(call, GRANDPARENT + "result = [grandparent, os.getsid(0) == os.getppid()]")
+    # The worker starts a reaper in a session of its own, the reaper starts the runner.
+    assert out["result"] == [os.getpid(), True]
 
 
 async def test_a_killed_server_is_replaced_and_its_running_task_fails(call: ToolCall, tmp_path: Path) -> None:

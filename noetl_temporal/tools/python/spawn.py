@@ -109,9 +109,13 @@ async def spawn_runner(env: dict[str, str], cwd: str, pipes: TaskPipes):
     """Start ``python -S -c RUNNER <response fd> <worker pid>`` on ``pipes``; the process
     (``-S``: see :func:`interpreter_flags`)."""
     in_r, out_w, err_w, resp_w = pipes.child_fds
-    argv = [sys.executable, *interpreter_flags(env), "-c", RUNNER, str(resp_w), str(os.getpid())]
+    # Under the reaper (``_proc.reaped``): it owns what the code starts, past the runner's
+    # own death too; the runner's parent is then the reaper.
+    runner = [sys.executable, *interpreter_flags(env), "-c", RUNNER, str(resp_w)]
+    argv = _proc.reaped([*runner, _proc.REAPER_PID]) if _proc.can_reap() else [*runner, str(os.getpid())]
     try:
-        return await _proc.start_on(argv, cwd=cwd, env=env, stdin=in_r, stdout=out_w, stderr=err_w,
+        proc = await _proc.start_on(argv, cwd=cwd, env=env, stdin=in_r, stdout=out_w, stderr=err_w,
                                     pass_fds=(resp_w,), child_sets_pdeathsig=True)
+        return _proc.as_reaped(proc)
     finally:
         pipes.close_child_ends()  # only the child may hold them, or EOF never comes

@@ -23,10 +23,12 @@ import json
 import logging
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from ...errors import ToolConfigError, ToolError, ToolTimeout
+from ...store import large_results
 from ...tool_kinds.python import PYTHON
 from .. import _proc, _workdirs
 from ..base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber, to_jsonable
@@ -141,8 +143,15 @@ class PythonTool:
         with _workdir(call) as cwd:
             # The runner enters the directory itself, so a forked process can serve the task.
             request["cwd"] = os.path.abspath(cwd)
+            request.update(_result_limits(call, request["cwd"]))
             payload = json.dumps(request).encode()
-            return await self._execute(payload, timeout, env, base, cwd, call)
+            try:
+                result = await self._execute(payload, timeout, env, base, cwd, call)
+                return await _stored(result, call)
+            finally:
+                if request.get("spill"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(request["spill"])
 
     async def _in_worker(self, request: dict, timeout: float, call: ToolCall) -> Any:
         try:
@@ -166,7 +175,7 @@ class PythonTool:
                        call: ToolCall) -> Any:
         deadline = time.monotonic() + timeout
         out, err = _proc.capture(OUTPUT_LIMIT, call.secrets), _proc.capture(OUTPUT_LIMIT, call.secrets)
-        response = bytearray()
+        response = _Response(large_results.max_result_bytes())
         pipes = spawn.TaskPipes()
         try:
             # The request's head goes into the pipe before the runner exists, so it need
@@ -176,9 +185,9 @@ class PythonTool:
         except BaseException:
             pipes.close()
             raise
-        pumps = pipes.attach(out.feed, err.feed, response.extend)
+        pumps = pipes.attach(out.feed, err.feed, response.feed)
         if isinstance(proc, forkserver.ForkedChild):  # done once answered: its teardown is not our wait
-            pumps.tasks[-1].add_done_callback(lambda _: proc.answered() if response else None)
+            pumps.tasks[-1].add_done_callback(lambda _: proc.answered() if response.total else None)
         # The usual small request went in whole: close stdin now, without a feeding task.
         feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest)) if rest else None
         if feeder is None:
@@ -198,7 +207,11 @@ class PythonTool:
                 ToolTimeout(f"python code ran past its {timeout:g} s timeout; process group killed"),
                 None, py=_py(out, err, None, proc.returncode),
             )
-        return self._outcome(bytes(response), returncode, out, err, call)
+        if response.overflow:  # the runner caps the result; only code writing to its pipe gets here
+            raise fail_with(ToolError(_too_large(response.total, response.cap), kind="python", retryable=False,
+                                      code="ResultTooLarge", fix=TOO_LARGE_FIX),
+                            None, py=_py(out, err, "ResultTooLarge", returncode))
+        return self._outcome(bytes(response.data), returncode, out, err, call)
 
     def _outcome(self, raw: bytes, returncode: int, out: _proc.Capture, err: _proc.Capture,
                  call: ToolCall) -> Any:
@@ -228,6 +241,8 @@ class PythonTool:
                 call: ToolCall) -> Any:
         """The runner's response as a result, or raised as the task's error."""
         if resp.get("ok"):
+            if resp.get("result_file"):  # over the inline cap: written to a file for the store
+                return ToolResult(_Spilled(resp["result_file"]), py=_py(out, err, None, returncode))
             return ToolResult(resp.get("result"), py=_py(out, err, None, returncode))
         etype = resp.get("type") or "Exception"
         if resp.get("kind") == "config":
@@ -244,8 +259,75 @@ class PythonTool:
             details = {k: resp[k] for k in ("line", "traceback", "exit_code") if resp.get(k) is not None}
             if isinstance(details.get("traceback"), str):
                 details["traceback"] = mask.tail(details["traceback"], TRACEBACK_CHARS)
-            exc = ToolError(message, kind="python", retryable=False, code=etype, details=details)
+            exc = ToolError(message, kind="python", retryable=False, code=etype, details=details,
+                            fix=TOO_LARGE_FIX if etype == "ResultTooLarge" else None)
         raise fail_with(exc, None, py=_py(out, err, etype, returncode))
+
+
+TOO_LARGE_FIX = ("return a smaller result: write large data to a file or a database and return where it is, "
+                 "or raise NOETL_MAX_RESULT_BYTES on the workers")
+
+
+def _too_large(size: int, cap: int) -> str:
+    return (f"ResultTooLarge: the result is more than {size:,} bytes of JSON, over the cap of {cap:,} bytes "
+            "for one task's result (NOETL_MAX_RESULT_BYTES)")
+
+
+class _Response:
+    """The runner's answer as it arrives, kept up to the hard cap (and a margin for the
+    envelope); past it only counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.total = 0
+        self.overflow = False
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if self.overflow:
+            return
+        if self.total > self.cap + 65536:
+            self.overflow = True
+            self.data = bytearray()
+            return
+        self.data += chunk
+
+
+class _Spilled:
+    """A result the task's process wrote to a file (its JSON), for :func:`_stored`."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def _result_limits(call: ToolCall, cwd: str) -> dict[str, Any]:
+    """What the runner is told about the result's size: the hard cap, and where a result
+    over the inline cap goes instead of the response pipe. That only in an activity (which
+    would store a large result anyway) that lets the tool store it (no policy judges the
+    task by the result's value), for a task without secrets (the activity masks them in the
+    result's value). When the reference needs values of the result (``select``, ``preview``,
+    kept fields: ``large_results.needs_value``) the worker parses the file once."""
+    limits: dict[str, Any] = {"max_result_bytes": large_results.max_result_bytes()}
+    if call.store_result and call.task_run_id is not None and not call.secrets:
+        limits["spill"] = os.path.join(cwd, f".noetl-result-{uuid.uuid4().hex}.json")
+        limits["spill_over"] = large_results.inline_max_bytes(call.result_spec)
+    return limits
+
+
+async def _stored(result: Any, call: ToolCall) -> Any:
+    """A result the process wrote to a file, moved into the result store (its ResultRef)."""
+    if not (isinstance(result, ToolResult) and isinstance(result.result, _Spilled)):
+        return result
+    try:
+        ref = await asyncio.to_thread(
+            large_results.externalize_file, result.result.path, call.result_spec,
+            execution_id=call.execution_id, task_run_id=call.task_run_id or "", attempt=call.attempt)
+    except OSError as exc:  # a full disk, an unreachable store: another attempt may do better
+        raise ToolError(f"cannot store the task result: {exc}", kind="result_store", retryable=True) from None
+    return ToolResult(ref, **result.extras)
 
 
 def _py(out: _proc.Capture, err: _proc.Capture, exception_type: str | None, returncode: int | None) -> dict:

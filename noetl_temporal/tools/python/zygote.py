@@ -24,9 +24,14 @@ On the control socket (``SOCK_SEQPACKET``, one message per datagram):
   signal that killed it).
 
 EOF on the control socket means the worker closed the server or died: the zygote kills
-its children and exits. It also dies with the worker (``PR_SET_PDEATHSIG``, asked for
-first thing), and each child dies with the zygote, so a SIGKILLed worker leaves no task
-process behind.
+its children and exits. It also learns of the worker's death from its parent-death
+signal (``SIGTERM``, asked for first thing, handled in its loop). Each child dies with the
+zygote (``SIGKILL``), so a SIGKILLed worker leaves no task process behind.
+
+A task owns everything it started (``runner.reaping``): the zygote and every task process
+are subreapers. A task's process kills its descendants before it answers; when it is
+killed itself (timeout, cancel) its orphans come to the zygote, which kills them before it
+reports the exit; and when the zygote leaves, it first kills every process below it.
 """
 
 import _signal
@@ -71,6 +76,7 @@ def _spare(zygote, warm):
         # _signal, not signal: its enum wrappers touch ~50 pages of the server (copy-on-write)
         _signal.set_wakeup_fd(-1)
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
         os.close(zygote.wake_r)
         os.close(zygote.wake_w)
         os.close(zygote.taken_r)
@@ -133,9 +139,14 @@ class Zygote:
         os.set_blocking(self.wake_w, False)
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
+        self.stopping = False  # SIGTERM: the worker died (our parent-death signal) or stops us
+        signal.signal(signal.SIGTERM, self._stop)
         self._taken_buf = b""
         self.replace_at = 0.0  # a missing spare is forked by then at the latest (monotonic s)
         self.retry_at = 0.0    # no fork before then (after a failed one)
+
+    def _stop(self, *_):
+        self.stopping = True
 
     def send(self, text):
         try:
@@ -170,6 +181,9 @@ class Zygote:
                     except BlockingIOError:
                         pass
                     exited = self.reap() or exited
+                    if self.stopping:
+                        self.shutdown()
+                        return
                 elif fd == self.taken_r:
                     self.taken()
                 elif fd == tasks:
@@ -261,15 +275,14 @@ class Zygote:
             if task_id is not None:
                 self.by_id.pop(task_id, None)
                 self.kills.pop(task_id, None)
+                # What a killed task's process left is ours now (we are a subreaper): it
+                # goes before the task is reported done.
+                self.runner.reaping.sweep(skip=self.spares | set(self.running))
                 self.send(f"exit {task_id} {os.waitstatus_to_exitcode(status)}")
 
     def shutdown(self):
-        for pid in [*self.running, *self.spares]:
-            for kill in (os.killpg, os.kill):  # a spare may not have its own group yet
-                try:
-                    kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        """Kill every process below us: spares, tasks and all they started."""
+        self.runner.reaping.sweep()
 
 
 def _take_path0():
@@ -293,7 +306,13 @@ def main():
     # (its working directory) back in front of the path.
     path0 = _take_path0()
     runner = _load_runner(sys.argv[1])
-    runner._die_with_parent(int(sys.argv[2]))
+    reaping = runner.reaping
+    reaping.become_subreaper()  # a killed task's orphans come to us, not to init
+    # SIGTERM, not SIGKILL, when the worker dies: we kill what is below us first (the loop
+    # sees it; until the handler is in place, which is before any task, it simply ends us).
+    reaping.prctl(reaping.PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != int(sys.argv[2]):
+        os._exit(137)
     runner.start_site()  # started with -S: site, but .pth imports only when needed
     sock = socket.socket(fileno=int(sys.argv[3]))
     tasks = socket.socket(fileno=int(sys.argv[4]))

@@ -29,6 +29,7 @@ start-up (``startup``: ``site`` without eager ``.pth`` hooks, what the fork serv
 preloads, the warm-up of a spare).
 """
 
+from . import reaping
 from .answer import _encode, _use_json
 from .failures import _error, _exit_error, _text
 from .process import _die_with_parent, _enter, _line_buffered_output, serve
@@ -52,5 +53,5 @@ __all__ = [
     "MODULE", "CONVENIENCE", "NO_DEFAULT", "POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL",
     "KEYWORD_ONLY", "VAR_KEYWORD", "parameters", "serve", "preload", "warm", "start_site", "child_main",
     "_run", "_call_main", "_parameters_by_inspect", "_encode", "_use_json", "_error", "_exit_error", "_text",
-    "_die_with_parent", "_enter", "_line_buffered_output",
+    "_die_with_parent", "_enter", "_line_buffered_output", "reaping",
 ]

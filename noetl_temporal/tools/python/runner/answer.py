@@ -57,3 +57,52 @@ def _encode(resp):
         return _dumps(resp, default=_default).encode()
     except (TypeError, ValueError, RecursionError):
         return _dumps(_sanitize(resp, set()), default=_default).encode()
+
+
+def _dump_value(value, ascii_only):
+    try:
+        return _dumps(value, default=_default, separators=(",", ":"), ensure_ascii=ascii_only)
+    except (TypeError, ValueError, RecursionError):
+        return _dumps(_sanitize(value, set()), default=_default, separators=(",", ":"), ensure_ascii=ascii_only)
+
+
+def _encode_value(value):
+    """``value`` as compact UTF-8 JSON, the way the result store writes it."""
+    try:
+        return _dump_value(value, False).encode()
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+        return _dump_value(value, True).encode()
+
+
+def _too_large(size, cap):
+    return {"ok": False, "kind": "python", "type": "ResultTooLarge", "line": None,
+            "message": f"the result is {size:,} bytes of JSON, over the cap of {cap:,} bytes for one "
+                       f"task's result (NOETL_MAX_RESULT_BYTES)"}
+
+
+def _spill(path, body):
+    """Write the result's JSON to ``path`` (a new file); whether it was written."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return False
+    with os.fdopen(fd, "wb") as out:
+        out.write(body)
+    return True
+
+
+def _answer(resp, req):
+    """The answer's bytes. A result over ``req["max_result_bytes"]`` is an error with its size;
+    one over ``req["spill_over"]`` goes to the file ``req["spill"]``, and the answer names it
+    (the worker moves it into the result store without holding it: ``large_results``)."""
+    if not resp.get("ok") or (req.get("max_result_bytes") is None and not req.get("spill")):
+        return _encode(resp)
+    body = _encode_value(resp.get("result"))
+    cap = req.get("max_result_bytes")
+    if cap is not None and len(body) > cap:
+        return _encode(_too_large(len(body), cap))
+    if req.get("spill") and len(body) > req.get("spill_over", 0) and _spill(req["spill"], body):
+        return _encode({"ok": True, "result_file": req["spill"], "bytes": len(body)})
+    return b'{"ok":true,"result":' + body + b"}"

@@ -5,32 +5,9 @@ with ``os._exit`` (never returning: user threads or atexit hooks cannot hang the
 import os
 import sys
 
-from . import answer
-from .answer import _encode
+from . import answer, reaping
 from .failures import _text
 from .running import _run
-
-# Not `from typing import TYPE_CHECKING`: see answer.py.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-
-_PRCTL: "Any" = None  # libc's prctl (False: not available), looked up once (the fork server's children reuse it)
-
-
-def _prctl():
-    global _PRCTL
-    if _PRCTL is None and sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-            prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-            _PRCTL = prctl
-        except (OSError, AttributeError, ImportError):
-            _PRCTL = False
-    return _PRCTL
 
 
 def _die_with_parent(parent):
@@ -40,9 +17,7 @@ def _die_with_parent(parent):
     started without a ``preexec_fn`` (so the worker can use ``vfork``), and a forked
     one (``zygote``) asks for it towards the fork server it came from.
     """
-    prctl = _prctl()
-    if prctl:
-        prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    reaping.prctl(reaping.PR_SET_PDEATHSIG, 9)  # SIGKILL
     if os.getppid() != parent:
         os._exit(137)
 
@@ -64,9 +39,12 @@ def serve(fd, path0):
     if not raw:  # no request: the worker is gone or gave up on the task
         os._exit(0)
     req = answer.json.loads(raw)  # bound by _use_json, before any request
+    reaping.become_subreaper()  # whatever the code starts stays below us (see reaping)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)  # the request is consumed; user `input()` sees EOF
     os.close(null)
+    if "exec" in req:  # a shell command, not python code
+        reaping.run_command(req, fd)
     _line_buffered_output()
     sys.argv = [req["filename"]]
     resp = _enter(req.get("cwd"))
@@ -76,7 +54,9 @@ def serve(fd, path0):
         resp = _run(req)
     if os.getpid() != pid:  # a fork made by the user code ran to here: only one may answer
         os._exit(0)
-    data = _encode(resp)
+    # Before the answer: once the worker has it the task is over, and so is all it started.
+    reaping.sweep()
+    data = answer._answer(resp, req)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from noetl_temporal.cli.main import COMMANDS, build_parser, main
-
-from .helpers import playbook
+from tests.dsl.helpers import playbook
 
 REPO = Path(__file__).resolve().parents[2]
 VALID = playbook("workflow:\n  - step: a\n    tool: {kind: noop}\n  - step: island\n    tool: {kind: noop}\n")

@@ -25,7 +25,7 @@ import pytest
 import noetl_temporal
 from noetl_temporal.temporal.activity_logs import CancelledActivityFilter
 from noetl_temporal.temporal.devserver import free_port
-from tests.temporal.test_cli_control import GATE, cli
+from tests.cli.test_cli_control import GATE, cli
 
 pytestmark = pytest.mark.temporal
 

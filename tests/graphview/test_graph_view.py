@@ -15,8 +15,7 @@ from noetl_temporal.dsl import load_playbook, load_playbook_text
 from noetl_temporal.engine.graph import StepGraph
 from noetl_temporal.graphview import graph_view, to_mermaid
 from noetl_temporal.graphview.mermaid import MAX_LABEL, escape
-
-from .helpers import CORPUS, playbook
+from tests.dsl.helpers import CORPUS, playbook
 
 REPO = Path(__file__).resolve().parents[2]
 

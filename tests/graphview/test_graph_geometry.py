@@ -15,8 +15,7 @@ from noetl_temporal.graphview.labels import CHAR_W, Placed
 from noetl_temporal.graphview.layout import NODE_W
 from noetl_temporal.graphview.mermaid import node_label
 from noetl_temporal.graphview.svg import render_svg
-
-from .helpers import playbook
+from tests.dsl.helpers import playbook
 
 NS = "{http://www.w3.org/2000/svg}"
 

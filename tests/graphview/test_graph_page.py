@@ -22,9 +22,8 @@ from noetl_temporal.graphview.states import (
     step_state,
 )
 from noetl_temporal.graphview.svg import render_svg
-
-from .helpers import CORPUS, playbook
-from .test_graph_view import CYCLE, INCLUSIVE_JOIN
+from tests.dsl.helpers import CORPUS, playbook
+from tests.graphview.test_graph_view import CYCLE, INCLUSIVE_JOIN
 
 
 def _view(text: str):
