@@ -40,7 +40,7 @@ def template_context(state: ExecutionState, step_def: Step | None, *, args: dict
     results: Any = state.step_results
     pipeline_vars: Any = pipe.vars if pipe else None
     if STORED_RESULT_FIELDS in state.behaviours:  # stored results read through their kept fields
-        results = StoredLayer(results)
+        results = StoredLayer(results, state.graph.loop_steps)
         pipeline_vars = StoredLayer(pipeline_vars) if pipeline_vars else None
     return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
                          step_results=results, args=args,

@@ -21,7 +21,7 @@ Only executions listing ``behaviours.STORED_RESULT_FIELDS`` see this view (the e
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import ResultFieldUnavailable
 from ..templates import HeldPart
 
-__all__ = ["StoredResult", "StoredLayer", "holds_fields", "held_outcome", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS", "REF_KEYS"]
+__all__ = ["StoredResult", "StoredLayer", "StoredLoopResult", "StoredIterations", "holds_fields", "held_outcome", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS", "REF_KEYS"]
 
 REF_KIND = "result_ref"  # store/large_results.REF_KIND (the engine does not import the store)
 #: what a reference to a part keeps of its whole's ref (the rest describes the whole)
@@ -66,7 +66,7 @@ def _human(n: Any) -> str:
     return f"{n} bytes"
 
 
-class StoredResult(HeldPart):
+class StoredResult(HeldPart, Mapping[str, Any]):
     """The stored result ``name`` (or its part at ``prefix``), read through its kept fields."""
 
     __slots__ = ("_ref", "_name", "_prefix")
@@ -165,18 +165,97 @@ class StoredResult(HeldPart):
                 "the large one (a count, a flag) and read that")
 
 
+def _held(item: Any, name: str) -> Any:
+    return StoredResult(item, name) if holds_fields(item) else item
+
+
+class StoredIterations(HeldPart, Sequence[Any]):
+    """A loop step's ``results`` whose iteration results stored by reference read through
+    their kept fields (``{{ each.results[0].count }}``). Each is wrapped when it is read, so
+    a read costs the same for a loop of 2 items or 20,000; the list itself is never copied."""
+
+    __slots__ = ("_items", "_name")
+
+    def __init__(self, items: list[Any], name: str) -> None:
+        self._items, self._name = items, name
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._items)))]
+        item = self._items[index]
+        if not holds_fields(item):
+            return item
+        return StoredResult(item, f"{self._name}.results.{index % len(self._items)}")
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i, item in enumerate(self._items):
+            yield _held(item, f"{self._name}.results.{i}")
+
+    def __eq__(self, other: object) -> bool:
+        return self._items == (other._items if isinstance(other, StoredIterations) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # a list's view: unhashable as the list
+
+    def as_value(self) -> Any:
+        """The list as it is: an activity reads each reference in it back."""
+        return self._items
+
+    in_text = as_value
+
+
+class StoredLoopResult(HeldPart, Mapping[str, Any]):
+    """A loop step's result (``{results, count, ...}``: engine/loops.py) whose ``results``
+    is seen as :class:`StoredIterations`."""
+
+    __slots__ = ("_result", "_name")
+
+    def __init__(self, result: dict[str, Any], name: str) -> None:
+        self._result, self._name = result, name
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._result[key]
+        return StoredIterations(value, self._name) if key == "results" and isinstance(value, list) else value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._result
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._result)
+
+    def __len__(self) -> int:
+        return len(self._result)
+
+    def __eq__(self, other: object) -> bool:
+        return self._result == (other._result if isinstance(other, StoredLoopResult) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def as_value(self) -> Any:
+        return self._result
+
+    in_text = as_value
+
+
 class StoredLayer(Mapping[str, Any]):
     """A template layer (step results, task results by label) whose stored results are
-    seen as :class:`StoredResult`."""
+    seen as :class:`StoredResult`, and the results of its loop steps (``loops``) as
+    :class:`StoredLoopResult`."""
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_loops")
 
-    def __init__(self, inner: Mapping[str, Any]) -> None:
-        self._inner = inner
+    def __init__(self, inner: Mapping[str, Any], loops: Container[str] = ()) -> None:
+        self._inner, self._loops = inner, loops
 
     def __getitem__(self, key: str) -> Any:
         value = self._inner[key]
-        return StoredResult(value, key) if holds_fields(value) else value
+        if holds_fields(value):
+            return StoredResult(value, key)
+        if key in self._loops and isinstance(value, dict) and isinstance(value.get("results"), list):
+            return StoredLoopResult(value, key)
+        return value
 
     def __contains__(self, key: object) -> bool:
         return key in self._inner
