@@ -28,7 +28,7 @@ from ..tool_kinds import IN_WORKFLOW_KINDS
 __all__ = ["StepGraph"]
 
 
-def _iteration_paths(paths: frozenset[str] | tuple[()]) -> set[str]:
+def _iteration_paths(paths: Iterable[str]) -> set[str]:
     """What ``{{ each.results[0].count }}`` reads of an iteration's result: ``count``."""
     found = set()
     for path in paths:
@@ -81,7 +81,8 @@ class StepGraph:
                 named.update(_iteration_paths(paths.get(step, ())))
             # a routing guard reads the step's result as `outcome.result.x` / `output.data.x` too
             for outer in ("output", "outcome"):
-                named.update(p.split(".", 1)[1] for p in paths.get(outer, ()) if p.startswith(("result.", "data.")))
+                read = {p.split(".", 1)[1] for p in paths.get(outer, ()) if p.startswith(("result.", "data."))}
+                named.update(_iteration_paths(read) if step in self.loop_steps else read)
             kept = self._keep_cache[key] = tuple(sorted(named))
         return kept
 

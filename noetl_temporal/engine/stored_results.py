@@ -157,11 +157,13 @@ class StoredResult(HeldPart, Mapping[str, Any]):
             why = f"no template of the playbook names `{name}` as a fixed path, so it was not kept"
         else:
             why = "the whole result is not in the workflow, only the fields its templates name"
+        step, _, iteration = self._name.partition(".")  # `each.results.0`: a loop's iteration
+        what = f"iteration result `{self._name}` of loop step `{step}`" if iteration else f"step result `{step}`"
         return ResultFieldUnavailable(
-            f"`{name}` cannot be read here: step result `{self._name}` ({whole}) is stored by reference "
+            f"`{name}` cannot be read here: {what} ({whole}) is stored by reference "
             f"({self._ref.get('ref')}); {why}",
             fix=f"read it in a task (pass `{{{{ {name} }}}}` as a task argument: the activity reads the stored "
-                f"result), or have the step `{self._name}` return the small value the guard needs next to "
+                f"result), or have the step `{step}` return the small value the guard needs next to "
                 "the large one (a count, a flag) and read that")
 
 
@@ -267,10 +269,17 @@ class StoredLayer(Mapping[str, Any]):
         return len(self._inner)
 
 
-def held_outcome(view: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+def held_outcome(view: dict[str, Any] | None, name: str, loop: bool = False) -> dict[str, Any] | None:
     """An outcome's template view (``output``/``outcome`` of a routing guard) whose stored
-    result reads through its kept fields (``result`` and its alias ``data``)."""
-    if view is None or not holds_fields(view.get("result")):
+    result reads through its kept fields (``result`` and its alias ``data``); a loop step's
+    (``loop``) whose iterations' stored results do."""
+    if view is None:
         return view
-    held = StoredResult(view["result"], name)
+    result: Any = view.get("result")
+    if holds_fields(result):
+        held: Any = StoredResult(result, name)
+    elif loop and isinstance(result, dict) and isinstance(result.get("results"), list):
+        held = StoredLoopResult(result, name)
+    else:
+        return view
     return {**view, "result": held, "data": held}

@@ -167,8 +167,11 @@ workflow:
 """
 
 
-def test_a_loop_iterations_stored_results_keep_their_fields(tmp_path):
-    proc, report = _run(tmp_path, _loop_playbook("{{ each.results[0].count > 100 }}"))
+@pytest.mark.parametrize("when", ["{{ each.results[0].count > 100 }}",
+                                  "{{ outcome.result.results[1].count == 6000 and output.data.results[0].item == 1 }}",
+                                  "{{ each.results | selectattr('count', 'gt', 100) | list | length == 2 }}"])
+def test_a_loop_iterations_stored_results_keep_their_fields(tmp_path, when):
+    proc, report = _run(tmp_path, _loop_playbook(when))
     assert proc.returncode == 0, proc.stderr
     results = report["steps"]["each"]["result"]["results"]
     assert [r["kind"] for r in results] == ["result_ref", "result_ref"]  # the case under test
@@ -186,3 +189,4 @@ def test_a_loop_iteration_field_no_template_names_fails_located(tmp_path):
     error = report["error"]
     line = text.splitlines().index(f'          when: "{when}"') + 1
     assert f"stored.yaml:{line}:" in error and "`each.results.0.rows`" in error and "fix:" in error
+    assert "iteration result `each.results.0` of loop step `each`" in error
