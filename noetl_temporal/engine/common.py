@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from ..dsl.models import Step
+from ..templates import HeldPart
 from .behaviours import STORED_RESULT_FIELDS
 from .context import Scope, build_context, set_path
 from .envelopes import ErrorInfo, Outcome
 from .state import ExecutionState, Failure, PipelineRun, Token
-from .stored_results import StoredLayer, StoredResult
+from .stored_results import StoredLayer
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
            "engine_error", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
@@ -110,8 +111,9 @@ def ended_outcome(last: Outcome | None, *, ok: bool, result: Any, error: ErrorIn
 
 
 def _default(value: Any) -> Any:
-    # A stored result picked whole from the template scope (a policy's context) is its ref.
-    return value.as_value() if isinstance(value, StoredResult) else str(value)
+    # A stored result picked whole from the template scope (a policy's context) is its ref;
+    # a loop step's result with stored iterations, the result as it is.
+    return value.as_value() if isinstance(value, HeldPart) else str(value)
 
 
 # ``json.dumps(value, default=...)`` builds its encoder on every call: this one is built once.
