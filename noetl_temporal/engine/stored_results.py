@@ -15,6 +15,11 @@ reads it (a guard, a ``set:``) or the task whose argument it is. A task argument
 exactly such a part (``data: "{{ start.rows }}"``) is handed to the activity as a reference
 to that part instead, read back there from the store (:func:`lazy_parts`).
 
+A loop step's result (engine/loops.py) holds its iterations' results, each maybe stored:
+:class:`StoredLoopResult` and :class:`StoredIterations` wrap each one as it is read, so
+``{{ each.results[0].count }}`` reads the same way (the loop's tasks keep the paths read below
+``each.results.<n>.``: ``engine/graph.py``).
+
 Only executions listing ``behaviours.STORED_RESULT_FIELDS`` see this view (the engine's
 ``template_context``); before it a stored result was its ref and its fields undefined.
 """
