@@ -42,11 +42,12 @@ _AS_IS = frozenset({str, int, float})
 _NOETL_TEXT: ContextVar[bool] = ContextVar("noetl_text", default=True)
 
 
-class HeldPart(Mapping[str, Any]):
+class HeldPart:
     """A value templates read *through* that a render must not return or print as it is: a
-    step result stored by reference (``engine/stored_results.py``). :meth:`as_value` is what
-    a render's result holds in its place, :meth:`in_text` what text prints (either may raise
-    ``ResultFieldUnavailable``: a part the workflow does not hold)."""
+    step result stored by reference, or a loop's results holding some (``engine/stored_results.py``;
+    a mapping or a sequence). :meth:`as_value` is what a render's result holds in its place,
+    :meth:`in_text` what text prints (either may raise ``ResultFieldUnavailable``: a part the
+    workflow does not hold)."""
 
     __slots__ = ()
 

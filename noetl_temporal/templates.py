@@ -210,14 +210,19 @@ def _noetl_finalize(value: Any) -> Any:
     return text_style.as_text(limits.check_nested(value))
 
 
+def _json_default(value: Any) -> Any:
+    # a stored result (or a loop's results holding some) dumps as what text prints for it
+    return value.in_text() if isinstance(value, HeldPart) else str(value)
+
+
 def _make_env(finalize: Callable[[Any], Any]) -> _Environment:
     env = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True,
                        finalize=finalize)
     env.globals.pop("lipsum", None)
     env.filters["fromjson"] = _fromjson
     env.filters["from_json"] = _fromjson
-    env.filters["to_json"] = lambda v: json.dumps(v, default=str)
-    env.filters["tojson"] = lambda v, indent=None: json.dumps(v, default=str, indent=indent)
+    env.filters["to_json"] = lambda v: json.dumps(v, default=_json_default)
+    env.filters["tojson"] = lambda v, indent=None: json.dumps(v, default=_json_default, indent=indent)
     env.filters["b64encode"] = _b64encode
     env.filters["b64decode"] = _b64decode
     # Replaced per render with a seeded generator (see _globals_for); never the process RNG.

@@ -80,7 +80,8 @@ NOETL_TEXT = "noetl-text"
 
 #: A step result stored by reference keeps the fields the playbook's templates read
 #: (``dsl/result_paths.py``: the engine sends them as ``result_spec.keep``), and templates see
-#: them under the result's own paths (``engine/stored_results.py``); a part it does not hold
+#: them under the result's own paths (``engine/stored_results.py``), also an iteration's inside
+#: a loop step's ``results`` (``{{ each.results[0].count }}``); a part it does not hold
 #: fails the guard's step or the task that reads it (``ResultFieldUnavailable``). Before: a
 #: stored result was its ref, so ``{{ start.count > 100 }}`` was a guard error read as "no
 #: match" and ``{{ start.count }}`` rendered empty.

@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from ..dsl.models import Step
+from ..templates import HeldPart
 from .behaviours import STORED_RESULT_FIELDS
 from .context import Scope, build_context, set_path
 from .envelopes import ErrorInfo, Outcome
 from .state import ExecutionState, Failure, PipelineRun, Token
-from .stored_results import StoredLayer, StoredResult
+from .stored_results import StoredLayer
 
 __all__ = ["emit", "step_definition", "template_context", "patch_ctx", "record_failure", "add_token",
            "engine_error", "error_outcome", "ended_outcome", "short", "short_outcome", "plain"]
@@ -40,7 +41,7 @@ def template_context(state: ExecutionState, step_def: Step | None, *, args: dict
     results: Any = state.step_results
     pipeline_vars: Any = pipe.vars if pipe else None
     if STORED_RESULT_FIELDS in state.behaviours:  # stored results read through their kept fields
-        results = StoredLayer(results)
+        results = StoredLayer(results, state.graph.loop_steps)
         pipeline_vars = StoredLayer(pipeline_vars) if pipeline_vars else None
     return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
                          step_results=results, args=args,
@@ -110,8 +111,9 @@ def ended_outcome(last: Outcome | None, *, ok: bool, result: Any, error: ErrorIn
 
 
 def _default(value: Any) -> Any:
-    # A stored result picked whole from the template scope (a policy's context) is its ref.
-    return value.as_value() if isinstance(value, StoredResult) else str(value)
+    # A stored result picked whole from the template scope (a policy's context) is its ref;
+    # a loop step's result with stored iterations, the result as it is.
+    return value.as_value() if isinstance(value, HeldPart) else str(value)
 
 
 # ``json.dumps(value, default=...)`` builds its encoder on every call: this one is built once.

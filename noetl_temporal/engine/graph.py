@@ -28,6 +28,16 @@ from ..tool_kinds import IN_WORKFLOW_KINDS
 __all__ = ["StepGraph"]
 
 
+def _iteration_paths(paths: Iterable[str]) -> set[str]:
+    """What ``{{ each.results[0].count }}`` reads of an iteration's result: ``count``."""
+    found = set()
+    for path in paths:
+        parts = path.split(".", 2)
+        if len(parts) == 3 and parts[0] == "results" and parts[1].lstrip("-").isdigit():
+            found.add(parts[2])
+    return found
+
+
 @dataclass
 class StepGraph:
     playbook: Playbook
@@ -40,7 +50,7 @@ class StepGraph:
         engine's first input): the shell does it once per playbook and shares the result
         between the executions of that playbook on a worker (``temporal/definitions.py``)."""
         for name in ("steps", "successors", "back_edges", "forward_upstreams", "join_upstreams",
-                     "joins", "_inclusive_forward_successors", "result_paths"):
+                     "joins", "_inclusive_forward_successors", "result_paths", "loop_steps"):
             getattr(self, name)
         return self
 
@@ -52,6 +62,11 @@ class StepGraph:
             return {}
         return result_paths(self.playbook)
 
+    @cached_property
+    def loop_steps(self) -> frozenset[str]:
+        """The steps with a ``loop:`` (their result holds their iterations' results)."""
+        return frozenset(step.step for step in self.playbook.workflow if step.loop is not None)
+
     def kept_paths(self, step: str, task: str, names: tuple[str, ...], also: list[str] | None) -> tuple[str, ...]:
         """What the task ``task`` of ``step`` keeps of its result when it is stored by
         reference: the paths read below ``names`` (its step, its label, the names bound to
@@ -62,9 +77,12 @@ class StepGraph:
         if kept is None:
             paths = self.result_paths
             named = {str(p) for p in also or ()}.union(*(paths.get(name, frozenset()) for name in names))
+            if step in self.loop_steps:  # a task in a loop: its result is an iteration's
+                named.update(_iteration_paths(paths.get(step, ())))
             # a routing guard reads the step's result as `outcome.result.x` / `output.data.x` too
             for outer in ("output", "outcome"):
-                named.update(p.split(".", 1)[1] for p in paths.get(outer, ()) if p.startswith(("result.", "data.")))
+                read = {p.split(".", 1)[1] for p in paths.get(outer, ()) if p.startswith(("result.", "data."))}
+                named.update(_iteration_paths(read) if step in self.loop_steps else read)
             kept = self._keep_cache[key] = tuple(sorted(named))
         return kept
 

@@ -90,7 +90,7 @@ def decide(state: ExecutionState, run: StepRun, step_def: Step, event: dict[str,
         return RouteDecision(event)
     view = outcome_view(outcome)
     if STORED_RESULT_FIELDS in state.behaviours:  # `outcome.result.count` as `start.count` reads it
-        view = held_outcome(view, run.step)
+        view = held_outcome(view, run.step, run.step in state.graph.loop_steps)
     context = template_context(state, step_def, args=run.args,
                                extra={"event": event, "output": view, "outcome": view})
     try:

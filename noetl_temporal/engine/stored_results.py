@@ -15,13 +15,18 @@ reads it (a guard, a ``set:``) or the task whose argument it is. A task argument
 exactly such a part (``data: "{{ start.rows }}"``) is handed to the activity as a reference
 to that part instead, read back there from the store (:func:`lazy_parts`).
 
+A loop step's result (engine/loops.py) holds its iterations' results, each maybe stored:
+:class:`StoredLoopResult` and :class:`StoredIterations` wrap each one as it is read, so
+``{{ each.results[0].count }}`` reads the same way (the loop's tasks keep the paths read below
+``each.results.<n>.``: ``engine/graph.py``).
+
 Only executions listing ``behaviours.STORED_RESULT_FIELDS`` see this view (the engine's
 ``template_context``); before it a stored result was its ref and its fields undefined.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -29,7 +34,7 @@ from typing import Any
 from ..errors import ResultFieldUnavailable
 from ..templates import HeldPart
 
-__all__ = ["StoredResult", "StoredLayer", "holds_fields", "held_outcome", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS", "REF_KEYS"]
+__all__ = ["StoredResult", "StoredLayer", "StoredLoopResult", "StoredIterations", "holds_fields", "held_outcome", "lazy_parts", "REF_KIND", "REF_ONLY_KEYS", "REF_KEYS"]
 
 REF_KIND = "result_ref"  # store/large_results.REF_KIND (the engine does not import the store)
 #: what a reference to a part keeps of its whole's ref (the rest describes the whole)
@@ -66,7 +71,7 @@ def _human(n: Any) -> str:
     return f"{n} bytes"
 
 
-class StoredResult(HeldPart):
+class StoredResult(HeldPart, Mapping[str, Any]):
     """The stored result ``name`` (or its part at ``prefix``), read through its kept fields."""
 
     __slots__ = ("_ref", "_name", "_prefix")
@@ -157,26 +162,107 @@ class StoredResult(HeldPart):
             why = f"no template of the playbook names `{name}` as a fixed path, so it was not kept"
         else:
             why = "the whole result is not in the workflow, only the fields its templates name"
+        step, _, iteration = self._name.partition(".")  # `each.results.0`: a loop's iteration
+        what = f"iteration result `{self._name}` of loop step `{step}`" if iteration else f"step result `{step}`"
         return ResultFieldUnavailable(
-            f"`{name}` cannot be read here: step result `{self._name}` ({whole}) is stored by reference "
+            f"`{name}` cannot be read here: {what} ({whole}) is stored by reference "
             f"({self._ref.get('ref')}); {why}",
             fix=f"read it in a task (pass `{{{{ {name} }}}}` as a task argument: the activity reads the stored "
-                f"result), or have the step `{self._name}` return the small value the guard needs next to "
+                f"result), or have the step `{step}` return the small value the guard needs next to "
                 "the large one (a count, a flag) and read that")
+
+
+def _held(item: Any, name: str) -> Any:
+    return StoredResult(item, name) if holds_fields(item) else item
+
+
+class StoredIterations(HeldPart, Sequence[Any]):
+    """A loop step's ``results`` whose iteration results stored by reference read through
+    their kept fields (``{{ each.results[0].count }}``). Each is wrapped when it is read, so
+    a read costs the same for a loop of 2 items or 20,000; the list itself is never copied."""
+
+    __slots__ = ("_items", "_name")
+
+    def __init__(self, items: list[Any], name: str) -> None:
+        self._items, self._name = items, name
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._items)))]
+        item = self._items[index]
+        if not holds_fields(item):
+            return item
+        return StoredResult(item, f"{self._name}.results.{index % len(self._items)}")
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i, item in enumerate(self._items):
+            yield _held(item, f"{self._name}.results.{i}")
+
+    def __eq__(self, other: object) -> bool:
+        return self._items == (other._items if isinstance(other, StoredIterations) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # a list's view: unhashable as the list
+
+    def as_value(self) -> Any:
+        """The list as it is: an activity reads each reference in it back."""
+        return self._items
+
+    in_text = as_value
+
+
+class StoredLoopResult(HeldPart, Mapping[str, Any]):
+    """A loop step's result (``{results, count, ...}``: engine/loops.py) whose ``results``
+    is seen as :class:`StoredIterations`."""
+
+    __slots__ = ("_result", "_name")
+
+    def __init__(self, result: dict[str, Any], name: str) -> None:
+        self._result, self._name = result, name
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._result[key]
+        return StoredIterations(value, self._name) if key == "results" and isinstance(value, list) else value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._result
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._result)
+
+    def __len__(self) -> int:
+        return len(self._result)
+
+    def __eq__(self, other: object) -> bool:
+        return self._result == (other._result if isinstance(other, StoredLoopResult) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def as_value(self) -> Any:
+        return self._result
+
+    in_text = as_value
 
 
 class StoredLayer(Mapping[str, Any]):
     """A template layer (step results, task results by label) whose stored results are
-    seen as :class:`StoredResult`."""
+    seen as :class:`StoredResult`, and the results of its loop steps (``loops``) as
+    :class:`StoredLoopResult`."""
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_loops")
 
-    def __init__(self, inner: Mapping[str, Any]) -> None:
-        self._inner = inner
+    def __init__(self, inner: Mapping[str, Any], loops: Container[str] = ()) -> None:
+        self._inner, self._loops = inner, loops
 
     def __getitem__(self, key: str) -> Any:
         value = self._inner[key]
-        return StoredResult(value, key) if holds_fields(value) else value
+        if holds_fields(value):
+            return StoredResult(value, key)
+        if key in self._loops and isinstance(value, dict) and isinstance(value.get("results"), list):
+            return StoredLoopResult(value, key)
+        return value
 
     def __contains__(self, key: object) -> bool:
         return key in self._inner
@@ -188,10 +274,17 @@ class StoredLayer(Mapping[str, Any]):
         return len(self._inner)
 
 
-def held_outcome(view: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+def held_outcome(view: dict[str, Any] | None, name: str, loop: bool = False) -> dict[str, Any] | None:
     """An outcome's template view (``output``/``outcome`` of a routing guard) whose stored
-    result reads through its kept fields (``result`` and its alias ``data``)."""
-    if view is None or not holds_fields(view.get("result")):
+    result reads through its kept fields (``result`` and its alias ``data``); a loop step's
+    (``loop``) whose iterations' stored results do."""
+    if view is None:
         return view
-    held = StoredResult(view["result"], name)
+    result: Any = view.get("result")
+    if holds_fields(result):
+        held: Any = StoredResult(result, name)
+    elif loop and isinstance(result, dict) and isinstance(result.get("results"), list):
+        held = StoredLoopResult(result, name)
+    else:
+        return view
     return {**view, "result": held, "data": held}

@@ -65,3 +65,25 @@ def test_printed_into_text_the_whole_is_its_reference_and_a_part_not_held_fails(
     assert render("n={{ start.count }}", scope) == "n=6000"
     with lazy_parts(), pytest.raises(ResultFieldUnavailable):  # a reference inside a string is never read back
         render("echo {{ start.rows }}", scope)
+
+
+def _loop_scope() -> dict:
+    from noetl_temporal.engine.stored_results import StoredLayer
+    result = {"results": [_ref(), {"count": 1}, None], "count": 3, "done": 3, "failed": 0, "failed_iterations": []}
+    return {"each": StoredLayer({"each": result}, frozenset({"each"}))["each"]}
+
+
+def test_a_loops_stored_iteration_results_read_through_their_kept_fields():
+    scope = _loop_scope()
+    assert render("{{ each.results[0].count }}", scope) == 6000
+    assert render("{{ each.results[-3].rows[0].id }}", scope) == 0
+    assert render("{{ each.results[1].count }}", scope) == 1              # an inline iteration, as it is
+    assert render("{{ each.results | length }}, {{ each.count }}", scope) == "3, 3"
+    assert render("{{ each.results[:2] | map(attribute='count') | list }}", scope) == [6000, 1]
+    assert render("{% for r in each.results %}{{ r.count if r else '-' }} {% endfor %}", scope) == "6000 1 - "
+    whole = render("{{ each.results }}", scope)                           # whole: the list, refs as they are
+    assert type(whole) is list and whole[0]["kind"] == "result_ref" and whole[1] == {"count": 1}
+    assert render("{{ each.results | tojson }}", scope).startswith('[{"kind": "result_ref"')
+    assert render("{{ each.results == [] }}", scope) is False
+    with pytest.raises(ResultFieldUnavailable, match="iteration result `each.results.0` of loop step `each`"):
+        render("{{ each.results[0].other }}", scope)

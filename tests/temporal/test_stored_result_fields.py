@@ -132,3 +132,61 @@ def test_a_guard_on_the_outcome_reads_the_kept_fields_too(tmp_path):
     proc, report = _run(tmp_path, _playbook(BIG, when="{{ outcome.result.count > 100 and output.data.count == 6000 }}"))
     assert proc.returncode == 0, proc.stderr
     assert report["steps"]["big"]["result"]["n"] == 6000 and "small" not in report["steps"]
+
+
+def _loop_playbook(when: str) -> str:
+    # each iteration's result is stored by reference (inline_max_bytes: 0), as a large one is
+    return f"""\
+apiVersion: noetl.io/v2
+kind: Playbook
+metadata: {{name: stored_loop_fields}}
+workflow:
+  - step: each
+    loop: {{in: [1, 2], iterator: item}}
+    tool:
+      kind: python
+      spec: {{result: {{inline_max_bytes: 0}}}}
+      args: {{item: "{{{{ item }}}}"}}
+      code: 'result = {{"count": 6000, "item": item, "rows": [{{"id": item}}]}}'
+    next:
+      spec: {{mode: exclusive}}
+      arcs:
+        - step: big
+          when: "{when}"
+        - step: small
+  - step: big
+    tool:
+      kind: python
+      args:
+        n: "{{{{ each.results[0].count }}}}"
+        second: "{{{{ each.results[1].item }}}}"
+        first_id: "{{{{ each.results[0].rows[0].id }}}}"
+      code: 'result = {{"branch": "big", "n": n, "second": second, "first_id": first_id}}'
+  - step: small
+    tool: {{kind: python, code: 'result = {{"branch": "small"}}'}}
+"""
+
+
+@pytest.mark.parametrize("when", ["{{ each.results[0].count > 100 }}",
+                                  "{{ outcome.result.results[1].count == 6000 and output.data.results[0].item == 1 }}",
+                                  "{{ each.results | selectattr('count', 'gt', 100) | list | length == 2 }}"])
+def test_a_loop_iterations_stored_results_keep_their_fields(tmp_path, when):
+    proc, report = _run(tmp_path, _loop_playbook(when))
+    assert proc.returncode == 0, proc.stderr
+    results = report["steps"]["each"]["result"]["results"]
+    assert [r["kind"] for r in results] == ["result_ref", "result_ref"]  # the case under test
+    assert "small" not in report["steps"]
+    assert report["steps"]["big"]["result"] == {"branch": "big", "n": 6000, "second": 2, "first_id": 1}
+
+
+def test_a_loop_iteration_field_no_template_names_fails_located(tmp_path):
+    # a key built at run time, over the top-level scalars kept: a located failure, not the fallback
+    when = "{{ each.results[0]['ro' ~ 'ws'] | length > 0 }}"
+    text = _loop_playbook(when)
+    proc, report = _run(tmp_path, text)
+    assert proc.returncode == 1, proc.stderr
+    assert report["state"] == "FAILED" and "big" not in report["steps"] and "small" not in report["steps"]
+    error = report["error"]
+    line = text.splitlines().index(f'          when: "{when}"') + 1
+    assert f"stored.yaml:{line}:" in error and "`each.results.0.rows`" in error and "fix:" in error
+    assert "iteration result `each.results.0` of loop step `each`" in error
