@@ -206,6 +206,13 @@ class StoredIterations(HeldPart, Sequence[Any]):
 
     __hash__ = None  # type: ignore[assignment]  # a list's view: unhashable as the list
 
+    # `results + [x]` and `[x] + results` give a plain list, as the list itself did
+    def __add__(self, other: Any) -> Any:
+        return list(self) + other if isinstance(other, list | StoredIterations) else NotImplemented
+
+    def __radd__(self, other: Any) -> Any:
+        return other + list(self) if isinstance(other, list) else NotImplemented
+
     def as_value(self) -> Any:
         """The list as it is: an activity reads each reference in it back."""
         return self._items

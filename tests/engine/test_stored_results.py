@@ -87,3 +87,15 @@ def test_a_loops_stored_iteration_results_read_through_their_kept_fields():
     assert render("{{ each.results == [] }}", scope) is False
     with pytest.raises(ResultFieldUnavailable, match="iteration result `each.results.0` of loop step `each`"):
         render("{{ each.results[0].other }}", scope)
+
+
+def test_a_loops_results_view_concatenates_as_the_list_did():
+    """`results + [x]` worked on the plain list before the view; it still gives a list."""
+    from noetl_temporal.engine.stored_results import StoredLayer
+    from noetl_temporal.templates import render
+
+    layer = StoredLayer({"each": {"results": [{"count": 1}, {"count": 2}], "count": 2}}, loops={"each"})
+    scope = {"each": layer["each"]}
+    assert render("{{ each.results + [9] }}", scope) == [{"count": 1}, {"count": 2}, 9]
+    assert render("{{ [0] + each.results }}", scope) == [0, {"count": 1}, {"count": 2}]
+    assert render("{{ (each.results + each.results) | length }}", scope) == 4
