@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -87,10 +87,18 @@ NOETL_TEXT = "noetl-text"
 #: match" and ``{{ start.count }}`` rendered empty.
 STORED_RESULT_FIELDS = "stored-result-fields"
 
+#: The workflow shell's: a cancelled task's activity (a Temporal cancel, ``fail_fast``, a step
+#: timeout) counts as ended only once its worker acknowledged the cancel (Temporal's
+#: ``WAIT_CANCELLATION_COMPLETED``: the tool's heartbeat sees it and kills its process), so
+#: a FAILED or CANCELED run closes with nothing pending. Before: the workflow closed at once
+#: (``TRY_CANCEL``) and the closed run showed "Pending Activities 1" in cancel-requested state.
+SETTLED_CLOSE = "settled-close"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
-                            PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS)
+                            PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
+                            SETTLED_CLOSE)
 
 
 #: every name this code understands (never remove one while executions may list it)

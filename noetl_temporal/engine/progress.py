@@ -16,12 +16,15 @@ from .state import ExecutionState, StepRun
 __all__ = ["describe", "current_step", "MAX_LISTED"]
 
 MAX_LISTED = 10   # a UI panel, not a report: name the first few, count the rest
+MAX_REASON = 300  # a headline: the whole reason is in the output and the events
 
 
 def describe(state: ExecutionState) -> str:
     """The current-details text; '' before the start."""
     if state.status.value == "PENDING":
         return ""
+    if state.finished:
+        return _ended(state)
     head = f"**{state.status.value}**"
     if state.paused:
         head += " · paused (resume to start new steps)"
@@ -44,8 +47,21 @@ def describe(state: ExecutionState) -> str:
              if buffered]
     if joins:
         lines.append("waiting at a join: " + _listed(joins[:MAX_LISTED], len(joins)))
-    if state.finished and state.terminal_event:
+    return "\n\n".join(lines)
+
+
+def _ended(state: ExecutionState) -> str:
+    """A closed run's final text: how it ended, its last step and why. Nothing about gates,
+    joins or running steps: the UI shows this text after the close, when none of it holds."""
+    lines = [f"**{state.status.value}**"]
+    if state.terminal_event:
         lines.append(f"ended: {state.terminal_event}")
+    if state.current_step:
+        lines.append(f"last step: `{state.current_step}`")
+    reason = (state.result or {}).get("reason")
+    if reason:
+        text = str(reason)
+        lines.append("reason: " + (text[:MAX_REASON] + "…" if len(text) > MAX_REASON else text))
     return "\n\n".join(lines)
 
 

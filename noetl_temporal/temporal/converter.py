@@ -44,6 +44,7 @@ from .. import sealing
 from ..errors import ConfigError
 from ..sealing import CODEC_ENV
 from .claimcheck import DEFAULT_THRESHOLD, ClaimCheckCodec
+from .headline_failures import without_headline_stacks
 from .local_only import LOCAL_ONLY_ENCODING
 from .payloads import LocalOnlyJSON, PayloadConverter
 
@@ -118,7 +119,8 @@ def data_converter(user: DataConverter | PayloadCodec | None = None, *, store: s
     """The converter for every client and worker of a deployment.
 
     ``user``: your ``DataConverter`` (its payload converter, codec, failure converter and
-    other settings are kept) or just your ``PayloadCodec``; None for the default.
+    other settings are kept; the failure converter leaves out the stack trace of a playbook's
+    own closing failure, ``headline_failures.py``) or just your ``PayloadCodec``; None for the default.
     ``store``/``threshold``: the claim check's payload store (default
     ``$NOETL_PAYLOAD_STORE``) and the size above which a payload goes there.
     """
@@ -127,6 +129,7 @@ def data_converter(user: DataConverter | PayloadCodec | None = None, *, store: s
     if isinstance(codec, LayeredCodec):  # already ours: do not stack a second claim check
         codec = codec.user
     return dataclasses.replace(base, payload_converter_class=_with_local_only(base.payload_converter_class),
+                               failure_converter_class=without_headline_stacks(base.failure_converter_class),
                                payload_codec=LayeredCodec(codec, ClaimCheckCodec(store, threshold)))
 
 

@@ -14,10 +14,12 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
+    from ..engine import behaviours
     from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
     from ..engine.messages import RunTask
     from .activities import INTERNAL_ERROR, POLICY_RETRY
@@ -45,12 +47,22 @@ async def run_task(cmd: RunTask, inp: RunInput) -> TaskResult:
                 non_retryable_error_types=[INTERNAL_ERROR],
             ),
             summary=f"{cmd.step} / {cmd.task} ({cmd.kind})",
+            cancellation_type=_cancellation(inp),
         )
         return TaskResult.from_dict(raw)   # the wire: the activity's JSON, read once
     except FailureError as err:  # a local activity's failure may arrive unwrapped
         return failed_activity(err)
     except asyncio.CancelledError:
         return cancelled("task cancelled")
+
+
+def _cancellation(inp: RunInput) -> ActivityCancellationType:
+    """Wait for a cancelled activity's acknowledgement where the execution was started with
+    ``settled-close``, so the run never closes with it pending; histories from before replay
+    with the immediate resolution they recorded."""
+    if behaviours.SETTLED_CLOSE in (inp.behaviours or ()):
+        return ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+    return ActivityCancellationType.TRY_CANCEL
 
 
 async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:

@@ -40,7 +40,7 @@ def test_loop_progress_counts_finished_iterations_of_the_running_step():
         feed(r, finished(r.held.pop(0), ok(1)))
     assert describe(r.state) == "**RUNNING**\n\nrunning: `after`"
     feed(r, finished(r.held.pop(0), ok(1)))
-    assert describe(r.state) == "**COMPLETED**\n\nended: playbook.finished"
+    assert describe(r.state) == "**COMPLETED**\n\nended: playbook.finished\n\nlast step: `after`"
 
 
 def test_a_failed_iteration_is_shown_beside_the_count():
