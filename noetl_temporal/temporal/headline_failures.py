@@ -33,9 +33,11 @@ def without_headline_stacks(user_class: type[FailureConverter]) -> type[FailureC
 
         def to_failure(self, exception: BaseException, payload_converter: PayloadConverter,
                        failure: Failure) -> None:
-            super().to_failure(exception, payload_converter, failure)
             if isinstance(exception, ApplicationError) and exception.type in HEADLINE_TYPES:
-                failure.stack_trace = ""
+                # Before the conversion, not after: a converter that encodes the message and
+                # stack into encoded attributes would keep a copy of the trace.
+                exception.__traceback__ = None
+            super().to_failure(exception, payload_converter, failure)
 
     HeadlineFailures.__name__ = HeadlineFailures.__qualname__ = f"{user_class.__name__}WithHeadlines"
     return HeadlineFailures

@@ -14,9 +14,9 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.workflow import ActivityCancellationType
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, FailureError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from ..engine import behaviours

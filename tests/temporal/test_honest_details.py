@@ -12,10 +12,15 @@ import textwrap
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.exceptions import ApplicationError
 
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.control import cancel
+from noetl_temporal.temporal.converter import data_converter
+from noetl_temporal.temporal.playbook_result import PLAYBOOK_FAILED
 from noetl_temporal.temporal.worker import build_worker
 from tests.cli.test_cli_control import cli
 
@@ -132,3 +137,23 @@ async def test_a_failed_run_closes_with_a_short_headline_and_no_stack(temporal, 
     failure = failed[0].workflow_execution_failed_event_attributes.failure
     assert "boom" in failure.message and "the input was bad" in failure.message
     assert failure.stack_trace == ""
+
+
+def _raised(err: Exception) -> Exception:
+    try:
+        raise err
+    except Exception as caught:
+        return caught
+
+
+def test_an_encoding_failure_converter_keeps_no_copy_of_the_stack():
+    converter = data_converter(DataConverter(failure_converter_class=DefaultFailureConverterWithEncodedAttributes))
+    ours, theirs = Failure(), Failure()
+    converter.failure_converter.to_failure(_raised(ApplicationError("playbook ended FAILED: x", type=PLAYBOOK_FAILED)),
+                                           converter.payload_converter, ours)
+    converter.failure_converter.to_failure(_raised(ApplicationError("a user's", type="Theirs")),
+                                           converter.payload_converter, theirs)
+    [attributes] = converter.payload_converter.from_payloads([ours.encoded_attributes])
+    assert attributes == {"message": "playbook ended FAILED: x", "stack_trace": ""}
+    [attributes] = converter.payload_converter.from_payloads([theirs.encoded_attributes])
+    assert "_raised" in attributes["stack_trace"]   # every other failure keeps its trace
