@@ -12,8 +12,10 @@ import pytest
 from temporalio import workflow
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
+from temporalio.workflow import ActivityCancellationType
 
 from noetl_temporal.engine import behaviours, machine
+from noetl_temporal.temporal import task_runs
 from noetl_temporal.temporal.event_flush import EventFlusher
 from noetl_temporal.temporal.patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
 from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
@@ -35,7 +37,8 @@ def _workflow(sandboxed: bool) -> type:
                                   "failed_close", "failed_close_patched", "step_timeout", "step_timeout_patched",
                                   "noetl_text", "noetl_text_patched",
                                   "subplaybook_missing", "subplaybook_missing_patched",
-                                  "stored_fields", "stored_fields_patched", "user_calls"])
+                                  "stored_fields", "stored_fields_patched", "user_calls",
+                                  "settled_close", "settled_close_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -294,3 +297,16 @@ async def test_stored_result_fields_follow_the_recorded_input(name, forced, monk
         assert result.replay_failure is None and replayed == expected
     else:
         assert result.replay_failure is not None or replayed != expected
+
+
+async def test_the_settled_close_is_what_keeps_the_old_history_replaying(monkeypatch):
+    """``settled_close`` was recorded before ``settled-close``: fail_fast's cancel of the
+    sleeping sibling resolved at once and the run closed with it pending. ``settled_close_patched``
+    was recorded after (the run waited for ``ActivityTaskCanceled``); each replays above because
+    its input says which. Waiting for the cancellation on the old history is a nondeterminism
+    error, which is why the wait is a behaviour of new executions only."""
+    history = WorkflowHistory.from_json("replay-settled_close", (HISTORIES / "settled_close.history.json").read_text())
+    monkeypatch.setattr(task_runs, "_cancellation", lambda inp: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED)
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
