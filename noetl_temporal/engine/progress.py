@@ -17,6 +17,7 @@ __all__ = ["describe", "current_step", "MAX_LISTED"]
 
 MAX_LISTED = 10   # a UI panel, not a report: name the first few, count the rest
 MAX_REASON = 300  # a headline: the whole reason is in the output and the events
+MAX_MESSAGE = 120  # a failed step's error, beside its name
 
 
 def describe(state: ExecutionState) -> str:
@@ -47,6 +48,7 @@ def describe(state: ExecutionState) -> str:
              if buffered]
     if joins:
         lines.append("waiting at a join: " + _listed(joins[:MAX_LISTED], len(joins)))
+    _add_failures(state, lines)
     return "\n\n".join(lines)
 
 
@@ -61,8 +63,24 @@ def _ended(state: ExecutionState) -> str:
     reason = (state.result or {}).get("reason")
     if reason:
         text = str(reason)
-        lines.append("reason: " + (text[:MAX_REASON] + "…" if len(text) > MAX_REASON else text))
+        lines.append("reason: " + _cut(text, MAX_REASON))
+    _add_failures(state, lines)
     return "\n\n".join(lines)
+
+
+def _add_failures(state: ExecutionState, lines: list[str]) -> None:
+    """Name the steps that failed. A tool's error comes back as the activity's *result* (a
+    policy decides on it, not Temporal's retries), so its activity shows as completed in the
+    UI's event history: this line is where the run page says that it failed."""
+    if not state.failures:
+        return
+    shown = [f"`{f.step}`" + (f" ({_cut(f.message, MAX_MESSAGE)})" if f.message else "")
+             + (" handled" if f.handled else "") for f in state.failures[:MAX_LISTED]]
+    lines.append("failed: " + _listed(shown, len(state.failures)))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text[:limit] + "…" if len(text) > limit else text
 
 
 def current_step(state: ExecutionState) -> str | None:

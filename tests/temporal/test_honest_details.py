@@ -157,3 +157,26 @@ def test_an_encoding_failure_converter_keeps_no_copy_of_the_stack():
     assert attributes == {"message": "playbook ended FAILED: x", "stack_trace": ""}
     [attributes] = converter.payload_converter.from_payloads([theirs.encoded_attributes])
     assert "_raised" in attributes["stack_trace"]   # every other failure keeps its trace
+
+
+HANDLED = """
+metadata: {name: honest-handled}
+workflow:
+  - step: boom
+    tool: {kind: python, code: "raise ValueError('the input was bad')"}
+    next: {arcs: [{step: recover, when: "{{ event.name == 'step.failed' }}"}]}
+  - step: recover
+    tool: {kind: noop}
+"""
+
+
+async def test_a_failed_tool_attempt_is_named_although_its_activity_completed(temporal, task_queue):
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await _start(temporal, task_queue, HANDLED)
+        desc = await _closed(handle)
+        history = await handle.fetch_history()
+        details = await _details(handle)
+    assert desc.status.name == "COMPLETED"
+    # the tool's error is the activity's result (a policy decides on it): Temporal shows it completed
+    assert not [e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED]
+    assert "failed: `boom` (" in details and "the input was bad" in details and "handled" in details
