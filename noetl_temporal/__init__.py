@@ -30,6 +30,7 @@ __all__ = [
     # embedding in a Temporal deployment
     "PlaybookWorkflow", "ACTIVITIES", "build_worker", "hosted_worker", "sandbox_runner", "workflow_runner", "connect",
     "start_execution", "execute_playbook", "EmbeddedTemporal", "data_converter", "registration", "Registration",
+    "replay_histories", "ReplayResult",
     # observing and controlling
     "read_status", "read_events", "follow_events", "open_event_store",
     # errors
@@ -49,6 +50,7 @@ _WHERE = {
     "workflow_runner": "temporal.worker",
     "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.converter",
     "registration": "temporal.registration", "Registration": "temporal.registration",
+    "replay_histories": "temporal.replay", "ReplayResult": "temporal.replay",
     "read_status": "observe", "read_events": "observe", "follow_events": "observe",
     "open_event_store": "store.event_store",
     "NoetlError": "errors", "PlaybookInvalid": "errors", "TemplateError": "errors", "ConfigError": "errors",

@@ -48,6 +48,7 @@ __all__ = [
     "check_syntax",
     "referenced_names",
     "operations_in",
+    "operations_in_tree",
     "reads_name",
     "is_template",
     "TemplateError",
@@ -489,6 +490,12 @@ def operations_in(text: str) -> frozenset[tuple[str, str]]:
         ast = _ENV.parse(text)
     except TemplateSyntaxError:
         return frozenset()
+    return operations_in_tree(ast)
+
+
+def operations_in_tree(ast: nodes.Node) -> frozenset[tuple[str, str]]:
+    """``operations_in`` of an already parsed template (dsl/template_scan parses each
+    distinct expression of a large playbook once)."""
     found: set[tuple[str, str]] = set()
     for node in ast.find_all((nodes.Filter, nodes.Test)):
         found.add(("filter" if isinstance(node, nodes.Filter) else "test", node.name))

@@ -154,6 +154,10 @@ COMMANDS: list[Command] = [
     Command("setup", "prepare a namespace of an existing cluster: register our search attributes "
                      "(idempotent: only the missing ones)",
             _lazy("setup", "add_setup_arguments"), _lazy("setup", "setup_command")),
+    Command("replay", "replay stored workflow histories (`temporal workflow show --output json`) against the "
+                      "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
+                      "exit 0 all replay, 1 any diverges, 2 a bad file",
+            _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
             _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),

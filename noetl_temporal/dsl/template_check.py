@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..templates import is_template, operations_in, reads_name
+from ..templates import is_template, reads_name
 from ..tool_kinds import IN_WORKFLOW_KINDS
 from . import paths
 from .diagnostics import Reporter
 from .template_ops import task_only
-from .template_scan import syntax_problem
+from .template_scan import operations, syntax_problem
 
 __all__ = ["check_templates"]
 
@@ -122,7 +122,7 @@ def _place(where: str, in_workflow_kind: bool) -> str:
 
 def _check_operations(value: str, where: str, reporter: Reporter, raw: Any) -> None:
     """NTL706: a workflow-side template uses a filter or test that ``template_ops`` keeps to tasks."""
-    used = [(kind, name, op) for kind, name in sorted(operations_in(value))
+    used = [(kind, name, op) for kind, name in sorted(operations(value))
             if (op := task_only(kind, name)) is not None]
     if not used:
         return

@@ -128,9 +128,10 @@ class _Builder:
             if node.tag != _SEQ:
                 self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
             out = []
+            positions, value_positions = self.parsed.positions, self.parsed.value_positions
             for index, child in enumerate(node.value):
-                child_path = paths.join(path, index)
-                self.parsed.positions[child_path] = self.parsed.value_positions[child_path] = _pos(child)
+                child_path = f"{path}[{index}]"  # paths.join of an index, inlined: one per list item
+                positions[child_path] = value_positions[child_path] = _pos(child)
                 out.append(self.build(child, child_path))
             return out
         if isinstance(node, MappingNode):
@@ -164,6 +165,41 @@ class _Builder:
     def mapping(self, node: MappingNode, path: str) -> dict[str, Any]:
         if node.tag != _MAP:
             self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
+        pairs = node.value
+        for key_node, _ in pairs:
+            if key_node.tag != _STR or type(key_node) is not ScalarNode:
+                return self.merged_mapping(node, path)
+        return self.plain_mapping(pairs, path)
+
+    def plain_mapping(self, pairs: list[tuple[ScalarNode, Node]], path: str) -> dict[str, Any]:
+        """A mapping of string keys only (nearly all of them): the same result as
+        ``merged_mapping`` with the per-key work inlined, since it runs for every key of
+        a multi-MB file (a path join and two position tuples per key were a fifth of it)."""
+        positions, value_positions = self.parsed.positions, self.parsed.value_positions
+        templates = self.parsed.templates
+        out: dict[str, Any] = {}
+        for key_node, value_node in pairs:
+            key = key_node.value
+            if key in out:
+                line, col = _pos(key_node)
+                self.reporter.add("NTL010", f"duplicate key {key!r}", paths.join(path, key), line=line, col=col)
+                raise _Stop
+            child_path = path + _segment(key) if path else paths.join("", key)
+            mark = key_node.start_mark
+            positions[child_path] = mark.line + 1, mark.column + 1
+            mark = value_node.start_mark
+            value_positions[child_path] = mark.line + 1, mark.column + 1
+            if type(value_node) is ScalarNode and value_node.tag == _STR:
+                value = value_node.value
+                if ("{{" in value or "{%" in value) and templates is not None:
+                    templates.append((child_path, value))
+                out[key] = value
+            else:
+                out[key] = self.build(value_node, child_path)
+        return out
+
+    def merged_mapping(self, node: MappingNode, path: str) -> dict[str, Any]:
+        """A mapping with a ``<<`` merge or a key that is not a plain string."""
         explicit = [(k, v) for k, v in node.value if k.tag != _MERGE]
         # only `<<` merges and `=` value keys need PyYAML's flattening; string keys are the rule
         if any(k.tag != _STR for k, _ in node.value):
@@ -190,6 +226,20 @@ class _Builder:
                 self.parsed.value_positions[child_path] = _pos(value_node)
                 out[key] = self.build(value_node, child_path)
         return out
+
+
+#: the path segment of each mapping key seen (``.name`` or ``["a.b"]``); bounded so odd
+#: keys cannot grow it, since a playbook repeats a few hundred keys
+_SEGMENTS: dict[str, str] = {}
+
+
+def _segment(key: str) -> str:
+    segment = _SEGMENTS.get(key)
+    if segment is None:
+        segment = paths.join("_", key)[1:]
+        if len(_SEGMENTS) < 4096:
+            _SEGMENTS[key] = segment
+    return segment
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:

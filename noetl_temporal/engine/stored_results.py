@@ -118,13 +118,23 @@ class StoredResult(HeldPart, Mapping[str, Any]):
     def __iter__(self) -> Iterator[str]:
         raise self.unavailable(".".join(self._prefix) or None)
 
+    def _length(self) -> int | None:
+        """The length the activity recorded for an omitted part (``| length`` reads it)."""
+        return (self._ref.get("lengths") or {}).get(".".join(self._prefix)) if self._prefix else None
+
     def __len__(self) -> int:
-        raise self.unavailable(".".join(self._prefix) or None)
+        length = self._length()
+        if length is None:
+            raise self.unavailable(".".join(self._prefix) or None)
+        return length
 
     def __bool__(self) -> bool:
         if not self._prefix:
             return True  # a stored result is never empty: it was too large to stay inline
-        raise self.unavailable(".".join(self._prefix))
+        length = self._length()
+        if length is None:
+            raise self.unavailable(".".join(self._prefix))
+        return length > 0
 
     def __str__(self) -> str:
         if not self._prefix:

@@ -9,6 +9,8 @@ is stored, its ResultRef carries
   strings up to :data:`SCALAR_MAX_CHARS` characters) while they fit :data:`SCALARS_MAX_BYTES`;
 * ``omitted``: ``{path: bytes}`` for the named paths that did not fit (a guard that reads
   one fails with its size instead of reading it as undefined);
+* ``lengths``: ``{path: n}`` for the omitted paths that are lists, mappings or strings, so
+  ``{{ start.rows | length }}`` reads the same whether ``rows`` was kept or not;
 * ``absent``: the named paths the result does not have (read as undefined, as inline);
 * ``kept_max_bytes``: the budget, for that message.
 
@@ -65,15 +67,19 @@ def kept_fields(value: Any, keep: Iterable[str]) -> dict[str, Any]:
         else:
             named.append((_size(found), path, found))
     left = KEEP_MAX_BYTES
+    lengths: dict[str, int] = {}
     for size, path, found in sorted(named, key=lambda n: n[0]):
         if size <= left:
             fields[path] = found
             left -= size
         else:
             omitted[path] = size
+            if isinstance(found, list | Mapping | str):
+                lengths[path] = len(found)
     if isinstance(value, Mapping):
         _scalars(value, fields)
-    return {"fields": fields, "omitted": omitted, "absent": absent, "kept_max_bytes": KEEP_MAX_BYTES}
+    return {"fields": fields, "omitted": omitted, "lengths": lengths, "absent": absent,
+            "kept_max_bytes": KEEP_MAX_BYTES}
 
 
 def _scalars(value: Mapping[str, Any], fields: dict[str, Any]) -> None:

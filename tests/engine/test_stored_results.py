@@ -39,7 +39,7 @@ def test_templates_read_kept_fields_at_their_own_paths():
     assert render("{{ start }}", scope)["ref"] == "noetl://fs/e/k.json"   # whole: the reference
 
 
-@pytest.mark.parametrize("template", ["{{ start.rows | length > 100 }}", "{{ start.other == 1 }}",
+@pytest.mark.parametrize("template", ["{{ start.rows | sum(attribute='id') > 100 }}", "{{ start.other == 1 }}",
                                       "{% for r in start.rows %}{% endfor %}", "{{ start | length }}"])
 def test_what_is_not_held_fails_located_with_its_size(template):
     scope = {"start": StoredResult(_ref(), "start")}
@@ -99,3 +99,14 @@ def test_a_loops_results_view_concatenates_as_the_list_did():
     assert render("{{ each.results + [9] }}", scope) == [{"count": 1}, {"count": 2}, 9]
     assert render("{{ [0] + each.results }}", scope) == [0, {"count": 1}, {"count": 2}]
     assert render("{{ (each.results + each.results) | length }}", scope) == 4
+
+
+def test_an_omitted_parts_length_reads_as_the_inline_one_did():
+    """`{{ start.rows | length }}` on a stored result whose `rows` is over the budget: the
+    activity records the length, so the count is the same at any size."""
+    ref = _ref()
+    assert ref["lengths"] == {"rows": len(BIG["rows"])}
+    scope = {"start": StoredResult(ref, "start")}
+    assert render("{{ start.rows | length }}", scope) == len(BIG["rows"])
+    assert render("{{ start.rows | length > 100 }}", scope) is True
+    assert render("{{ 'many' if start.rows else 'none' }}", scope) == "many"

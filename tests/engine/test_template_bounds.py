@@ -5,14 +5,11 @@ fails with a located limit, fast, in a child process under a memory cap."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 from noetl_temporal.errors import TemplateError
 from noetl_temporal.templates import render
+from tests.support.render_child import render_in_child
 
 _BIG = "{% set a = 'x' * 9000000 %}{% set b = 'x' * 9000000 %}"
 _LOOP = "{% for i in range(990) %}{% for j in range(990) %}{% if COND %}{% endif %}{% endfor %}{% endfor %}"
@@ -39,31 +36,10 @@ ISSUE_38 = [
     "{{ ('x' * 9000000) | sort | list | length }}",
 ]
 
-_CHILD = """
-import json, resource, sys, time
-resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-from noetl_temporal.errors import TemplateError
-from noetl_temporal.templates import render
-out = []
-for text in json.loads(sys.argv[1]):
-    started = time.thread_time()
-    try:
-        render(text, {}, where="s.tool.t.cmd")
-        message = None
-    except TemplateError as exc:
-        message = str(exc)
-    except MemoryError:
-        message = "MemoryError"
-    out.append([text, message, time.thread_time() - started])
-print(json.dumps(out))
-"""
 
 
 def test_the_bypasses_of_issue_38_fail_fast_and_small_under_a_memory_cap():
-    child = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(ISSUE_38)], capture_output=True, text=True,
-                           timeout=300)
-    assert child.returncode == 0, child.stderr[-3000:]
-    for text, message, cpu in json.loads(child.stdout):
+    for text, message, cpu in render_in_child(ISSUE_38):
         assert message is not None, f"{text} rendered"
         assert message.startswith("s.tool.t.cmd: not allowed in playbook templates: "), message
         assert "(limit " in message and "MAX_" in message, message

@@ -10,6 +10,7 @@ import pytest
 from noetl_temporal import template_limits as limits
 from noetl_temporal.errors import TemplateError
 from noetl_temporal.templates import render
+from tests.support.render_child import render_in_child
 
 ESCAPES = [
     "{{ ''.__class__.__mro__ }}",
@@ -114,32 +115,10 @@ ISSUE_24 = [
     "{{ 10 ** 5000 }}",
 ]
 
-_CHILD = """
-import json, resource, sys, time
-resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-from noetl_temporal.errors import TemplateError
-from noetl_temporal.templates import render
-out = []
-for text in json.loads(sys.argv[1]):
-    started = time.thread_time()
-    try:
-        render(text, {}, where="s.tool.t.cmd")
-        message = None
-    except TemplateError as exc:
-        message = str(exc)
-    out.append([text, message, time.thread_time() - started])
-print(json.dumps(out))
-"""
 
 
 def test_the_worst_inputs_of_issue_24_fail_fast_and_small_under_a_memory_cap():
-    import json
-    import subprocess
-    import sys
-    child = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(ISSUE_24)], capture_output=True, text=True,
-                           timeout=300)
-    assert child.returncode == 0, child.stderr[-3000:]
-    for text, message, cpu in json.loads(child.stdout):
+    for text, message, cpu in render_in_child(ISSUE_24):
         assert message is not None, f"{text} rendered"
         assert message.startswith("s.tool.t.cmd: not allowed in playbook templates: "), message
         assert "(limit " in message and "MAX_" in message, message   # names the limit it hit
