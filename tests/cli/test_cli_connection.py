@@ -20,6 +20,7 @@ EXPECTED = {
     "worker": SERVER | {"--task-queue"},
     "api": SERVER | {"--task-queue"},
     "dev": {"--task-queue", "--codec"},
+    "replay": {"--codec"},   # replays a history file: no server, the codec that reads it
     "setup": SERVER,
     "validate": set(), "schema": set(), "graph": set(),
 }
@@ -43,7 +44,7 @@ def test_every_command_has_its_connection_flags():
         assert set(_flags(parser)) == EXPECTED[name], name
 
 
-@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev"])
+@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay"])
 def test_the_flags_mean_the_same_everywhere(name):
     reference = argparse.ArgumentParser()
     add_connection_arguments(reference)
