@@ -5,7 +5,7 @@ large payloads, task results and the catalog.
 
 A 200-item parallel loop must spread over both workers (the Temporal history names the
 worker that started each activity) and complete; the API, a separate process, must read
-the run, including after both workers stopped (from the shared event store).
+the run, including after both workers stopped (from the one event store both wrote).
 """
 
 from __future__ import annotations
@@ -84,13 +84,13 @@ async def test_two_worker_processes_share_a_200_item_loop(tmp_path, fresh_databa
             # The second worker finds the cluster through a Temporal config profile (envconfig),
             # as on an existing cluster or Temporal Cloud (docs/deployment.md).
             profile_file = tmp_path / "temporal.toml"
-            profile_file.write_text(f'[profile.shared]\naddress = "{server.address}"\nnamespace = "default"\n')
+            profile_file.write_text(f'[profile.fleet]\naddress = "{server.address}"\nnamespace = "default"\n')
             env_profile = {k: v for k, v in env.items() if k != "TEMPORAL_ADDRESS"}
             env_profile["TEMPORAL_CONFIG_FILE"] = str(profile_file)
             # A mixed fleet: the second runs playbook workflows in the SDK's sandbox, so a
             # workflow task moving between the workers replays under the other runner.
             workers = [Proc(["worker", "--max-concurrent-activities", "20"], env),
-                       Proc(["worker", "--profile", "shared", "--max-concurrent-activities", "20",
+                       Proc(["worker", "--profile", "fleet", "--max-concurrent-activities", "20",
                              "--workflow-sandbox"], env_profile)]
             api = Proc(["api", "--port", "0", "--execution-timeout", "60"], env)
             procs += [*workers, api]
@@ -117,7 +117,7 @@ async def test_two_worker_processes_share_a_200_item_loop(tmp_path, fresh_databa
                 assert set(started) == expected, started
                 assert sum(started.values()) >= 201 and min(started.values()) >= 5, started
 
-                # The workers' events went to the shared PostgreSQL store.
+                # The workers' events went to the one PostgreSQL store.
                 store = PostgresEventStore(dsn)
                 try:
                     assert len(store.read(execution_id, types=["loop.iteration.done"], limit=1000)) == 200
