@@ -777,8 +777,6 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
             if predict is None:
                 _size(len(result))   # bounded by its input; counted in what the render built
             return result
-        if kind is int:
-            return check_int(result)
         if kind in _FLAT or kind in _CONTAINERS:
             return result
         if isinstance(result, _TEXT):   # Markup (``safe``, ``escape``...): a string all the same

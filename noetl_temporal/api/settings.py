@@ -77,7 +77,7 @@ class TemporalLink:
         self.settings = settings
         self._client: Client | None = settings.client
         self._lock = asyncio.Lock()
-        self._path_attribute: bool | None = settings.search_attributes
+        self._path_attribute: bool | None = None   # asked of the server (settings.search_attributes unset)
         self._asked_at = 0.0   # (monotonic) when the server last said they are not registered
 
     async def client(self) -> Client:

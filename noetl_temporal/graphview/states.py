@@ -82,9 +82,13 @@ class Painted:
     """What the server draws before any script runs."""
 
     states: dict[str, str] = field(default_factory=dict)           # step -> picture state
-    progress: dict[str, str] = field(default_factory=dict)         # loop step -> "done/total"
     loops: dict[str, tuple[int, int]] = field(default_factory=dict)  # loop step -> (done, total)
     last_seq: int = 0                                              # the stream goes on after it
+
+    @property
+    def progress(self) -> dict[str, str]:
+        """Loop step -> "done/total", as the box shows it."""
+        return {name: f"{done}/{total}" for name, (done, total) in self.loops.items()}
 
 
 def first_paint(steps: Iterable[str], detail: Mapping[str, Any], events: Iterable[Mapping[str, Any]],
@@ -116,5 +120,4 @@ def first_paint(steps: Iterable[str], detail: Mapping[str, Any], events: Iterabl
         painted.states[name] = PICTURE[state or "PENDING"]
     # the script goes on counting from these (a loop that started before the page opened)
     painted.loops = {name: (done, total) for name, (done, total) in loops.items()}
-    painted.progress = {name: f"{done}/{total}" for name, (done, total) in loops.items()}
     return painted

@@ -142,8 +142,9 @@ def render_svg(view: GraphView, painted: Painted | None = None) -> str:
     placed = layout(view)
     arcs, labels = _arcs(view, placed.boxes)
     painted = painted or Painted()
+    progress = painted.progress
     steps = [_step(i, node, placed.boxes[node.name], painted.states.get(node.name, "idle"),
-                   painted.progress.get(node.name, "")) for i, node in enumerate(view.nodes)]
+                   progress.get(node.name, "")) for i, node in enumerate(view.nodes)]
     entry = next((n for n in view.nodes if n.entry), None)
     start = ""
     if entry is not None:

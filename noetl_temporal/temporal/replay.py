@@ -95,13 +95,15 @@ async def replay_histories(paths: Iterable[str | Path], *,
     converter = data_converter or layered_converter()
     # The core logs each failing workflow task as a warning on stdout; the result says it once.
     runtime = Runtime(telemetry=TelemetryConfig(logging=None))
-    return [await _replay(path, history, converter, runtime) for path, history in histories]
+    replayers = [(name, Replayer(workflows=[playbook_workflow(sandboxed=sandboxed, versioned=False)],
+                                 workflow_runner=sandbox_runner(), data_converter=converter, runtime=runtime))
+                 for name, sandboxed in RUNNERS]   # built once, each replays every history
+    return [await _replay(path, history, converter, replayers) for path, history in histories]
 
 
-async def _replay(path: str, history: WorkflowHistory, converter: DataConverter, runtime: Runtime) -> ReplayResult:
-    for name, sandboxed in RUNNERS:
-        replayer = Replayer(workflows=[playbook_workflow(sandboxed=sandboxed, versioned=False)],
-                            workflow_runner=sandbox_runner(), data_converter=converter, runtime=runtime)
+async def _replay(path: str, history: WorkflowHistory, converter: DataConverter,
+                  replayers: list[tuple[str, Replayer]]) -> ReplayResult:
+    for name, replayer in replayers:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         if result.replay_failure is not None:
             unread = await _unreadable_input(history, converter)

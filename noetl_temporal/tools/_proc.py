@@ -112,13 +112,9 @@ class Capture:
         return f"{head}\n... [{dropped} bytes truncated] ...\n{tail}"
 
 
-def capture(limit: int, secrets: Sequence[str] = ()) -> Capture:
-    """A :class:`Capture` that masks a task's ``secrets`` (``ToolCall.secrets``) before cutting."""
-    if not secrets:
-        return Capture(limit)
-    from ..keychain import Scrubber  # lazily: the keychain imports templates, most tasks have no secrets
-
-    return Capture(limit, Scrubber(secrets))
+def capture(limit: int, mask: Masker | None = None) -> Capture:
+    """A :class:`Capture` that masks a task's secrets (its ``tools.base.scrubber``) before cutting."""
+    return Capture(limit, mask if mask else None)
 
 
 class Pumps:

@@ -58,6 +58,9 @@ class ToolCall:
     # Whether the tool may store a large result itself: not when a policy will judge the
     # task by its result's value (the activity then needs the value).
     store_result: bool = False
+    # The one Scrubber of ``secrets``, built when a tool first needs it (:func:`scrubber`):
+    # its patterns cost a compile per secret set, and a task cuts several texts with them.
+    _scrubber: tuple[tuple[str, ...], Any] | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @runtime_checkable
@@ -259,9 +262,12 @@ def _error_info(err: ToolError) -> ErrorInfo:
 def scrubber(call: ToolCall) -> Scrubber:
     """The task's secrets as a ``keychain.Scrubber``: what a tool cuts text with (masked before
     the cut: a secret across it is masked whole; cut first, its visible part escaped the mask)."""
-    from ..keychain import Scrubber  # lazily: the keychain imports templates, most tasks have no secrets
+    if call._scrubber is None or call._scrubber[0] is not call.secrets:
+        from ..keychain import Scrubber  # lazily: the keychain imports templates, most tasks have no secrets
 
-    return Scrubber(call.secrets)
+        call._scrubber = (call.secrets, Scrubber(call.secrets))
+    mask: Scrubber = call._scrubber[1]
+    return mask
 
 
 def _internal_error(exc: BaseException, call: ToolCall) -> ErrorInfo:

@@ -77,7 +77,7 @@ class ShellTool:
         env, cwd = _env(config), _cwd(config, call)
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         deadline = time.monotonic() + timeout
-        out, err = _proc.capture(OUTPUT_LIMIT, call.secrets), _proc.capture(OUTPUT_LIMIT, call.secrets)
+        out, err = _proc.capture(OUTPUT_LIMIT, scrubber(call)), _proc.capture(OUTPUT_LIMIT, scrubber(call))
         returncode = 0
         for index, command in enumerate(commands):
             try:

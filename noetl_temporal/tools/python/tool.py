@@ -174,7 +174,7 @@ class PythonTool:
     async def _execute(self, payload: bytes, timeout: float, env: dict, base: dict, cwd: str,
                        call: ToolCall) -> Any:
         deadline = time.monotonic() + timeout
-        out, err = _proc.capture(OUTPUT_LIMIT, call.secrets), _proc.capture(OUTPUT_LIMIT, call.secrets)
+        out, err = _proc.capture(OUTPUT_LIMIT, scrubber(call)), _proc.capture(OUTPUT_LIMIT, scrubber(call))
         response = _Response(large_results.max_result_bytes())
         pipes = spawn.TaskPipes()
         try:
