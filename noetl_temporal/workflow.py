@@ -28,7 +28,6 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -36,13 +35,10 @@ with workflow.unsafe.imports_passed_through():
     from .temporal.labels import playbook_label
     from .temporal.naming import slug
     from .temporal.starts import execution_start
-    from .temporal.subplaybooks import RESOLVE_PLAYBOOK_ACTIVITY
+    from .temporal.subplaybooks import RESOLVE_PLAYBOOK_ACTIVITY, RESOLVE_RETRIES, RESOLVE_TIMEOUT
     from .temporal.types import WORKFLOW_NAME
 
 __all__ = ["execute_playbook"]
-
-# Loading is quick; a worker that lost the activity is retried, a user's mistake is not.
-_LOAD_RETRIES = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["PlaybookNotFound", "PlaybookInvalid"])
 
 
 async def execute_playbook(playbook: Playbook | dict[str, Any] | str, *, payload: dict[str, Any] | None = None,
@@ -102,7 +98,7 @@ async def _load(playbook: Any, *, version: int | None, source: str | None, task_
     try:
         answer: dict[str, Any] = await workflow.execute_activity(
             RESOLVE_PLAYBOOK_ACTIVITY, request, task_queue=task_queue,
-            start_to_close_timeout=timedelta(seconds=60), retry_policy=_LOAD_RETRIES)
+            start_to_close_timeout=RESOLVE_TIMEOUT, retry_policy=RESOLVE_RETRIES)
     except ActivityError as err:
         cause = err.cause
         if isinstance(cause, ApplicationError):   # the user's mistake, said once, not an activity's wrapper

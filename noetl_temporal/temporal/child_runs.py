@@ -7,11 +7,9 @@ Workflow code (called from ``PlaybookWorkflow``): it takes time and waits only t
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
@@ -24,7 +22,14 @@ with workflow.unsafe.imports_passed_through():
     from .patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
     from .playbook_result import output_in
     from .search_attributes import PLAYBOOK_NAME, has_attribute
-    from .subplaybooks import MAX_DEPTH, RESOLVE_PLAYBOOK_ACTIVITY, child_payload, child_result
+    from .subplaybooks import (
+        MAX_DEPTH,
+        RESOLVE_PLAYBOOK_ACTIVITY,
+        RESOLVE_RETRIES,
+        RESOLVE_TIMEOUT,
+        child_payload,
+        child_result,
+    )
     from .types import WORKFLOW_NAME, RunInput
 
 # Workflow code: re-imported with its importer in the sandbox, like the workflow module.
@@ -44,9 +49,7 @@ async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> O
         resolved = await workflow.execute_activity(
             RESOLVE_PLAYBOOK_ACTIVITY, {"path": path, "version": cmd.config.get("version"),
                                         "parent_source": cmd.source},
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=[
-                "PlaybookNotFound", "PlaybookInvalid"]))
+            start_to_close_timeout=RESOLVE_TIMEOUT, retry_policy=RESOLVE_RETRIES)
     except ActivityError as err:
         return failure("playbook", _located(cmd, str(getattr(err.cause, "message", None) or err.cause or err)))
     child_id = _child_id(cmd, inp, resolved["playbook"])

@@ -16,20 +16,27 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from ..dsl.models import playbook_definition
 from ..errors import NoetlError, NotFound, PlaybookInvalid
 
-__all__ = ["located_source", "resolve_playbook", "RESOLVE_PLAYBOOK_ACTIVITY", "MAX_DEPTH", "child_result", "child_payload"]
+__all__ = ["located_source", "resolve_playbook", "RESOLVE_PLAYBOOK_ACTIVITY", "RESOLVE_TIMEOUT", "RESOLVE_RETRIES",
+           "MAX_DEPTH", "child_result", "child_payload"]
 
 RESOLVE_PLAYBOOK_ACTIVITY = "noetl.resolve_playbook"
 MAX_DEPTH = 16   # sub-playbook nesting; deeper is almost surely unbounded recursion
 PLAYBOOK_NOT_FOUND = "PlaybookNotFound"
+# How a workflow calls RESOLVE_PLAYBOOK_ACTIVITY (a sub-playbook step, noetl_temporal.workflow):
+# loading is quick; a worker that lost the activity is retried, a user's mistake is not.
+RESOLVE_TIMEOUT = timedelta(seconds=60)
+RESOLVE_RETRIES = RetryPolicy(maximum_attempts=3, non_retryable_error_types=[PLAYBOOK_NOT_FOUND, "PlaybookInvalid"])
 # A child that is missing or invalid is the user's to fix, and the task's error says so: benign
 # keeps the SDK from logging it again as a traceback on the worker (and from counting it).
 _USER_ERROR = ApplicationErrorCategory.BENIGN
