@@ -162,7 +162,7 @@ class ExecutionDetail(BaseModel):
 
 
 class Status(BaseModel):
-    """Exactly the minimal status model of the status contract (seed 000); never variables."""
+    """Exactly the minimal status model of the status contract (docs/status.md); never variables."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -179,7 +179,7 @@ class Status(BaseModel):
 
 
 class Event(BaseModel):
-    """A canonical event envelope (seed 001 §2); further envelope fields pass through."""
+    """A canonical event envelope (docs/events.md, "Envelope"); further envelope fields pass through."""
 
     model_config = ConfigDict(extra="allow")
 

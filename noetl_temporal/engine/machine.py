@@ -4,7 +4,7 @@ Pure and deterministic: no Temporal import, no I/O, no clock (time arrives with 
 input). The Temporal workflow feeds inputs and carries out the returned commands; tests
 feed inputs directly.
 
-Life of an execution (seed 004):
+Life of an execution (docs/semantics.md):
 
 1. ``Start``: one token for the entry step.
 2. ``_pump``: tokens pass admission (denied ones wait for a ctx change), joins hold

@@ -22,7 +22,7 @@ __all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "StepRecord", "Failure"
 
 @dataclass(eq=False)
 class Token:
-    """A unit of control ready to run ``step`` (seed 004 §1.1).
+    """A unit of control ready to run ``step`` (docs/semantics.md, "Entry, tokens, admission").
 
     Compared by identity, as the entity it is (ids are unique): the engine looks tokens up
     in and removes them from ``state.tokens``, and field-by-field equality made that

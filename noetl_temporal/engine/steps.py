@@ -90,7 +90,7 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
     run.status = transition("step", run.status, target)
     record_step(state, run.step, target, result)
     # A handled failure keeps the seed's event type and status (`step.failed`, `error`: the
-    # tool did fail; seed 001 has no other status); its payload says it was handled.
+    # tool did fail; docs/events.md has no other status); its payload says it was handled.
     failure = {} if ok else {"handled": target is StepStatus.HANDLED, "meta": {"step_status": target.value}}
     emit(state, "step.done" if ok else "step.failed", entity_id=run.step, parent_id=state.execution_id,
          step_run_id=run.id, status="success" if ok else "error",
@@ -122,7 +122,7 @@ def _message(error: ErrorInfo | None) -> str | None:
 
 
 def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | None) -> StepStatus:
-    """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: seed 000
+    """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: docs/status.md
     counts only a failure "without handled recovery" as FAILED) or FAILED."""
     if ok:
         return StepStatus.COMPLETED
