@@ -1,0 +1,49 @@
+"""``noetl-temporal test``: run playbook test files (docs/testing-playbooks.md).
+
+    noetl-temporal test [PATH ...] [--junit-xml FILE]
+
+Exit codes: 0 every case passed, 1 a case failed, 2 an invalid test file, a path that
+does not exist, or no test file found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+__all__ = ["add_test_arguments", "test_command"]
+
+
+def add_test_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", default=["."],
+                        help="test files, or folders searched for *.test.yaml (default: the current folder)")
+    parser.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML, for CI")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
+
+
+def test_command(args: argparse.Namespace) -> int:
+    from ..playtest.session import CaseReport, case_line, discover, print_report, run_files, write_junit
+
+    files, missing = discover(args.paths)
+    for name in missing:
+        print(f"error: {name}: no such file or folder", file=sys.stderr)
+    if missing:
+        return 2
+    if not files:
+        print(f"error: no test files (*.test.yaml) under {' '.join(args.paths)}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+
+    def progress(report: CaseReport) -> None:
+        if not args.quiet:
+            print(case_line(report), flush=True)
+
+    reports = run_files(files, on_case=progress)
+    seconds = time.perf_counter() - started
+    _, failed, invalid = print_report(reports, seconds, sys.stdout)
+    if args.junit_xml:
+        write_junit(reports, args.junit_xml, seconds)
+    if invalid:
+        return 2
+    return 1 if failed else 0
