@@ -19,6 +19,10 @@ def add_test_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH", default=["."],
                         help="test files, or folders searched for *.test.yaml (default: the current folder)")
     parser.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML, for CI")
+    parser.add_argument("--temporal", action="store_true",
+                        help="run the cases through the real workflow and task activity on the embedded Temporal "
+                             "dev server (mocks applied in the activity; backoffs recorded, not waited; step "
+                             "timeouts take real time)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
 
 
@@ -39,7 +43,18 @@ def test_command(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(case_line(report), flush=True)
 
-    reports = run_files(files, on_case=progress)
+    if args.temporal:
+        from ..errors import NoetlError
+        from ..playtest.on_temporal import TemporalRunner
+
+        try:
+            with TemporalRunner() as runner:
+                reports = run_files(files, runner=runner, on_case=progress)
+        except NoetlError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        reports = run_files(files, on_case=progress)
     seconds = time.perf_counter() - started
     _, failed, invalid = print_report(reports, seconds, sys.stdout)
     if args.junit_xml:

@@ -51,7 +51,7 @@ from ..errors import NoetlError
 from ..tool_kinds import WORKFLOW_KINDS
 from .spec import Case, Mock, Response
 
-__all__ = ["Actual", "run_case", "EPOCH", "MAX_DEPTH"]
+__all__ = ["Actual", "run_case", "attempts_in", "EPOCH", "MAX_DEPTH"]
 
 #: virtual time 0 of every case (a fixed date: runs are reproducible)
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -145,7 +145,7 @@ class _Run:
         state = self.state
         return Actual(status=state.status.value, ctx=dict(state.ctx),
                       steps={name: record.to_dict() for name, record in state.steps.items()},
-                      events=list(state.log.events), result=state.result, attempts=self.attempts,
+                      events=list(state.log.events), result=state.result, attempts=attempts_in(state.log.events),
                       elapsed_s=self.clock, problem=problem)
 
     def feed(self, event: Input) -> None:
@@ -263,6 +263,17 @@ class _Run:
             return Outcome.ok(result, **meta), actual.elapsed_s
         return Outcome.failed(ErrorInfo(kind="playbook", message=f"sub-playbook {path!r} ended {actual.status}: "
                                         f"{actual.reason or actual.status}"), result=result, **meta), actual.elapsed_s
+
+
+def attempts_in(events: list[dict[str, Any]]) -> dict[str, int]:
+    """``step.task`` -> attempts made, all invocations: read from the ``task.attempt.started``
+    events, as both modes log them (a sub-playbook's attempts are in its own log)."""
+    out: dict[str, int] = {}
+    for event in events:
+        if event.get("event_type") == "task.attempt.started":
+            key = f"{str(event.get('step_run_id') or '').split(':run:')[0]}.{event.get('entity_id')}"
+            out[key] = out.get(key, 0) + 1
+    return out
 
 
 def _failure(kind: str, message: str) -> Outcome:

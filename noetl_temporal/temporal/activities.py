@@ -45,7 +45,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -69,7 +69,7 @@ from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
 
-__all__ = ["run_task", "run_task_local", "execute", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
+__all__ = ["run_task", "run_task_local", "execute", "set_test_hook", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
 
 POLICY_RETRY = "PolicyRetry"
 INTERNAL_ERROR = "NoetlInternalError"
@@ -218,8 +218,24 @@ async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     return (await _execute(cmd, call))[0]
 
 
+#: ``noetl-temporal test --temporal`` only: answers a task's attempt in place of its tool
+#: (None: the tool runs). Set by the test session in its own process, for its own worker;
+#: never set on a real worker (docs/testing-playbooks.md, "The Temporal mode").
+TestHook = Callable[[RunTask, int], Awaitable[Outcome | None]]
+_test_hook: TestHook | None = None
+
+
+def set_test_hook(hook: TestHook | None) -> None:
+    global _test_hook
+    _test_hook = hook
+
+
 async def _execute(cmd: RunTask, call: ToolCall) -> tuple[Outcome, Any]:
     """The outcome to return, and the result as the tool gave it (before it was stored)."""
+    if _test_hook is not None:
+        mocked = await _test_hook(cmd, call.attempt)
+        if mocked is not None:
+            return mocked, mocked.result
     started = time.time()
     try:
         config, scrubber = await _prepare(cmd, call)
@@ -302,7 +318,9 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
         raise ApplicationError(
             f"policy retry {attempt}/{following.allowed} of task '{cmd.task}': "
             f"{(outcome.error.message if outcome.error is not None else None) or outcome.status}",
-            history, type=POLICY_RETRY, next_retry_delay=timedelta(seconds=delay),
+            history, type=POLICY_RETRY,
+            # a test run's clock (docs/testing-playbooks.md): the backoff is recorded, not waited
+            next_retry_delay=timedelta(seconds=delay if _test_hook is None else 0.001),
             # an expected retry, not a worker problem: no stack trace in the worker log
             category=ApplicationErrorCategory.BENIGN)
     attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
