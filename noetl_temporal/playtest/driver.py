@@ -86,10 +86,6 @@ class Actual:
         return str((self.result or {}).get("reason") or "")
 
 
-class _Stop(Exception):
-    """The case cannot go on: ``problem`` says why (reported as its failure)."""
-
-
 @dataclass(order=True)
 class _Due:
     at: float
@@ -140,7 +136,7 @@ class _Run:
             if not self.state.finished:
                 problem = "the run stopped with nothing left to do and did not finish (paused, or waiting " \
                           "for a signal a test cannot send)"
-        except _Stop as stop:
+        except NoetlError as stop:  # the case cannot go on (an unmocked task ...): its failure says why
             problem = str(stop)
         state = self.state
         return Actual(status=state.status.value, ctx=dict(state.ctx),
@@ -151,7 +147,7 @@ class _Run:
     def feed(self, event: Input) -> None:
         self.inputs += 1
         if self.inputs > MAX_INPUTS:
-            raise _Stop(f"the run took more than {MAX_INPUTS} engine inputs: an endless loop?")
+            raise NoetlError(f"the run took more than {MAX_INPUTS} engine inputs: an endless loop?")
         _, commands = machine.step(self.state, event)
         for command in commands:
             if isinstance(command, RunTask):
@@ -192,7 +188,7 @@ class _Run:
                 outcome, took = self.child(cmd)
                 result = TaskResult.undecided(outcome)
             else:
-                raise _Stop(_unmocked(cmd))
+                raise NoetlError(_unmocked(cmd))
         else:
             result, took = self.attempts_of(cmd, mock)
         self.pending[cmd.task_run_id] = self.at(took, self.finished(cmd.task_run_id, result), cmd.task_run_id)
@@ -209,7 +205,7 @@ class _Run:
         """Every attempt of one invocation, as the task activity and Temporal's retries make
         them; the virtual seconds they took (each attempt's delay and the backoffs between)."""
         if mock is None and cmd.kind not in self.case.real:
-            raise _Stop(_unmocked(cmd))
+            raise NoetlError(_unmocked(cmd))
         took, attempt = 0.0, 1
         history: list[Attempt] = []
         while True:
@@ -255,7 +251,7 @@ class _Run:
                    self.attempts)
         actual = run.run()
         if actual.problem:
-            raise _Stop(f"in sub-playbook {path!r}: {actual.problem}")
+            raise NoetlError(f"in sub-playbook {path!r}: {actual.problem}")
         output = {"steps": actual.steps, "result": actual.result}
         result = child_result(output, cmd.config.get("return_step"))
         meta = {"child_execution_id": child_id, "child_state": actual.status, "child_version": resolved.get("version")}

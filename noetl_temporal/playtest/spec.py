@@ -22,7 +22,8 @@ from ..dsl.yaml_loader import parse_yaml
 from ..status_layers import ExecutionStatus
 from ..tool_kinds import TOOL_KINDS
 
-__all__ = ["Problem", "Response", "Mock", "Expectation", "Case", "TestFile", "load_test_file", "parse_duration",
+__all__ = ["Problem", "Response", "Mock", "Expectation", "Case", "TestFile", "load_test_file", "case_from_data",
+           "parse_duration",
            "FILE_KEYS", "CASE_KEYS", "EXPECT_KEYS", "RESPONSE_KEYS"]
 
 FILE_KEYS = ("playbook", "cases", "description")
@@ -216,6 +217,17 @@ def load_test_file(path: str | Path) -> TestFile | list[Problem]:
     if reader.problems:
         return sorted(reader.problems, key=lambda p: (p.line or 0, p.col or 0))
     return TestFile(path=file, playbook=resolved, playbook_line=reader.where("playbook")[0], cases=out)
+
+
+def case_from_data(data: dict[str, Any], file: str = "<pytest>") -> Case:
+    """A case from Python data (the pytest fixture's), checked like a test file's; a
+    ``ValueError`` lists its mistakes (located by path: there is no file to point into)."""
+    reader = _Reader(file, Reporter(source=file))
+    case = _case(reader, {"name": "case", "expect": {}, **data}, "", file)
+    if reader.problems or case is None:
+        raise ValueError("invalid case:\n" + "\n".join(f"  {p.message}" + (f" — fix: {p.fix}" if p.fix else "")
+                                                        for p in reader.problems))
+    return case
 
 
 def _case(reader: _Reader, data: Any, path: str, file: str) -> Case | None:
