@@ -159,7 +159,8 @@ COMMANDS: list[Command] = [
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
             _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
     Command("test", "run playbook test files (*.test.yaml: cases with a payload, mocked tools and expectations) "
-                    "on the engine in virtual time, no server; pytest-like report, --junit-xml; exit 0 all "
+                    "on the engine in virtual time, no server (--temporal: through the real workflow on the embedded "
+                    "dev server); pytest-like report, --junit-xml; exit 0 all "
                     "passed, 1 a case failed, 2 an invalid test file or no test file",
             _lazy("playtest", "add_test_arguments"), _lazy("playtest", "test_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "

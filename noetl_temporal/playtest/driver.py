@@ -295,17 +295,28 @@ def _policy_context(cmd: RunTask, outcome: Outcome, attempt: int) -> dict[str, A
 def _real(cmd: RunTask, attempt: int) -> tuple[Outcome, float]:
     """One attempt of the tool itself, in this process (``real:``): prepared, run and
     scrubbed by the activity's own code. Its real duration counts in the virtual clock."""
-    from ..temporal.activities import execute
     from ..tools import ToolCall
 
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
                     timeout=cmd.timeout, task_run_id=cmd.task_run_id, result_spec=cmd.result_spec,
                     store_result=not cmd.rules, heartbeat=None)
     clock = time.monotonic()
-    outcome = asyncio.run(execute(cmd, call))
+    outcome = asyncio.run(_execute_once(cmd, call))
     if outcome.meta.get("attempt") != attempt:
         outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
     return outcome, time.monotonic() - clock
+
+
+async def _execute_once(cmd: RunTask, call: Any) -> Outcome:
+    """The tool's run on a loop of its own, whose pooled resources (HTTP connections, the
+    python fork server) are released before the loop closes, as a stopping worker does."""
+    from ..temporal.activities import execute
+    from ..tools import aclose_clients
+
+    try:
+        return await execute(cmd, call)
+    finally:
+        await aclose_clients()
 
 
 def _unmocked(cmd: RunTask) -> str:

@@ -96,9 +96,9 @@ def run_files(files: list[str], runner: CaseRunner | None = None,
             _loaded(loaded.playbook)
         except PlaybookInvalid as exc:
             report.problems = [Problem(path, loaded.playbook_line, None,
-                                       f"playbook: {loaded.playbook} is not a valid playbook:\n" +
-                                       "\n".join(f"    {d}" for d in exc.diagnostics if d.is_error),
-                                       "fix the playbook (see `noetl-temporal validate`)")]
+                                       f"playbook: {loaded.playbook} is not a valid playbook (`noetl-temporal "
+                                       "validate` checks it):\n" +
+                                       "\n".join(f"    {d}" for d in exc.diagnostics if d.is_error))]
             continue
         report.problems = _unknown_mock_targets(loaded, _loaded(loaded.playbook)[0])
         if report.problems:

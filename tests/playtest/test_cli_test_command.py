@@ -149,3 +149,19 @@ def test_no_test_file_and_a_missing_path_are_usage_errors(tmp_path: Path) -> Non
     assert proc.returncode == 2 and "no test files" in proc.stderr
     proc = cli(str(tmp_path / "nope"))
     assert proc.returncode == 2 and "no such file or folder" in proc.stderr
+
+
+def test_an_invalid_playbook_is_reported_with_its_own_diagnostics(tmp_path: Path) -> None:
+    write(tmp_path / "broken.yaml", """\
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: broken, path: tests/broken}
+        workflow:
+          - step: a
+            tool: {kind: nope}
+        """)
+    test = write(tmp_path / "broken.test.yaml", "playbook: broken.yaml\ncases: [{name: a, expect: {}}]\n")
+    proc = cli(str(test))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{test}:1: playbook: {tmp_path / 'broken.yaml'} is not a valid playbook" in proc.stdout
+    assert f"{tmp_path / 'broken.yaml'}:6:18: NTL302 unknown tool kind 'nope'" in proc.stdout
