@@ -23,12 +23,22 @@ def add_test_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the cases through the real workflow and task activity on the embedded Temporal "
                              "dev server (mocks applied in the activity; backoffs recorded, not waited; step "
                              "timeouts take real time)")
+    parser.add_argument("--record", metavar="PLAYBOOK",
+                        help="run PLAYBOOK once with its tools for real and write a case from it (the tools' "
+                             "answers as mocks, what the run showed as expectations) to --to; PATHs are not run")
+    parser.add_argument("--to", metavar="FILE", help="with --record: the test file to write (must not exist)")
+    parser.add_argument("--name", default="recorded run", help="with --record: the case's name")
+    parser.add_argument("--payload", metavar="JSON", help="with --record: the run's payload (or @file.json)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --record: a payload value, as for `run`; repeatable")
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
 
 
 def test_command(args: argparse.Namespace) -> int:
     from ..playtest.session import CaseReport, case_line, discover, print_report, run_files, write_junit
 
+    if args.record:
+        return _record(args)
     files, missing = discover(args.paths)
     for name in missing:
         print(f"error: {name}: no such file or folder", file=sys.stderr)
@@ -62,3 +72,34 @@ def test_command(args: argparse.Namespace) -> int:
     if invalid:
         return 2
     return 1 if failed else 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..errors import NoetlError, PlaybookInvalid
+    from ..playtest.record import record
+    from .run import parse_payload
+
+    if not args.to:
+        print("error: --record needs --to FILE, the test file to write (e.g. tests/orders.test.yaml)", file=sys.stderr)
+        return 2
+    if Path(args.to).exists():
+        print(f"error: {args.to} exists: --record writes a new test file; choose another name", file=sys.stderr)
+        return 2
+    try:
+        payload = parse_payload(args.payload, args.sets)
+        actual, warnings = record(args.record, payload, args.to, args.name)
+    except PlaybookInvalid as exc:
+        for diag in exc.diagnostics:
+            print(diag, file=sys.stderr)
+        print(f"error: {args.record} is not a valid playbook; fix the errors above", file=sys.stderr)
+        return 2
+    except (ValueError, NoetlError, OSError) as exc:
+        print(f"error: cannot record {args.record}: {exc}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"wrote {args.to}: case {args.name!r}, the run ended {actual.status} "
+          f"({' -> '.join(actual.route)}); run it with: noetl-temporal test {args.to}")
+    return 0

@@ -108,6 +108,8 @@ class _Run:
         self.pending: dict[str, _Due] = {}      # task run id -> its scheduled end
         self.attempts = attempts
         self.state = machine.new_state(playbook, execution_id)
+        #: ``--record``: "step.task" -> each invocation's outcomes, attempt by attempt (top level only)
+        self.recorded: dict[str, list[list[Outcome]]] | None = None
 
     def now(self) -> str:
         return (EPOCH + timedelta(seconds=self.clock)).isoformat().replace("+00:00", "Z")
@@ -187,11 +189,16 @@ class _Run:
             elif cmd.kind == "playbook" and "playbook" in self.case.real:
                 outcome, took = self.child(cmd)
                 result = TaskResult.undecided(outcome)
+                self.record(cmd, [outcome])
             else:
                 raise NoetlError(_unmocked(cmd))
         else:
             result, took = self.attempts_of(cmd, mock)
         self.pending[cmd.task_run_id] = self.at(took, self.finished(cmd.task_run_id, result), cmd.task_run_id)
+
+    def record(self, cmd: RunTask, outcomes: list[Outcome]) -> None:
+        if self.recorded is not None and outcomes:
+            self.recorded.setdefault(f"{cmd.step}.{cmd.task}", []).append(outcomes)
 
     def mock_for(self, cmd: RunTask) -> Mock | None:
         case = self.case
@@ -208,6 +215,7 @@ class _Run:
             raise NoetlError(_unmocked(cmd))
         took, attempt = 0.0, 1
         history: list[Attempt] = []
+        tried: list[Outcome] = []   # the real tool's outcomes (``--record``)
         while True:
             started = self.clock + took
             if mock is not None:
@@ -222,9 +230,12 @@ class _Run:
                              duration_ms=int(duration * 1000), error=outcome.error,
                              action=decision.action, rule_index=decision.rule_index)
             took += duration
+            if mock is None:
+                tried.append(outcome)
             following = next_attempt(cmd.rules, decision, attempt, outcome.error)
             if not following.retry:
                 self.count(cmd, attempt)
+                self.record(cmd, tried)
                 return TaskResult(outcome=outcome, attempts=(*history, record), rule_index=decision.rule_index,
                                   action=decision.action, exhausted=following.exhausted), took
             history.append(dataclasses.replace(record, next_delay_s=following.delay))
@@ -337,3 +348,12 @@ def load(path: str) -> tuple[Playbook, str]:
 def run_case(case: Case, playbook: Playbook, source: str, execution_id: str = "test") -> Actual:
     """Run one case to its end in virtual time."""
     return _Run(case, playbook, source, execution_id, dict(case.payload), 0, {}).run()
+
+
+def record_case(case: Case, playbook: Playbook, source: str,
+                execution_id: str = "record") -> tuple[Actual, dict[str, list[list[Outcome]]]]:
+    """Run one case with its real tools (``--record``); what each top-level task's real
+    invocations answered, attempt by attempt."""
+    run = _Run(case, playbook, source, execution_id, dict(case.payload), 0, {})
+    run.recorded = {}
+    return run.run(), run.recorded

@@ -165,3 +165,20 @@ def test_an_invalid_playbook_is_reported_with_its_own_diagnostics(tmp_path: Path
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"{test}:1: playbook: {tmp_path / 'broken.yaml'} is not a valid playbook" in proc.stdout
     assert f"{tmp_path / 'broken.yaml'}:6:18: NTL302 unknown tool kind 'nope'" in proc.stdout
+
+
+def test_record_writes_a_case_that_replays_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "hello.test.yaml"
+    proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "test", "--record", "examples/hello.yaml",
+                           "--to", str(out), "--set", "name=you", "--name", "greets you"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the run ended COMPLETED (greet -> shout -> visit -> report)" in proc.stdout
+    text = out.read_text(encoding="utf-8")
+    assert "greet.greet_task:" in text and "Hello, you!" in text and "&id" not in text
+    replay = cli(str(out))   # the tools are mocks now: no python or shell runs
+    assert replay.returncode == 0, replay.stdout
+    assert "hello.test.yaml::greets you PASSED" in replay.stdout
+    again = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "test", "--record", "examples/hello.yaml",
+                            "--to", str(out)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert again.returncode == 2 and "exists" in again.stderr
