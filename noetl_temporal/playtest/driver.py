@@ -96,7 +96,7 @@ class _Due:
 
 class _Run:
     def __init__(self, case: Case, playbook: Playbook, source: str | None, execution_id: str,
-                 payload: dict[str, Any], depth: int, attempts: dict[str, int]) -> None:
+                 payload: dict[str, Any], depth: int) -> None:
         self.case, self.source, self.depth = case, source, depth
         self.execution_id = execution_id
         self.playbook = playbook
@@ -106,7 +106,6 @@ class _Run:
         self.seq = 0
         self.inputs = 0
         self.pending: dict[str, _Due] = {}      # task run id -> its scheduled end
-        self.attempts = attempts
         self.state = machine.new_state(playbook, execution_id)
         #: ``--record``: "step.task" -> each invocation's outcomes, attempt by attempt (top level only)
         self.recorded: dict[str, list[list[Outcome]]] | None = None
@@ -182,7 +181,6 @@ class _Run:
     def start_task(self, cmd: RunTask) -> None:
         mock = self.mock_for(cmd)
         if cmd.kind in WORKFLOW_KINDS:   # run by the workflow itself: one attempt, the engine decides
-            self.count(cmd, 1)
             if mock is not None:
                 answer = mock.answer(1)
                 result, took = TaskResult.undecided(_outcome(answer, 1)), answer.delay
@@ -203,10 +201,6 @@ class _Run:
     def mock_for(self, cmd: RunTask) -> Mock | None:
         case = self.case
         return case.mocks.get(f"{cmd.step}.{cmd.task}") or case.mocks.get(cmd.step) or case.kinds.get(cmd.kind)
-
-    def count(self, cmd: RunTask, attempts: int) -> None:
-        key = f"{cmd.step}.{cmd.task}"
-        self.attempts[key] = self.attempts.get(key, 0) + attempts
 
     def attempts_of(self, cmd: RunTask, mock: Mock | None) -> tuple[TaskResult, float]:
         """Every attempt of one invocation, as the task activity and Temporal's retries make
@@ -234,7 +228,6 @@ class _Run:
                 tried.append(outcome)
             following = next_attempt(cmd.rules, decision, attempt, outcome.error)
             if not following.retry:
-                self.count(cmd, attempt)
                 self.record(cmd, tried)
                 return TaskResult(outcome=outcome, attempts=(*history, record), rule_index=decision.rule_index,
                                   action=decision.action, exhausted=following.exhausted), took
@@ -258,8 +251,7 @@ class _Run:
 
         playbook, _ = prepare_playbook(resolved["playbook"])
         child_id = f"{self.execution_id}/{cmd.task_run_id}"
-        run = _Run(self.case, playbook, resolved["source"], child_id, child_payload(cmd.config), self.depth + 1,
-                   self.attempts)
+        run = _Run(self.case, playbook, resolved["source"], child_id, child_payload(cmd.config), self.depth + 1)
         actual = run.run()
         if actual.problem:
             raise NoetlError(f"in sub-playbook {path!r}: {actual.problem}")
@@ -347,13 +339,13 @@ def load(path: str) -> tuple[Playbook, str]:
 
 def run_case(case: Case, playbook: Playbook, source: str, execution_id: str = "test") -> Actual:
     """Run one case to its end in virtual time."""
-    return _Run(case, playbook, source, execution_id, dict(case.payload), 0, {}).run()
+    return _Run(case, playbook, source, execution_id, dict(case.payload), 0).run()
 
 
 def record_case(case: Case, playbook: Playbook, source: str,
                 execution_id: str = "record") -> tuple[Actual, dict[str, list[list[Outcome]]]]:
     """Run one case with its real tools (``--record``); what each top-level task's real
     invocations answered, attempt by attempt."""
-    run = _Run(case, playbook, source, execution_id, dict(case.payload), 0, {})
+    run = _Run(case, playbook, source, execution_id, dict(case.payload), 0)
     run.recorded = {}
     return run.run(), run.recorded
