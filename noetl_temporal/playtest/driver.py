@@ -149,7 +149,10 @@ class _Run:
         self.inputs += 1
         if self.inputs > MAX_INPUTS:
             raise NoetlError(f"the run took more than {MAX_INPUTS} engine inputs: an endless loop?")
-        _, commands = machine.step(self.state, event)
+        try:
+            _, commands = machine.step(self.state, event)
+        except Exception as exc:  # as the workflow does: an engine bug ends the run, loudly, no traceback
+            raise NoetlError(f"internal engine error on {type(event).__name__}: {type(exc).__name__}: {exc}") from None
         for command in commands:
             if isinstance(command, RunTask):
                 self.start_task(command)
@@ -304,7 +307,11 @@ def _real(cmd: RunTask, attempt: int) -> tuple[Outcome, float]:
                     timeout=cmd.timeout, task_run_id=cmd.task_run_id, result_spec=cmd.result_spec,
                     store_result=not cmd.rules, heartbeat=None)
     clock = time.monotonic()
-    outcome = asyncio.run(_execute_once(cmd, call))
+    try:
+        outcome = asyncio.run(_execute_once(cmd, call))
+    except Exception as exc:  # the activity's INTERNAL_ERROR: a bug on our side, not the playbook's
+        raise NoetlError(f"internal error running task '{cmd.task}' of step '{cmd.step}': "
+                         f"{type(exc).__name__}: {exc}") from None
     if outcome.meta.get("attempt") != attempt:
         outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
     return outcome, time.monotonic() - clock

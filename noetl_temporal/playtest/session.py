@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import PlaybookInvalid
+from ..errors import NoetlError, PlaybookInvalid
 from .checks import Failure, check
 from .spec import Case, Problem, TestFile, load_test_file
 
@@ -100,12 +100,18 @@ def run_files(files: list[str], runner: CaseRunner | None = None,
                                        "validate` checks it):\n" +
                                        "\n".join(f"    {d}" for d in exc.diagnostics if d.is_error))]
             continue
+        except NoetlError as exc:
+            report.problems = [Problem(path, loaded.playbook_line, None, f"playbook: {loaded.playbook}: {exc}")]
+            continue
         report.problems = _unknown_mock_targets(loaded, _loaded(loaded.playbook)[0])
         if report.problems:
             continue
         for case in loaded.cases:
             started = time.perf_counter()
-            actual, problem = run(case, loaded.playbook)
+            try:
+                actual, problem = run(case, loaded.playbook)
+            except Exception as exc:  # a server gone, a bug: this case's failure, not a traceback
+                actual, problem = None, f"{type(exc).__name__}: {exc}"
             out = CaseReport(case, problem=problem, actual=actual)
             if problem is None:
                 out.failures = check(case, actual)
