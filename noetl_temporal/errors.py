@@ -18,6 +18,8 @@
     ├── NotFound                    no execution (or catalog entry) with that id
     ├── ExecutionFinished           temporal.control: the execution already ended (HTTP 409)
     ├── Rejected                    temporal.control: the workflow refused a ctx patch (HTTP 422)
+    ├── ScheduleExists              temporal.schedules: a schedule of that name exists (HTTP 409)
+    ├── ScheduleInvalid             temporal.schedules: a bad cron, duration, policy or time (HTTP 422)
     ├── BadRequest                  api.errors: a request that parses but makes no sense (HTTP 422)
     └── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
 

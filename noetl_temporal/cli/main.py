@@ -154,6 +154,9 @@ COMMANDS: list[Command] = [
     Command("setup", "prepare a namespace of an existing cluster: register our search attributes "
                      "(idempotent: only the missing ones)",
             _lazy("setup", "add_setup_arguments"), _lazy("setup", "setup_command")),
+    Command("schedule", "playbook schedules as Temporal Schedules: create (--cron/--every), list, describe, "
+                        "pause, unpause, trigger, backfill, delete",
+            _lazy("schedule", "add_schedule_arguments"), _lazy("schedule", "schedule_command")),
     Command("replay", "replay stored workflow histories (`temporal workflow show --output json`) against the "
                       "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
