@@ -230,8 +230,8 @@ _STATE_QUERY = {
 
 
 def _quote(value: str) -> str:
-    if "'" in value or "\\" in value or "\n" in value:
-        raise ValueError(f"{value!r}: quotes, backslashes and newlines are not allowed in a filter")
+    if "'" in value or "\\" in value or any(ord(c) < 0x20 or ord(c) == 0x7f for c in value):
+        raise ValueError(f"{value!r}: quotes, backslashes and control characters are not allowed in a filter")
     return f"'{value}'"
 
 

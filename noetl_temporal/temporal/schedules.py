@@ -54,6 +54,9 @@ __all__ = ["ScheduleExists", "ScheduleInvalid", "OVERLAP_POLICIES", "parse_durat
            "unpause_schedule", "trigger_schedule", "backfill_schedule", "delete_schedule", "scheduled_runs"]
 
 RPC_TIMEOUT = timedelta(seconds=10)
+#: the shortest interval: Temporal Schedules work at second granularity, and a shorter one
+#: would only start executions faster than anything could use them
+MIN_INTERVAL = timedelta(seconds=1)
 
 #: the CLI's and the API's spelling -> Temporal's policy (docs/schedules.md says what each does)
 OVERLAP_POLICIES: dict[str, ScheduleOverlapPolicy] = {
@@ -160,6 +163,9 @@ async def create_schedule(client: Client, name: str, playbook: Playbook, *, cron
     if not cron and every is None:
         raise ScheduleInvalid(f"schedule {name!r} has no times", fix="give a cron expression (--cron) or an "
                                                                      "interval (--every)")
+    if every is not None and every < MIN_INTERVAL:
+        raise ScheduleInvalid(f"interval {every.total_seconds():g}s of schedule {name!r} is shorter than "
+                              f"{MIN_INTERVAL.total_seconds():g}s", fix="give --every 1s or more")
     refused = payload_refusal(payload)
     if refused is not None:
         raise PayloadTooLarge(refused, fix=PAYLOAD_FIX)

@@ -38,3 +38,12 @@ def test_create_needs_exactly_one_of_cron_and_every(capsys):
     assert "one of the arguments --cron --every is required" in capsys.readouterr().err
     assert main(["schedule", "create", "n", "pb.yaml", "--cron", "@daily", "--every", "1h"]) == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_without_a_server_it_says_how_to_name_one(monkeypatch, capsys):
+    for var in ("TEMPORAL_ADDRESS", "TEMPORAL_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", "/nonexistent/temporal.toml")
+    assert main(["schedule", "list"]) == 2
+    err = capsys.readouterr().err
+    assert "schedules live on a running Temporal server" in err and "--address" in err

@@ -115,7 +115,7 @@ async def list_executions(
     link: LinkDep,
     state: Annotated[State | None, Query(description="only executions in this state")] = None,
     playbook_path: Annotated[str | None, Query(pattern=PATH_PATTERN, max_length=MAX_PATH_CHARS, description="catalog path / metadata path")] = None,
-    playbook_version: Annotated[str | None, Query(pattern=r"^[^'\\\n]{1,100}$", description="metadata.version, else the catalog version, the execution started with")] = None,
+    playbook_version: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,99}$", description="metadata.version, else the catalog version, the execution started with (letters, digits, . _ + : -)")] = None,
     playbook_sha256: Annotated[str | None, Query(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the definition the execution runs (`playbook.sha256` of its detail)")] = None,
     started_after: Timestamp = None,
     started_before: Timestamp = None,
