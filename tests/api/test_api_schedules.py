@@ -36,7 +36,7 @@ def test_the_api_spells_every_overlap_policy():
     assert get_args(Overlap) == tuple(OVERLAP_POLICIES)
 
 
-async def test_a_schedule_fires_twice_is_paused_triggered_listed_and_deleted(api):
+async def test_a_schedule_fires_twice_is_paused_triggered_listed_and_deleted(api, temporal):
     name = f"api-every-{uuid.uuid4().hex[:8]}"
     r = await api.post("/schedules", json={"name": name, "playbook": _pb(name), "every": "1s",
                                            "overlap": "allow_all", "payload": {"who": "ada"}})
@@ -54,6 +54,8 @@ async def test_a_schedule_fires_twice_is_paused_triggered_listed_and_deleted(api
     for run in recent[:2]:
         assert run["execution_id"].startswith(f"{name}-")
         assert (await wait_state(api, run["execution_id"], timeout=60))["state"] == "COMPLETED"
+        output = await temporal.client.get_workflow_handle(run["execution_id"]).result()
+        assert output["execution_id"] == run["execution_id"]   # each run is its own execution
         detail = (await api.get(f"/executions/{run['execution_id']}")).json()
         assert detail["steps"]["start"]["result"]["stdout"].strip() == "hi ada"
         assert detail["playbook"]["sha256"] == created["playbook_sha256"] and detail["playbook"]["version"] == "3"
