@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,12 +23,12 @@ import noetl_temporal
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import run_with_client
 from noetl_temporal.temporal.devserver import free_port, temporal_cli_path
+from tests.support.codec_server import CODEC, CodecServer, environ
 from tests.support.user_codec import ENCODING, EncryptingCodec
 
 pytestmark = pytest.mark.temporal
 
 REPO = Path(__file__).resolve().parents[2]
-CODEC = "tests.support.user_codec:codec"
 SECRET = "plaintext-marker-4711"
 
 PLAYBOOK = """
@@ -43,37 +41,6 @@ PLAYBOOK = """
     """
 
 
-def _environ() -> dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if k != "NOETL_CODEC"}
-    environ["PYTHONPATH"] = str(REPO)   # the user's codec module is importable, as on their machine
-    return environ
-
-
-class CodecServer:
-    """``noetl-temporal codec-server`` as a subprocess on a free port; stopped by its pid."""
-
-    def __init__(self, *args: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "noetl_temporal.cli", "codec-server",
-                                      "--port", str(self.port), *args], cwd=REPO, env=_environ(),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.proc.poll() is None, self.proc.communicate()
-            try:
-                httpx.post(f"{self.url}/decode", json={"payloads": []}, timeout=2)
-                return
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the codec server did not listen within 60 s"
-                time.sleep(0.1)
-
-    def stop(self) -> str:
-        self.proc.terminate()
-        _, err = self.proc.communicate(timeout=30)
-        return err
-
-
 @pytest.fixture
 def codec_server() -> Iterator[CodecServer]:
     server = CodecServer("--codec", CODEC)
@@ -83,7 +50,7 @@ def codec_server() -> Iterator[CodecServer]:
 
 def temporal_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([temporal_cli_path(), *args], capture_output=True, text=True, timeout=120,
-                          env=_environ())
+                          env=environ())
 
 
 async def _encrypted_run(temporal, task_queue: str, payload: dict) -> str:
@@ -198,7 +165,7 @@ def test_a_namespace_list_refuses_other_namespaces_and_bad_requests_say_why():
 
 def test_a_codec_that_does_not_load_is_a_clear_error():
     proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "codec-server", "--codec", "acme.nowhere:codec",
-                           "--port", str(free_port())], cwd=REPO, env=_environ(), capture_output=True, text=True,
+                           "--port", str(free_port())], cwd=REPO, env=environ(), capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "acme.nowhere" in proc.stderr and "Traceback" not in proc.stderr
