@@ -65,7 +65,8 @@ def codec_server_command(args: argparse.Namespace) -> int:
     import uvicorn
 
     server = uvicorn.Server(uvicorn_config(app, host=args.host, port=args.port))
-    mine = "your codec " + spec if users_codec(converter) is not None and spec else "no codec of yours (claim check only)"
+    mine = f"your codec {spec}" if users_codec(converter) is not None and spec \
+        else "no codec of yours: claim-check references only"
     print(f"codec server on http://{args.host}:{args.port} ({mine}); CORS for {', '.join(origins)}",
           file=sys.stderr, flush=True)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -169,3 +170,15 @@ def test_a_codec_that_does_not_load_is_a_clear_error():
                           timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and "acme.nowhere" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_port_in_use_is_a_clear_error():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "codec-server", "--port", str(port)],
+                              cwd=REPO, env=environ(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"error: cannot listen on 127.0.0.1:{port} (fix: choose another --port or --host)" in proc.stderr
+    assert "claim-check references only" in proc.stderr and "Traceback" not in proc.stderr
