@@ -158,6 +158,10 @@ COMMANDS: list[Command] = [
                       "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
             _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
+    Command("codec-server", "serve your codec (--codec) to the Temporal UI and `temporal --codec-endpoint`: "
+                            "POST /encode and /decode, CORS for the UI's origins, claim-check references "
+                            "resolved, so history reads as plaintext; runs until Ctrl-C",
+            _lazy("codec_server", "add_codec_server_arguments"), _lazy("codec_server", "codec_server_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
             _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),

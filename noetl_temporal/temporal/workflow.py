@@ -394,7 +394,8 @@ class PlaybookWorkflow:
         assert inp is not None
         try:
             if cmd.kind == "activity":
-                outcome = await user_calls.activity_outcome(cmd)
+                outcome = await user_calls.activity_outcome(
+                    cmd, settled=self._started_with(behaviours.SETTLED_USER_ACTIVITY))
             elif cmd.kind == "workflow":
                 outcome = await user_calls.workflow_outcome(cmd, inp.execution_id)
             else:

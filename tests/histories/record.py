@@ -61,15 +61,18 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "settled_close": HERE / "settled_close.yaml", "settled_close_patched": HERE / "settled_close.yaml",
              # a user's own activity and workflow (`kind: activity`, `kind: workflow`), run by
              # a worker of the user's code (user_code.py) beside ours
-             "user_calls": HERE / "user_calls.yaml"}
+             "user_calls": HERE / "user_calls.yaml",
+             # before and after the shell change `settled-user-activity` (user_calls.py)
+             "user_cancel": HERE / "user_cancel.yaml", "user_cancel_patched": HERE / "user_cancel.yaml"}
 # Recorded with the user's worker of user_code.py running (its results are in the history).
-USER_CODE = {"user_calls"}
+USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
           "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
           "noetl_text": ("noetl-text",),
-          "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",)}
+          "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
+          "user_cancel": ("settled-user-activity",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
