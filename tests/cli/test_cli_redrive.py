@@ -1,0 +1,102 @@
+"""``noetl-temporal redrive`` as a subprocess against the dev server: a 10-step execution that
+failed at step 7 is redriven once the cause is fixed, and only steps 7-10 run again (the
+counter files count every invocation); ``--from``; the refusals (docs/operations.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+
+from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.store.event_store import open_event_store
+from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.playbook_result import workflow_output
+from noetl_temporal.temporal.worker import build_worker
+from tests.support.redrive import STEPS, counts, ten_steps
+
+pytestmark = pytest.mark.temporal
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "noetl_temporal.cli", *args, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=dict(os.environ))
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def failed_at_s7(temporal, task_queue, tmp_path) -> str:
+    playbook = load_playbook_text(ten_steps()).playbook
+    handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120,
+                                   payload={"dir": str(tmp_path)})
+    output = await workflow_output(handle)
+    assert output["state"] == "FAILED", output
+    assert counts(tmp_path)["s8"] == 0 and counts(tmp_path)["s7"] >= 1
+    return handle.id
+
+
+async def test_redrive_after_the_fix_reruns_only_steps_7_to_10_with_the_same_ctx(temporal, task_queue, tmp_path):
+    store = open_event_store()
+    async with build_worker(temporal.client, task_queue=task_queue, event_store=store):
+        old = await failed_at_s7(temporal, task_queue, tmp_path)
+        before = counts(tmp_path)
+        token = (tmp_path / "s4").read_text().split()[0]   # what s3 put in ctx, as s4 saw it
+        (tmp_path / "flag").write_text("fixed")
+        code, out, err = await cli("redrive", old, "--wait", "--address", temporal.address)
+        assert code == 0, (out, err)
+        started = json.loads(out)
+        assert started["state"] == "COMPLETED" and started["redriven_from"] == old
+        assert started["reused_steps"] == sorted(STEPS[:6])
+        after = counts(tmp_path)
+        assert {s: after[s] - before[s] for s in STEPS} == {**{s: 0 for s in STEPS[:6]}, "s7": 1, "s8": 1,
+                                                              "s9": 1, "s10": 1}
+        # s8 rendered ctx.token: the value s3 set in the old execution, not a new one
+        assert (tmp_path / "s8").read_text().split() == [token]
+        new = started["execution_id"]
+        code, out, _ = await cli("events", new, "--address", temporal.address, "--json")
+        events = [json.loads(line) for line in out.splitlines()]
+        assert events[4]["event_type"] == "execution.redriven_from"
+        assert events[4]["payload"]["redriven_from"] == old
+        reused = {e["entity_id"] for e in events if e["event_type"] == "step.done" and e["payload"].get("reused")}
+        assert reused == set(STEPS[:6])
+        ran = {e["step_run_id"].split(":")[0] for e in events if e["event_type"] == "task.started"}
+        assert ran == set(STEPS[6:])
+        # the old stream ends with the note that it was redriven, and by whom
+        old_events = store.read(old, limit=1000)
+        assert old_events[-1]["event_type"] == "execution.redriven"
+        assert old_events[-1]["payload"]["redriven_by"] == new
+        assert old_events[-1]["seq"] == old_events[-2]["seq"] + 1
+        # the new execution names the old one in its memo (the Temporal UI shows it)
+        desc = await temporal.client.get_workflow_handle(new).describe()
+        assert (await desc.memo_value("noetl.redriven_from")) == old
+
+        # --from reruns a step that completed, and what follows it
+        before = counts(tmp_path)
+        code, out, err = await cli("redrive", new, "--from", "s9", "--wait", "--address", temporal.address)
+        assert code == 0, (out, err)
+        assert json.loads(out)["reused_steps"] == sorted(STEPS[:8])
+        after = counts(tmp_path)
+        assert {s: after[s] - before[s] for s in STEPS} == {**{s: 0 for s in STEPS[:8]}, "s9": 1, "s10": 1}
+
+
+async def test_redrive_refusals_are_clear(temporal, task_queue, tmp_path):
+    async with build_worker(temporal.client, task_queue=task_queue):
+        old = await failed_at_s7(temporal, task_queue, tmp_path)
+        code, _, err = await cli("redrive", old, "--from", "nope", "--address", temporal.address)
+        assert code == 1 and "unknown step 'nope' for --from" in err and "s10" in err and "Traceback" not in err
+        code, _, err = await cli("redrive", "no-such-execution", "--address", temporal.address)
+        assert code == 1 and "no execution 'no-such-execution'" in err and "Traceback" not in err
+        # still running: a step that waits for a flag that never comes
+        playbook = load_playbook_text("""
+workflow:
+  - step: wait
+    tool: {kind: python, code: "import time\\ntime.sleep(60)\\nresult = 1"}
+""").playbook
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=90)
+        code, _, err = await cli("redrive", handle.id, "--address", temporal.address)
+        assert code == 1 and f"execution {handle.id} is still running" in err and "noetl-temporal cancel" in err
+        await handle.terminate("test over")
