@@ -55,8 +55,39 @@ def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Play
         seeds.add(from_step)
     rerun = _reachable(new_graph, seeds & set(new_graph.steps))
     reuse = {name: old_steps[name].get("result") for name in sorted(done - rerun) if name in new_graph.steps}
+    iterations = {}
+    for name in sorted(seeds - set(changed) - {from_step} - done):
+        recorded = _completed_iterations(old_steps.get(name), new_graph, name)
+        if recorded is not None and name not in _reachable_after(new_graph, seeds - {name}):
+            iterations[name] = recorded
     return {"from_execution_id": old_execution_id, "from_step": from_step, "definition": definition,
-            "reuse": reuse, "changed": [name for name in changed if name in done]}
+            "reuse": reuse, "iterations": iterations, "changed": [name for name in changed if name in done]}
+
+
+def _completed_iterations(record: Any, graph: StepGraph, name: str) -> dict[str, Any] | None:
+    """A loop step that ran once and failed: the results of its iterations that completed,
+    ``{count, results: {index: result}}``. Only when every iteration ran (``done == count``):
+    a loop halted by ``fail_fast`` leaves iterations that never ran, which its result cannot
+    tell from ones that returned nothing."""
+    if name not in graph.loop_steps or not isinstance(record, dict) or int(record.get("runs") or 0) != 1:
+        return None
+    result = record.get("result")
+    if record.get("status") not in (StepStatus.FAILED.value, StepStatus.HANDLED.value) or not isinstance(result, dict):
+        return None
+    results, failed, count = result.get("results"), result.get("failed_iterations"), result.get("count")
+    if not isinstance(results, list) or not isinstance(failed, list) or count != len(results) \
+            or result.get("done") != count:
+        return None
+    failed_set = set(failed)
+    return {"count": count, "results": {str(i): value for i, value in enumerate(results) if i not in failed_set}}
+
+
+def _reachable_after(graph: StepGraph, seeds: set[str]) -> set[str]:
+    """The steps after ``seeds`` (not the seeds themselves, unless a cycle leads back)."""
+    after: set[str] = set()
+    for seed in seeds & set(graph.steps):
+        after |= _reachable(graph, set(graph.successors.get(seed, [])))
+    return after
 
 
 def _reachable(graph: StepGraph, seeds: set[str]) -> set[str]:

@@ -100,3 +100,41 @@ workflow:
         code, _, err = await cli("redrive", handle.id, "--address", temporal.address)
         assert code == 1 and f"execution {handle.id} is still running" in err and "noetl-temporal cancel" in err
         await handle.terminate("test over")
+
+
+LOOP = """
+metadata: {name: loop-redrive}
+workload: {items: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]}
+workflow:
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: i, spec: {mode: parallel, max_in_flight: 5}}
+    tool:
+      kind: python
+      input: {dir: "{{ workload.dir }}", i: "{{ i }}"}
+      code: |
+        import pathlib
+        d = pathlib.Path(dir)
+        with open(d / 'calls', 'a') as f: f.write(f'{i}\\n')
+        if i in (3, 11, 17) and not (d / 'flag').exists():
+            raise RuntimeError(f'item {i}: flag file missing')
+        result = i * 10
+    next: {arcs: [{step: total, when: "{{ event.name == 'loop.done' and event.status == 'ok' }}"}]}
+  - step: total
+    tool: {kind: python, input: {r: "{{ each.results }}"}, code: "result = sum(r)"}
+"""
+
+
+async def test_a_loop_redrive_reruns_only_the_failed_iterations(temporal, task_queue, tmp_path):
+    async with build_worker(temporal.client, task_queue=task_queue):
+        playbook = load_playbook_text(LOOP).playbook
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120,
+                                       payload={"dir": str(tmp_path)})
+        assert (await workflow_output(handle))["state"] == "FAILED"
+        before = len((tmp_path / "calls").read_text().split())
+        (tmp_path / "flag").write_text("fixed")
+        code, out, err = await cli("redrive", handle.id, "--wait", "--address", temporal.address)
+        assert code == 0, (out, err)
+        output = json.loads(out)["output"]
+        assert output["steps"]["total"]["result"] == sum(i * 10 for i in range(20))
+        calls = (tmp_path / "calls").read_text().split()[before:]
+        assert sorted(int(c) for c in calls) == [3, 11, 17]   # the 17 others were reused

@@ -104,3 +104,54 @@ def test_the_old_streams_event_follows_its_last_one():
                            from_step=None, definition="original", reused=["a"])
     assert event["seq"] == 42 and event["event_id"] == "old:42" and event["event_type"] == "execution.redriven"
     assert event["payload"]["redriven_by"] == "new"
+
+
+LOOP = """
+workload: {items: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}
+workflow:
+  - step: start
+    tool: {kind: python, code: "result = 1"}
+    next: {arcs: [{step: each}]}
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: i, spec: {mode: parallel, max_in_flight: 4}}
+    tool: {kind: python, input: {i: "{{ i }}"}, code: "result = i"}
+    next: {arcs: [{step: after, when: "{{ event.name == 'loop.done' and event.status == 'ok' }}"}]}
+  - step: after
+    tool: {kind: python, input: {n: "{{ each.results | length }}"}, code: "result = n"}
+"""
+
+
+def _item(cmd) -> int:
+    return int(cmd.config["input"]["i"])
+
+
+def test_a_loop_with_failed_iterations_reruns_only_those():
+    pb = playbook(LOOP)
+    old = Run(new_state(pb, "old"))
+    old.tool = lambda cmd: err() if cmd.step == "each" and _item(cmd) in (2, 5, 7) else ok(  # type: ignore[attr-defined]
+        _item(cmd) * 10 if cmd.step == "each" else 1)
+    old.hold, old.held, old.yields = (lambda cmd: False), [], 0  # type: ignore[attr-defined]
+    feed(old, Start(execution_id="old", now=NOW))
+    assert old.status == "FAILED"
+    steps = {name: record.to_dict() for name, record in old.state.steps.items()}
+    p = plan(old_execution_id="old", old_steps=steps, old_playbook=pb, new_playbook=pb, new_graph=step_graph(pb))
+    assert sorted(p["reuse"]) == ["start"] and sorted(p["iterations"]["each"]["results"], key=int) == [
+        "0", "1", "3", "4", "6", "8", "9"]
+    r = _redrive_with(pb, p, lambda cmd: ok(_item(cmd) * 10 if cmd.step == "each" else 99))
+    assert r.status == "COMPLETED"
+    assert sorted(_item(c) for c in r.ran if c.step == "each") == [2, 5, 7]
+    assert [c.step for c in r.ran if c.step != "each"] == ["after"]
+    assert r.state.step_results["each"]["results"] == [i * 10 for i in range(10)]
+    reused = [e["iteration"] for e in r.events if e["event_type"] == "loop.iteration.done" and e["payload"].get("reused")]
+    assert sorted(reused) == [0, 1, 3, 4, 6, 8, 9]
+    # a loop whose items changed count reruns every iteration
+    p["iterations"]["each"]["count"] = 11
+    r = _redrive_with(pb, p, lambda cmd: ok(1))
+    assert len([c for c in r.ran if c.step == "each"]) == 10
+
+
+def _redrive_with(pb, p, tool) -> Run:
+    r = Run(new_state(pb, "new"))
+    r.tool, r.hold, r.held, r.yields = tool, (lambda cmd: False), [], 0  # type: ignore[attr-defined]
+    feed(r, Start(execution_id="new", now=NOW, redrive=p))
+    return r
