@@ -12,8 +12,10 @@ import sys
 import pytest
 
 from noetl_temporal.dsl import load_playbook_text
+from noetl_temporal.engine import behaviours
 from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.control import read_input
 from noetl_temporal.temporal.playbook_result import workflow_output
 from noetl_temporal.temporal.worker import build_worker
 from tests.support.redrive import STEPS, counts, ten_steps
@@ -73,6 +75,9 @@ async def test_redrive_after_the_fix_reruns_only_steps_7_to_10_with_the_same_ctx
         # the new execution names the old one in its memo (the Temporal UI shows it)
         desc = await temporal.client.get_workflow_handle(new).describe()
         assert (await desc.memo_value("noetl.redriven_from")) == old
+        # ... and its input carries the plan, listing the behaviour an older worker refuses
+        inp = await read_input(temporal.client, new)
+        assert inp.redrive["from_execution_id"] == old and behaviours.REDRIVE in inp.behaviours
 
         # --from reruns a step that completed, and what follows it
         before = counts(tmp_path)
