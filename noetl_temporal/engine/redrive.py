@@ -32,10 +32,11 @@ __all__ = ["plan", "take", "redriven_event", "step_shape"]
 def step_shape(playbook: Playbook, step: str) -> dict[str, Any] | None:
     """What a step's recorded result depends on in its definition: the step as the playbook
     defines it (None: no such step)."""
-    for item in playbook.workflow:
-        if item.step == step:
-            return item.model_dump(mode="json", exclude_defaults=True)
-    return None
+    return _shapes(playbook).get(step)
+
+
+def _shapes(playbook: Playbook) -> dict[str, dict[str, Any]]:
+    return {item.step: item.model_dump(mode="json", exclude_defaults=True) for item in playbook.workflow}
 
 
 def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Playbook,
@@ -44,8 +45,11 @@ def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Play
     """The redrive plan for the workflow input: ``reuse`` (step -> recorded result) and, for
     the events and the operator, what reruns and why. ``old_steps``: the old output's
     ``steps`` (status, runs, result per step)."""
-    changed = sorted(name for name in set(old_steps) | set(new_graph.steps)
-                     if step_shape(old_playbook, name) != step_shape(new_playbook, name))
+    changed: list[str] = []
+    if new_playbook is not old_playbook:   # the original definition: nothing changed
+        old_shapes, new_shapes = _shapes(old_playbook), _shapes(new_playbook)
+        changed = sorted(name for name in set(old_steps) | set(new_graph.steps)
+                         if old_shapes.get(name) != new_shapes.get(name))
     done = {name for name, record in old_steps.items()
             if isinstance(record, dict) and record.get("status") == StepStatus.COMPLETED.value
             and int(record.get("runs") or 0) == 1}
