@@ -143,3 +143,31 @@ async def test_a_loop_redrive_reruns_only_the_failed_iterations(temporal, task_q
         assert output["steps"]["total"]["result"] == sum(i * 10 for i in range(20))
         calls = (tmp_path / "calls").read_text().split()[before:]
         assert sorted(int(c) for c in calls) == [3, 11, 17]   # the 17 others were reused
+
+
+async def test_latest_runs_the_file_as_it_is_now_and_reruns_what_changed(temporal, task_queue, tmp_path):
+    source = tmp_path / "ten.yaml"
+    source.write_text(ten_steps())
+    work = tmp_path / "work"
+    work.mkdir()
+    async with build_worker(temporal.client, task_queue=task_queue):
+        playbook = load_playbook_text(source.read_text()).playbook
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=120,
+                                       payload={"dir": str(work)}, source=str(source))
+        assert (await workflow_output(handle))["state"] == "FAILED"
+        (work / "flag").write_text("fixed")
+        # the file changes after the run: s2 now takes one more input
+        source.write_text(ten_steps().replace("name: s2,", "name: s2, extra: 1,"))
+        before = counts(work)
+        code, out, err = await cli("redrive", handle.id, "--latest", "--wait", "--address", temporal.address)
+        assert code == 0, (out, err)
+        started = json.loads(out)
+        assert started["definition"] == "latest" and started["changed_steps"] == ["s2"]
+        assert started["reused_steps"] == ["s1"]
+        after = counts(work)
+        assert {s: after[s] - before[s] for s in STEPS} == {"s1": 0, **{s: 1 for s in STEPS[1:]}}
+        # --playbook FILE: an invalid one is refused with its located errors, before anything starts
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("workflow:\n  - step: a\n    tool: {kind: nope}\n")
+        code, _, err = await cli("redrive", handle.id, "--playbook", str(bad), "--address", temporal.address)
+        assert code == 2 and f"{bad}:3:" in err and "is not a valid playbook" in err
