@@ -3,11 +3,14 @@ recorded results instead of sending task commands (docs/operations.md)."""
 
 from __future__ import annotations
 
+import json
+
+from noetl_temporal.engine import snapshot
 from noetl_temporal.engine.machine import new_state, step_graph
 from noetl_temporal.engine.messages import Start
 from noetl_temporal.engine.redrive import plan, redriven_event
 
-from .harness import NOW, Run, err, feed, ok, playbook
+from .harness import NOW, Run, err, feed, finished, ok, playbook
 
 CHAIN = """
 workload: {n: 0}
@@ -155,3 +158,20 @@ def _redrive_with(pb, p, tool) -> Run:
     r.tool, r.hold, r.held, r.yields = tool, (lambda cmd: False), [], 0  # type: ignore[attr-defined]
     feed(r, Start(execution_id="new", now=NOW, redrive=p))
     return r
+
+
+def test_a_redrive_plan_survives_continue_as_new():
+    """The plan is engine state: a snapshot in the middle of a redrive keeps what is still to reuse."""
+    pb = playbook(LOOP.replace("mode: parallel, max_in_flight: 4", "mode: sequential"))
+    p = {"from_execution_id": "old", "reuse": {"start": 1},
+         "iterations": {"each": {"count": 10, "results": {str(i): i * 10 for i in range(1, 10)}}}}
+    r = Run(new_state(pb, "new"))
+    r.tool, r.hold, r.held, r.yields = (lambda cmd: ok(0)), (lambda cmd: True), [], 0  # type: ignore[attr-defined]
+    feed(r, Start(execution_id="new", now=NOW, redrive=p))
+    assert [_item(c) for c in r.ran] == [0]             # iteration 0 runs; 1-9 wait in the plan
+    data = json.loads(json.dumps(snapshot.snapshot(r.state)))
+    again = Run(snapshot.restore(pb, data))
+    again.tool, again.hold, again.held, again.yields = (lambda cmd: ok(5)), (lambda cmd: False), [], 0  # type: ignore[attr-defined]
+    feed(again, finished(r.held[0], ok(0)))  # type: ignore[attr-defined]
+    assert again.status == "COMPLETED" and [c.step for c in again.ran] == ["after"]
+    assert again.state.step_results["each"]["results"] == [i * 10 for i in range(10)]
