@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from noetl_temporal.engine import snapshot
+from noetl_temporal.engine import progress, snapshot
 from noetl_temporal.engine.machine import new_state, step_graph
 from noetl_temporal.engine.messages import Start
 from noetl_temporal.engine.redrive import plan, redriven_event
@@ -83,6 +83,7 @@ def test_reused_steps_run_no_task_say_reused_and_rebuild_ctx_args_and_results():
     assert "reused" not in done["c"]
     tasks = {e["step_run_id"].split(":")[0] for e in r.events if e["event_type"].startswith("task.")}
     assert tasks == {"c", "d"}
+    assert "redrive of `old`" in progress.describe(r.state)   # the Temporal UI's current details
     first = next(e for e in r.events if e["event_type"] == "execution.redriven_from")
     assert first["payload"]["redriven_from"] == "old" and first["payload"]["reused_steps"] == ["a", "b"]
 
