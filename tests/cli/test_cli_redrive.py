@@ -72,6 +72,8 @@ async def test_redrive_after_the_fix_reruns_only_steps_7_to_10_with_the_same_ctx
         assert old_events[-1]["event_type"] == "execution.redriven"
         assert old_events[-1]["payload"]["redriven_by"] == new
         assert old_events[-1]["seq"] == old_events[-2]["seq"] + 1
+        code, out, _ = await cli("status", old, "--address", temporal.address, "--json")
+        assert code == 0 and json.loads(out)["state"] == "FAILED"   # a redrive is a new execution, not a reset
         # the new execution names the old one in its memo (the Temporal UI shows it)
         desc = await temporal.client.get_workflow_handle(new).describe()
         assert (await desc.memo_value("noetl.redriven_from")) == old
@@ -79,13 +81,17 @@ async def test_redrive_after_the_fix_reruns_only_steps_7_to_10_with_the_same_ctx
         inp = await read_input(temporal.client, new)
         assert inp.redrive["from_execution_id"] == old and behaviours.REDRIVE in inp.behaviours
 
-        # --from reruns a step that completed, and what follows it
+
+async def test_redrive_from_a_step_that_completed_reruns_it_and_what_follows(temporal, task_queue, tmp_path):
+    async with build_worker(temporal.client, task_queue=task_queue):
+        old = await failed_at_s7(temporal, task_queue, tmp_path)
+        (tmp_path / "flag").write_text("fixed")
         before = counts(tmp_path)
-        code, out, err = await cli("redrive", new, "--from", "s9", "--wait", "--address", temporal.address)
+        code, out, err = await cli("redrive", old, "--from", "s5", "--wait", "--address", temporal.address)
         assert code == 0, (out, err)
-        assert json.loads(out)["reused_steps"] == sorted(STEPS[:8])
+        assert json.loads(out)["reused_steps"] == sorted(STEPS[:4])
         after = counts(tmp_path)
-        assert {s: after[s] - before[s] for s in STEPS} == {**{s: 0 for s in STEPS[:8]}, "s9": 1, "s10": 1}
+        assert {s: after[s] - before[s] for s in STEPS} == {**{s: 0 for s in STEPS[:4]}, **{s: 1 for s in STEPS[4:]}}
 
 
 async def test_redrive_refusals_are_clear(temporal, task_queue, tmp_path):
