@@ -147,6 +147,9 @@ COMMANDS: list[Command] = [
             _lazy("control", "add_resume_arguments"), _lazy("control", "control_command")),
     Command("ctx", "patch a running execution's ctx (KEY=VALUE...); re-evaluates steps waiting for admission",
             _lazy("control", "add_ctx_arguments"), _lazy("control", "control_command")),
+    Command("redrive", "start a new execution from a FAILED or CANCELLED one: reuse the results of the steps it "
+                       "completed, rerun the rest (--from STEP, --playbook FILE | --latest); docs/operations.md",
+            _lazy("redrive", "add_arguments"), _lazy("redrive", "run")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
             _lazy("worker", "add_arguments"), _lazy("worker", "run")),
     Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY",
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE",
            "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
@@ -109,8 +109,15 @@ CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFE
                             SETTLED_CLOSE, SETTLED_USER_ACTIVITY)
 
 
+#: Listed only by a redrive's input (``temporal/redrive.py``, docs/operations.md), never by a
+#: normal start, whose behaviour it does not change: the engine reuses the recorded results of
+#: the input's ``redrive`` plan. Listed so that a worker that predates redrive refuses the
+#: execution (``unknown``) instead of running it from the start: Temporal's data converter
+#: drops the input's ``redrive`` field it does not know, silently.
+REDRIVE = "redrive"
+
 #: every name this code understands (never remove one while executions may list it)
-KNOWN: frozenset[str] = frozenset(CURRENT)
+KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE}
 
 
 def unknown(names: list[str] | None) -> list[str]:

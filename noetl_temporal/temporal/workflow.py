@@ -144,7 +144,7 @@ class PlaybookWorkflow:
             self._state = machine.new_state(playbook, inp.execution_id, graph)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
-                             behaviours=behaviours.of_input(inp.behaviours)))
+                             behaviours=behaviours.of_input(inp.behaviours), redrive=inp.redrive))
             self._mark_state()
         self._events.flushed_seq = self._stored_before = self.engine.log.base
         self._show_progress()
