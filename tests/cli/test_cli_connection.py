@@ -22,6 +22,8 @@ EXPECTED = {
     "dev": {"--task-queue", "--codec"},
     "replay": {"--codec"},   # replays a history file: no server, the codec that reads it
     "setup": SERVER,
+    "redrive": SERVER | {"--task-queue"},
+    "codec-server": {"--codec", "--namespace"},   # its --namespace: the namespaces it serves
     "schedule": set(),   # its subcommands take them:
     "schedule create": SERVER | {"--task-queue"},
     **{f"schedule {name}": SERVER
