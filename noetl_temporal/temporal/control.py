@@ -238,7 +238,7 @@ def _quote(value: str) -> str:
 def visibility_query(*, state: str | None = None, playbook_path: str | None = None,
                      started_after: datetime | None = None, started_before: datetime | None = None,
                      with_path_attribute: bool = True, playbook_version: str | None = None,
-                     playbook_hash: str | None = None) -> str:
+                     playbook_hash: str | None = None, schedule: str | None = None) -> str:
     """The Temporal visibility query for a filter (only playbook executions).
     ``with_path_attribute``: the namespace has all our search attributes registered."""
     parts = [f"WorkflowType = {_quote(WORKFLOW_NAME)}"]
@@ -255,6 +255,8 @@ def visibility_query(*, state: str | None = None, playbook_path: str | None = No
                              "register them with `noetl-temporal setup` (or temporal operator search-attribute "
                              f"create --name {key.name} --type Keyword)")
         parts.append(f"{key.name} = {_quote(value)}")
+    if schedule:   # Temporal's own attribute on the runs a schedule starts (docs/schedules.md)
+        parts.append(f"TemporalScheduledById = {_quote(schedule)}")
     for op, when in ((">=", started_after), ("<=", started_before)):
         if when is not None:
             if when.tzinfo is None:
@@ -279,7 +281,8 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
                           started_after: datetime | None = None, started_before: datetime | None = None,
                           page_size: int = 20, page_token: bytes | None = None,
                           with_path_attribute: bool = True, playbook_version: str | None = None,
-                          playbook_hash: str | None = None) -> tuple[list[dict[str, Any]], bytes | None]:
+                          playbook_hash: str | None = None,
+                          schedule: str | None = None) -> tuple[list[dict[str, Any]], bytes | None]:
     """One page of executions, newest first, and the token of the next page (or None).
 
     Uses Temporal visibility (eventually consistent: a just-started execution can take
@@ -288,7 +291,7 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
     """
     query = visibility_query(state=state, playbook_path=playbook_path, started_after=started_after,
                              started_before=started_before, with_path_attribute=with_path_attribute,
-                             playbook_version=playbook_version, playbook_hash=playbook_hash)
+                             playbook_version=playbook_version, playbook_hash=playbook_hash, schedule=schedule)
     iterator = client.list_workflows(query, page_size=page_size, next_page_token=page_token,
                                      rpc_timeout=RPC_TIMEOUT)
     await iterator.fetch_next_page()

@@ -60,6 +60,14 @@ async def test_a_schedule_fires_twice_is_paused_triggered_listed_and_deleted(api
         assert detail["steps"]["start"]["result"]["stdout"].strip() == "hi ada"
         assert detail["playbook"]["sha256"] == created["playbook_sha256"] and detail["playbook"]["version"] == "3"
 
+    async def by_schedule():
+        items = (await api.get("/executions", params={"schedule": name})).json()["items"]
+        return items if len(items) >= 2 else None
+
+    items = await wait_for(by_schedule, timeout=30, what="the runs by ?schedule=")
+    assert {run["execution_id"] for run in recent[:2]} <= {item["execution_id"] for item in items}
+    assert all(item["playbook_sha256"] == created["playbook_sha256"] for item in items)
+
     r = await api.post(f"/schedules/{name}/pause", json={"note": "quiet hours"})
     assert r.status_code == 200 and r.json()["paused"] and r.json()["note"] == "quiet hours", r.text
     before = r.json()["actions"]
