@@ -210,3 +210,46 @@ async def test_a_running_execution_stays_pinned_to_its_version_and_is_found_by_i
         assert (await wait_state(api, execution_id))["state"] == "COMPLETED"
         detail = (await api.get(f"/executions/{execution_id}")).json()
         assert detail["steps"]["gated"]["result"]["stdout"].strip() == say
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
+async def test_a_scheduled_run_replays_under_its_own_id(api, temporal, sandboxed):
+    """A schedule's action carries no execution id; the run takes its workflow id, and its
+    history replays to the same engine state under either runner (docs/schedules.md)."""
+    from temporalio.worker import Replayer
+
+    from noetl_temporal.engine import machine
+    from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
+    from noetl_temporal.temporal.worker import sandbox_runner
+    from noetl_temporal.temporal.workflow import PlaybookWorkflow
+
+    name = f"api-replay-{uuid.uuid4().hex[:8]}"
+    assert (await api.post("/schedules", json={"name": name, "playbook": _pb(name), "every": "1h",
+                                               "paused": True})).status_code == 201
+    assert (await api.post(f"/schedules/{name}/trigger")).status_code == 202
+
+    async def started():
+        recent = (await api.get(f"/schedules/{name}")).json()["recent"]
+        return recent[0]["execution_id"] if recent else None
+
+    execution_id = await wait_for(started, timeout=60, what="the triggered run")
+    handle = temporal.client.get_workflow_handle(execution_id)
+    assert (await handle.result())["execution_id"] == execution_id
+    history = await handle.fetch_history()
+    states = []
+    real_step = machine.step
+
+    def spy(state, event):
+        states.append(state)
+        return real_step(state, event)
+
+    machine.step = spy
+    try:
+        replayer = Replayer(workflows=[SandboxedPlaybookWorkflow if sandboxed else PlaybookWorkflow],
+                            workflow_runner=sandbox_runner())
+        result = await replayer.replay_workflow(history)
+    finally:
+        machine.step = real_step
+    assert result.replay_failure is None
+    assert states[-1].execution_id == execution_id and states[-1].status.value == "COMPLETED"
+    assert (await api.delete(f"/schedules/{name}")).status_code == 204
