@@ -43,6 +43,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ..dsl.models import Playbook, playbook_definition
 from ..engine.payload_size import PAYLOAD_FIX, payload_refusal
 from ..errors import NoetlError, NotFound, PayloadTooLarge
+from ..redact import redact
 from . import labels
 from .control import search_attributes_available
 from .starts import execution_start
@@ -241,7 +242,7 @@ async def describe_schedule(client: Client, name: str) -> dict[str, Any]:
     payload: dict[str, Any] | None = None
     try:
         [inp] = await client.data_converter.decode(action.args, [RunInput])
-        payload = inp.payload
+        payload = redact(inp.payload)   # shown as /variables shows a workload: secrets masked
     except Exception:   # an action we cannot read (another codec): the memo still names it
         pass
     info, state = desc.info, desc.schedule.state

@@ -39,12 +39,12 @@ def test_the_api_spells_every_overlap_policy():
 async def test_a_schedule_fires_twice_is_paused_triggered_listed_and_deleted(api, temporal):
     name = f"api-every-{uuid.uuid4().hex[:8]}"
     r = await api.post("/schedules", json={"name": name, "playbook": _pb(name), "every": "1s",
-                                           "overlap": "allow_all", "payload": {"who": "ada"}})
+                                           "overlap": "allow_all", "payload": {"who": "ada", "api_token": "s3cret"}})
     assert r.status_code == 201, r.text
     assert r.headers["location"] == f"/schedules/{name}"
     created = r.json()
     assert created["every_s"] == [1.0] and created["playbook_version"] == "3" and len(created["playbook_sha256"]) == 64
-    assert created["source"] == "inline" and created["payload"] == {"who": "ada"}
+    assert created["source"] == "inline" and created["payload"] == {"who": "ada", "api_token": "***"}
 
     async def two_runs():
         body = (await api.get(f"/schedules/{name}")).json()
