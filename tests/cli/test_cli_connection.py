@@ -23,7 +23,7 @@ EXPECTED = {
     "replay": {"--codec"},   # replays a history file: no server, the codec that reads it
     "setup": SERVER,
     "redrive": SERVER | {"--task-queue"},
-    "codec-server": {"--codec", "--namespace"},   # its --namespace: the namespaces it serves
+    "codec-server": {"--codec"},   # serves codec requests: no server of its own to reach (--only-namespace filters)
     "schedule": set(),   # its subcommands take them:
     "schedule create": SERVER | {"--task-queue"},
     **{f"schedule {name}": SERVER
