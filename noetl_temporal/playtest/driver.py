@@ -48,6 +48,7 @@ from ..engine.messages import (
 )
 from ..engine.policy_evaluation import evaluate_policy, next_attempt
 from ..errors import NoetlError
+from ..temporal.workflow import MAX_PENDING  # tasks in flight at once; more wait their turn, as there
 from ..tool_kinds import WORKFLOW_KINDS
 from .spec import Case, Mock, Response
 
@@ -106,6 +107,7 @@ class _Run:
         self.seq = 0
         self.inputs = 0
         self.pending: dict[str, _Due] = {}      # task run id -> its scheduled end
+        self.queued: list[RunTask] = []         # waiting for a pending slot, as in the workflow
         self.state = machine.new_state(playbook, execution_id)
         #: ``--record``: "step.task" -> each invocation's outcomes, attempt by attempt (top level only)
         self.recorded: dict[str, list[list[Outcome]]] | None = None
@@ -130,6 +132,7 @@ class _Run:
                     if self.pending.get(due.task_run_id) is not due:
                         continue   # cancelled meanwhile: its cancelled end was fed instead
                     del self.pending[due.task_run_id]
+                    self.release()
                 self.clock = due.at
                 event = due.make()
                 if event is not None:
@@ -155,17 +158,29 @@ class _Run:
             raise NoetlError(f"internal engine error on {type(event).__name__}: {type(exc).__name__}: {exc}") from None
         for command in commands:
             if isinstance(command, RunTask):
-                self.start_task(command)
+                if len(self.pending) >= MAX_PENDING:   # the workflow's cap on pending activities
+                    self.queued.append(command)
+                else:
+                    self.start_task(command)
             elif isinstance(command, CancelTasks):
                 for task_run_id in command.task_run_ids:
-                    if self.pending.pop(task_run_id, None) is not None:
+                    queued = [c for c in self.queued if c.task_run_id == task_run_id]
+                    if queued or self.pending.pop(task_run_id, None) is not None:
+                        if queued:   # never started: reported cancelled at once
+                            self.queued.remove(queued[0])
                         result = TaskResult.undecided(_failure("cancelled", "task cancelled"))
                         self.at(0, self.finished(task_run_id, result))
+                        self.release()
             elif isinstance(command, StartTimer):
                 self.at(command.seconds, self.timed_out(command.step_run_id))
             elif isinstance(command, Yield):
                 self.at(0, lambda: None if self.state.finished else Proceed(now=self.now()))
             # Finish: the loop ends once the engine reports finished
+
+    def release(self) -> None:
+        """A task ended: start the oldest queued ones while slots are free (``workflow._release``)."""
+        while self.queued and len(self.pending) < MAX_PENDING and not self.state.finished:
+            self.start_task(self.queued.pop(0))
 
     def timed_out(self, step_run_id: str) -> Callable[[], Input | None]:
         return lambda: None if self.state.finished else StepTimedOut(now=self.now(), step_run_id=step_run_id)
