@@ -158,6 +158,11 @@ COMMANDS: list[Command] = [
                       "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
             _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
+    Command("register", "validate playbook files and store each in the catalog under its metadata.path as the "
+                        "next version (as POST /catalog; NoETL's `register playbook`); exit 2 if any is refused",
+            _lazy("catalog", "add_register_arguments"), _lazy("catalog", "register_command")),
+    Command("catalog", "the playbook catalog: `list`, `show PATH` (NoETL's `get`), `register FILE...`",
+            _lazy("catalog", "add_catalog_command_arguments"), _lazy("catalog", "catalog_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
             _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.cli.connection import CONNECTION_FLAGS, add_connection_arguments, target_of
+from noetl_temporal.cli.connection import (
+    CATALOG_FLAGS,
+    CONNECTION_FLAGS,
+    add_catalog_arguments,
+    add_connection_arguments,
+    target_of,
+)
 from noetl_temporal.cli.main import build_parser
 from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
 
@@ -23,7 +29,10 @@ EXPECTED = {
     "replay": {"--codec"},   # replays a history file: no server, the codec that reads it
     "setup": SERVER,
     "validate": set(), "schema": set(), "graph": set(),
+    "register": set(), "catalog": set(),   # the catalog's own flags (CATALOG below), no Temporal
 }
+#: commands that read or write the playbook catalog take its flags (`catalog ACTION`: each action)
+CATALOG = {"run", "api", "dev", "register", "catalog list", "catalog show", "catalog register"}
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -42,6 +51,28 @@ def test_every_command_has_its_connection_flags():
     assert set(subs) == set(EXPECTED)
     for name, parser in subs.items():
         assert set(_flags(parser)) == EXPECTED[name], name
+
+
+def test_the_catalog_flags_are_on_every_command_that_uses_the_catalog():
+    reference = argparse.ArgumentParser()
+    add_catalog_arguments(reference)
+    helps = {a.option_strings[0]: a.help for a in reference._actions if a.option_strings[0] in CATALOG_FLAGS}
+    parsers = {}
+    for name, parser in _subparsers().items():
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if nested:
+            parsers.update({f"{name} {action}": child for action, child in nested[0].choices.items()
+                            if action != "get"})   # `get` is `show`'s alias
+        else:
+            parsers[name] = parser
+    having = set()
+    for name, parser in parsers.items():
+        flags = {opt: a for a in parser._actions for opt in a.option_strings if opt in CATALOG_FLAGS}
+        if flags:
+            having.add(name)
+            assert set(flags) == set(CATALOG_FLAGS), name
+            assert {opt: a.help for opt, a in flags.items()} == helps, name
+    assert having == CATALOG
 
 
 @pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay"])
@@ -63,7 +94,7 @@ def test_only_the_connection_module_defines_them():
         if path.name == "connection.py":
             continue
         text = path.read_text()
-        for flag in CONNECTION_FLAGS:
+        for flag in CONNECTION_FLAGS + CATALOG_FLAGS:
             assert f'add_argument("{flag}"' not in text, (path.name, flag)
 
 
