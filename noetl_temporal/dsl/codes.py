@@ -152,6 +152,21 @@ _TABLE: list[Code] = [
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",
          "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
+    Code("NTL321", _W, "a python task reads NoETL's implicit `context` global: it is given as the task's input "
+                       "`context`, holding exactly the names the code reads",
+         "`code: \"prev = context.get('load', {})\"` with no `context` in `input:`",
+         "nothing to do; to make it explicit, write `input: {context: {load: \"{{ load }}\"}}` (a name that "
+         "is no step, workload key or `execution_id` is left out, so `.get` returns its default)"),
+    Code("NTL322", _W, "a python task reads NoETL's implicit `context` global other than by literal names: "
+                       "here `context` is not defined there, and the code raises NameError at that line",
+         "`code: \"for k in context: ...\"`, `context[name]`, `'a' in context`, `f(context)`",
+         "pass what the code reads as input: `input: {prev: \"{{ load }}\"}` and read `prev`; a python task "
+         "sees only its input (docs/tools.md), the values history records"),
+    Code("NTL323", _W, "SQL writes `{{ execution_id }}` unquoted, where NoETL's numeric id goes: it is given "
+                       "`{{ execution_number }}`, the execution's number",
+         "`INSERT INTO t (execution_id) VALUES ({{ execution_id }})` into a BIGINT column",
+         "nothing to do; write `{{ execution_number }}` to say so, or quote `'{{ execution_id }}'` into a TEXT "
+         "column to keep the id itself (docs/semantics.md, \"execution_number\")"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

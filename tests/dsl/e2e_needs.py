@@ -61,9 +61,6 @@ def _local(reason: str, expect: str = COMPLETED, basis: str = "", **kw: Any) -> 
 
 
 _NONE_STATED = "none stated: a correct run completes"
-_NO_CONTEXT = "NameError: name 'context' is not defined"
-_CONTEXT = ("its python code reads NoETL's implicit `context` global (every step result); a python task "
-            "here sees only its `input`/`args`, the values history records (docs/tools.md)")
 _SHORT = "the delays that outlast NoETL's 120 s NATS lease are cut to 1 s"
 
 P = "fixtures/playbooks/"
@@ -186,10 +183,11 @@ NEEDS: dict[str, Need] = {
         "http on the paginated stand-in: parallel probes overlap"),
     P + "pagination/cursor/test_pagination_cursor.yaml": _local("http on the paginated stand-in: cursor paging"),
     P + "pagination/loop_with_pagination/test_loop_with_pagination.yaml": _local(
-        "http on the paginated stand-in and postgres", basis=_NONE_STATED,
-        differs="its SQL writes `{{ execution_id }}` unquoted into a BIGINT column: NoETL's execution ids "
-                "are numbers, here they are strings (`<playbook>-<hex>`, docs/semantics.md)",
-        fails_with="postgres error 42601: syntax error"),
+        "http on the paginated stand-in and postgres; its SQL writes `{{ execution_id }}` unquoted into a BIGINT "
+        "column, given the execution's number (NTL323)", basis=_NONE_STATED,
+        differs="its check step reads `{{ validate_results.data.command_0.rows }}`: NoETL's step envelope `data`, "
+                "which a step result here does not have (read `validate_results.command_0.rows`, docs/semantics.md)",
+        fails_with="Expected list of rows, got <class 'NoneType'>"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
     P + "pagination/offset/test_pagination_offset.yaml": _local("http on the paginated stand-in: offset paging"),
@@ -236,7 +234,8 @@ NEEDS: dict[str, Need] = {
     P + "save_storage_test/create_tables.yaml": _local("postgres only: creates the save-test tables",
                                                        basis=_NONE_STATED),
     P + "save_storage_test/save_all_storage_types.yaml": _local(
-        "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",), differs=_CONTEXT, fails_with=_NO_CONTEXT),
+        "python, postgres and duckdb; its code reads NoETL's `context` by name, given as input (NTL321)",
+        setup=(P + "save_storage_test/create_tables.yaml",)),
     P + "save_storage_test/save_delegation_test.yaml": Need(INTERNET, "httpbin.org"),
     P + "save_storage_test/save_edge_cases.yaml": _local(
         "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",)),
@@ -269,7 +268,8 @@ NEEDS: dict[str, Need] = {
     P + "vars_test/test_vars_api.yaml": _local("python only: vars"),
     P + "vars_test/test_vars_block.yaml": _local("python only: a vars block"),
     P + "vars_test/test_vars_simple.yaml": _local("python only: vars"),
-    P + "vars_test/test_vars_template_access.yaml": _local("python only: vars in templates", differs=_CONTEXT, fails_with=_NO_CONTEXT),
+    P + "vars_test/test_vars_template_access.yaml": _local(
+        "python only: vars in templates; its code reads NoETL's `context` by name, given as input (NTL321)"),
     "fixtures/subscription/handle_webhook.yaml": _local("python only: a webhook handler", basis=_NONE_STATED),
     "fixtures/subscription/handle_webhook_priority.yaml": _local("python only: a webhook handler",
                                                                  basis=_NONE_STATED),

@@ -144,3 +144,19 @@ async def test_target_starts_at_that_step_and_an_unknown_one_is_refused(temporal
     (tmp_path / "bad.yaml").write_text("workflow: []\n")
     with pytest.raises(PlaybookInvalid):
         await run_async(tmp_path / "bad.yaml", address=temporal.address, task_queue=task_queue)
+
+
+async def test_noetls_implicit_context_and_numeric_execution_id_run_unedited(run_yaml):
+    """A python task reading NoETL's `context` global by name, SQL writing `{{ execution_id }}`
+    unquoted into a BIGINT column: both run as written (NTL321, NTL323)."""
+    from tests.dsl.test_noetl_implicit import PLAYBOOK
+
+    report = await run_yaml(PLAYBOOK)
+    assert report.state == "COMPLETED", report.error
+    use = report.steps["use"]["result"]
+    assert use == {"n": 1, "rid": report.execution_id, "where": "west", "missing": "dflt"}
+    [row] = report.steps["save"]["result"]["rows"]
+    assert row["name"] == report.execution_id
+    assert isinstance(row["id"], int) and 0 < row["id"] < 2 ** 63     # BIGINT: NoETL's kind of id
+    again = await run_yaml(PLAYBOOK)
+    assert again.steps["save"]["result"]["rows"][0]["id"] != row["id"]  # one number per execution
