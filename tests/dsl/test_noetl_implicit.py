@@ -104,3 +104,25 @@ def test_the_fixtures_that_read_context_validate_with_the_warning():
         assert by_path[path].valid, path
 
 
+
+
+GO_TEMPLATE = """\
+workflow:
+  - step: df
+    tool:
+      kind: shell
+      cmds:
+        - "docker system df --format '{{`{{json .}}`}}' --x {{ workload.n }} {{`{{.Size}}`}}"
+"""
+
+
+def test_go_template_quoting_passes_through_unchanged_as_noetl_does():
+    """NoETL 5.3.2 leaves `{{`...`}}` as written and renders the rest; so does a render here."""
+    from noetl_temporal.templates import render
+
+    assert [d for d in validate_text(GO_TEMPLATE, "g.yaml") if d.is_error] == []
+    [cmd] = load_playbook_text(GO_TEMPLATE).playbook.workflow[0].tool[0].config["cmds"]
+    assert render(cmd, {"workload": {"n": 3}}) == \
+        "docker system df --format '{{`{{json .}}`}}' --x 3 {{`{{.Size}}`}}"
+    broken = GO_TEMPLATE.replace("{{ workload.n }}", "{{ workload.n ")   # a real Jinja error still is one
+    assert "NTL701" in {d.code for d in validate_text(broken, "g.yaml")}

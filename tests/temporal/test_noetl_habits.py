@@ -160,3 +160,14 @@ async def test_noetls_implicit_context_and_numeric_execution_id_run_unedited(run
     assert isinstance(row["id"], int) and 0 < row["id"] < 2 ** 63     # BIGINT: NoETL's kind of id
     again = await run_yaml(PLAYBOOK)
     assert again.steps["save"]["result"]["rows"][0]["id"] != row["id"]  # one number per execution
+
+
+async def test_go_template_quoting_reaches_the_shell_as_written(run_yaml):
+    report = await run_yaml("""
+        workload: {n: 3}
+        workflow:
+          - step: df
+            tool: {kind: shell, cmds: ["printf '%s' '{{`{{json .}}`}} {{ workload.n }}'"]}
+    """)
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["df"]["result"]["stdout"] == "{{`{{json .}}`}} 3"
