@@ -167,6 +167,9 @@ _TABLE: list[Code] = [
          "`INSERT INTO t (execution_id) VALUES ({{ execution_id }})` into a BIGINT column",
          "nothing to do; write `{{ execution_number }}` to say so, or quote `'{{ execution_id }}'` into a TEXT "
          "column to keep the id itself (docs/semantics.md, \"execution_number\")"),
+    Code("NTL324", _E, "an arc's `cond:`, an older NoETL spelling that NoETL 5.3.2 ignores (the arc is taken "
+                       "whatever it says)", "`arcs: [{step: cleanup, cond: exit_code == 100}]`",
+         "write the condition as the arc's `when:` template: `when: \"{{ exit_code == 100 }}\"`"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

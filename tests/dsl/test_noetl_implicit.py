@@ -126,3 +126,12 @@ def test_go_template_quoting_passes_through_unchanged_as_noetl_does():
         "docker system df --format '{{`{{json .}}`}}' --x 3 {{`{{.Size}}`}}"
     broken = GO_TEMPLATE.replace("{{ workload.n }}", "{{ workload.n ")   # a real Jinja error still is one
     assert "NTL701" in {d.code for d in validate_text(broken, "g.yaml")}
+
+
+def test_an_arcs_cond_is_refused_by_name_with_the_when_to_write():
+    """NoETL 5.3.2 ignores an arc's `cond:` and takes the arc: refused (NTL324), not run differently."""
+    text = ("workflow:\n  - step: a\n    tool: {kind: noop}\n    next:\n      arcs:\n"
+            "        - {step: b, cond: exit_code == 100}\n  - step: b\n    tool: {kind: noop}\n")
+    [error] = [d for d in validate_text(text, "c.yaml") if d.is_error]
+    assert (error.code, error.line) == ("NTL324", 6)
+    assert error.fix == 'write `when: "{{ exit_code == 100 }}"` (a template) instead of `cond:`'
