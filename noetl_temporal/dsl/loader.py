@@ -25,6 +25,7 @@ from .models import Playbook
 from .noetl_implicit import give_implicit_context, number_sql_execution_id
 from .normalize import normalize
 from .origins import Origins
+from .script_sources import check_script_sources
 from .sources import check_text, decode, read_source
 from .template_check import check_templates
 from .template_names import check_template_names
@@ -92,6 +93,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     check_python_code(model, text, reporter)
     give_implicit_context(model, reporter)
     number_sql_execution_id(model, reporter)
+    check_script_sources(model, reporter)
     check_template_names(raw, model, reporter, templates=parsed.templates)
     if reporter.has_errors():
         return None

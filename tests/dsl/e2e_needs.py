@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 65
+RUNNABLE_COUNT = 67
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,9 @@ _NONE_STATED = "none stated: a correct run completes"
 _SHORT = "the delays that outlast NoETL's 120 s NATS lease are cut to 1 s"
 
 P = "fixtures/playbooks/"
+#: our stand-ins for the script files two fixtures load, relative to the repository root,
+#: where the tests run (the worker resolves a relative `script` file from its working directory)
+_SCRIPTS = "tests/support/noetl_scripts/"
 
 #: every valid file (relative to tests/corpus/noetl-e2e) -> what it needs
 NEEDS: dict[str, Need] = {
@@ -237,6 +240,17 @@ NEEDS: dict[str, Need] = {
         "python, postgres and duckdb; its code reads NoETL's `context` by name, given as input (NTL321)",
         setup=(P + "save_storage_test/create_tables.yaml",)),
     P + "save_storage_test/save_delegation_test.yaml": Need(INTERNET, "httpbin.org"),
+    P + "script_execution/postgres_file_example.yaml": _local(
+        "postgres with its SQL from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
+        payload={"script_path": _SCRIPTS + "create_test_table.sql"}),
+    P + "script_execution/python_file_example.yaml": _local(
+        "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
+        payload={"script_path": _SCRIPTS + "hello_world.py"},
+        differs="its verify step reads `{{ run_python_from_file.data }}`: NoETL's step envelope `data`, which a "
+                "step result here does not have (read `{{ run_python_from_file }}`, docs/semantics.md)",
+        fails_with="'NoneType' object is not subscriptable"),
+    P + "script_execution/python_http_example.yaml": Need(
+        INTERNET, "raw.githubusercontent.com for its code (`script:` over http, which runs here: tests/tools)"),
     P + "save_storage_test/save_edge_cases.yaml": _local(
         "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",)),
     P + "save_storage_test/save_simple_test.yaml": _local(
