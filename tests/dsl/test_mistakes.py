@@ -25,7 +25,7 @@ TOOL_SETTINGS = [
         id='http-url-from-a-step-default'),
     pytest.param(
         "workflow:\n  - step: s\n    tool: {kind: http, url: 'http://x', metod: POST}\n",
-        ["pb.yaml:6:41: NTL310 http tasks have no setting `metod` (did you mean 'method'?); known: url, endpoint, method, params, headers, json, payload, body, data, timeout, verify, verify_ssl, follow_redirects, input, args (workflow[0].tool.metod) — fix: correct the spelling or remove the key; docs/tools.md lists each kind's settings"],
+        ["pb.yaml:6:41: NTL310 http tasks have no setting `metod` (did you mean 'method'?); known: url, endpoint, method, params, headers, json, payload, form, body, data, timeout, verify, verify_ssl, follow_redirects, input, args (workflow[0].tool.metod) — fix: correct the spelling or remove the key; docs/tools.md lists each kind's settings"],
         id='misspelt-key'),
     pytest.param(
         'workflow:\n  - step: s\n    tool: {kind: noop, x: 1}\n',
@@ -84,7 +84,7 @@ TOOL_SETTINGS += [
         "workflow:\n  - step: s\n    tool: {kind: http, url: 'http://x', metod: POST}\n"
         "    next: {arcs: [{step: t}]}\n  - step: t\n    tool: {kind: python}\n",
         ["pb.yaml:6:41: NTL310 http tasks have no setting `metod` (did you mean 'method'?); known: url, endpoint, "
-         "method, params, headers, json, payload, body, data, timeout, verify, verify_ssl, follow_redirects, input, "
+         "method, params, headers, json, payload, form, body, data, timeout, verify, verify_ssl, follow_redirects, input, "
          "args (workflow[0].tool.metod) — fix: correct the spelling or remove the key; docs/tools.md lists each "
          "kind's settings",
          "pb.yaml:9:5: NTL309 python task 't_task' has no `code` or `code_b64` or `code_base64` or `script` (workflow[1].tool) "
