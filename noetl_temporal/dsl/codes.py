@@ -136,9 +136,9 @@ _TABLE: list[Code] = [
     Code("NTL312", _W, "a NoETL setting noetl-temporal does not act on; it is ignored",
          "`assert:` on a python task", "remove the key: it has no effect here (docs/tools.md says why)"),
     Code("NTL313", _E, "a task's `output:` block asks for what noetl-temporal cannot do",
-         "`output: {store: {kind: kv}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
-         "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db; plain "
-         "JSONPaths"),
+         "`output: {store: {kind: object}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
+         "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db, kv; "
+         "plain JSONPaths"),
     Code("NTL314", _E, "a python task's code does not compile", "`code: \"result = (1 +\"`",
          "correct the Python at the reported line and column (it would fail there at run time)"),
     Code("NTL315", _E, "a tool setting written under the task's `spec:`, where no tool reads it",

@@ -171,3 +171,23 @@ async def test_go_template_quoting_reaches_the_shell_as_written(run_yaml):
     """)
     assert report.state == "COMPLETED", report.error
     assert report.steps["df"]["result"]["stdout"] == "{{`{{json .}}`}} 3"
+
+
+async def test_output_store_kv_keeps_the_result_behind_a_reference(run_yaml):
+    """NoETL's `output.store: kv` (the fetch_load fixture): the result is stored by reference
+    in the worker's result store and a later step reads it through the reference."""
+    report = await run_yaml("""
+        workflow:
+          - step: load
+            tool:
+              kind: python
+              code: "result = {'count': 3, 'rows': [1, 2, 3]}"
+              output: {store: {kind: kv}, inline_max_bytes: 0}
+            next: {arcs: [{step: check}]}
+          - step: check
+            tool: {kind: python, input: {n: "{{ load.count }}", rows: "{{ load }}"}, code: "result = [n, rows]"}
+    """)
+    assert report.state == "COMPLETED", report.error
+    stored = report.steps["load"]["result"]
+    assert stored["kind"] == "result_ref" and "rows" not in stored, stored   # a reference, not the body
+    assert report.steps["check"]["result"] == [3, {"count": 3, "rows": [1, 2, 3]}]
