@@ -170,10 +170,15 @@ _TABLE: list[Code] = [
     Code("NTL324", _E, "an arc's `cond:`, an older NoETL spelling that NoETL 5.3.2 ignores (the arc is taken "
                        "whatever it says)", "`arcs: [{step: cleanup, cond: exit_code == 100}]`",
          "write the condition as the arc's `when:` template: `when: \"{{ exit_code == 100 }}\"`"),
-    Code("NTL325", _E, "a task's `script:` comes from a source this runtime does not load (`s3`, `gcs`)",
-         "`script: {uri: \"s3://bucket/x.sql\", source: {type: s3}}`",
-         "put the script in a file the worker reads (`source: {type: file}`) or behind an http(s) URL "
-         "(`source: {type: http, endpoint: ...}`), or inline it (`code:` / `command:`)"),
+    Code("NTL325", _E, "a task's `script:` comes from a source this runtime does not load (`gcs`)",
+         "`script: {uri: \"gs://bucket/x.py\", source: {type: gcs}}`",
+         "put the script in a file the worker reads (`source: {type: file}`), behind an http(s) URL "
+         "(`source: {type: http, endpoint: ...}`) or in S3 (`source: {type: s3}`), or inline it "
+         "(`code:` / `command:`)"),
+    Code("NTL326", _W, "an s3 `script.source.auth` (NoETL's credential by name) is not read",
+         "`source: {type: s3, auth: aws_credentials}`",
+         "give `source: {access_key_id: \"{{ keychain.aws.access_key_id }}\", secret_access_key: "
+         "\"{{ keychain.aws.secret_access_key }}\"}`, or run the worker with an AWS identity"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

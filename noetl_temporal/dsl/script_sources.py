@@ -1,7 +1,9 @@
 """NoETL's ``script: {uri, source: {type}}`` (a task's code from elsewhere), checked at
-validation: the source types the task's activity loads are ``file`` and ``http``
-(tools/_scripts.py); ``s3`` and ``gcs`` are refused here (NTL325), with what is missing, so
-a playbook does not run its first steps and then fail on the script."""
+validation: the source types the task's activity loads are ``file``, ``http`` and ``s3``
+(tools/_scripts.py); ``gcs`` is refused here (NTL325), with what is missing, so a playbook
+does not run its first steps and then fail on the script. NoETL's ``source.auth`` (a
+credential by name) is warned about (NTL326): here S3 credentials are keychain templates
+in ``source`` or the worker's own identity."""
 
 from __future__ import annotations
 
@@ -12,10 +14,9 @@ from .models import Playbook
 __all__ = ["check_script_sources", "LOADED", "REFUSED"]
 
 #: the source types the activity loads (tools/_scripts.py keeps the same list)
-LOADED = ("file", "http")
+LOADED = ("file", "http", "s3")
 #: object stores: what each would need
 REFUSED = {
-    "s3": "an S3 client (boto3) and AWS credentials on the worker, which this runtime does not have yet",
     "gcs": "a Google Cloud Storage client and GCP credentials on the worker, which this runtime does not have",
 }
 
@@ -32,9 +33,14 @@ def check_script_sources(playbook: Playbook, reporter: Reporter) -> None:
             if kind is None:
                 uri = script.get("uri")
                 scheme = uri.split("://", 1)[0] if isinstance(uri, str) and "://" in uri else None
-                kind = {"s3": "s3", "gs": "gcs"}.get(scheme or "")
+                kind = {"gs": "gcs"}.get(scheme or "")
                 if kind is None:
                     continue
+            if kind == "s3" and isinstance(source, dict) and source.get("auth") is not None:
+                reporter.add_normalized(
+                    "NTL326", f"step '{step.step}': `script.source.auth` names NoETL's credential; here it is not "
+                              "read: the S3 client uses `source.access_key_id`/`secret_access_key` or the "
+                              "worker's AWS identity", f"{where}.source.auth")
             if not isinstance(kind, str) or is_template(kind) or kind in LOADED:
                 continue
             needs = REFUSED.get(kind, "a loader this runtime does not have")

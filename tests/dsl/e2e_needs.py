@@ -243,6 +243,9 @@ NEEDS: dict[str, Need] = {
     P + "script_execution/postgres_file_example.yaml": _local(
         "postgres with its SQL from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
         payload={"script_path": _SCRIPTS + "create_test_table.sql"}),
+    P + "script_execution/postgres_s3_example.yaml": Need(
+        CLOUD, "an AWS S3 bucket (noetl-sql-scripts) and AWS credentials for its SQL (`script:` from s3, which "
+               "runs here on a local S3 server: tests/tools)"),
     P + "script_execution/python_file_example.yaml": _local(
         "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
         payload={"script_path": _SCRIPTS + "hello_world.py"},

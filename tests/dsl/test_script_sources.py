@@ -22,15 +22,21 @@ def test_file_and_http_scripts_stand_for_the_inline_text(kind, script):
     assert errors == []
 
 
-@pytest.mark.parametrize(("script", "named", "line"), [
-    ("{uri: 's3://b/x.sql', source: {type: s3, region: us-east-1}}", "'s3', which needs an S3 client", 5),
-    ("{uri: 'gs://b/x.py', source: {type: gcs}}", "'gcs', which needs a Google Cloud Storage client", 5),
-    ("{uri: 's3://b/x.sql'}", "'s3'", 5),
-])
-def test_object_store_scripts_are_refused_naming_what_is_missing(script, named, line):
+@pytest.mark.parametrize("script", ["{uri: 'gs://b/x.py', source: {type: gcs}}", "{uri: 'gs://b/x.py'}"])
+def test_gcs_scripts_are_refused_naming_what_is_missing(script):
     [error] = [d for d in validate_text(playbook("python", script), "s.yaml") if d.is_error]
-    assert (error.code, error.line) == ("NTL325", line) and named in error.message
+    assert (error.code, error.line) == ("NTL325", 5)
+    assert "'gcs', which needs a Google Cloud Storage client" in error.message
     assert "source: {type: file}" in error.fix
+
+
+def test_s3_scripts_are_taken_and_noetls_credential_name_is_warned_about():
+    ok = "{uri: 's3://b/x.sql', source: {type: s3, region: us-east-1}}"
+    assert [d for d in validate_text(playbook("postgres", ok), "s.yaml") if d.is_error] == []
+    named = "{uri: 's3://b/x.sql', source: {type: s3, auth: aws_credentials}}"
+    [warning] = validate_text(playbook("postgres", named), "s.yaml")
+    assert (warning.code, warning.severity, warning.line) == ("NTL326", "warning", 5)
+    assert "keychain" in warning.fix
 
 
 def test_without_code_or_script_the_task_is_refused():

@@ -94,3 +94,45 @@ async def test_postgres_sql_from_a_file_and_from_http(call: ToolCall, served) ->
             pg.execute(dsn, f"DROP TABLE IF EXISTS {table}")
         assert out["status"] == "ok", out
         assert out["result"]["rows"] == [{"n": 2}] and "command_2" in out["result"], out["result"]
+
+
+@pytest.fixture
+def s3_server():
+    """moto's S3-compatible server on loopback, with a bucket holding the script."""
+    boto3 = pytest.importorskip("boto3")
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                              aws_access_key_id="test", aws_secret_access_key="test")
+        client.create_bucket(Bucket="scripts")
+        client.put_object(Bucket="scripts", Key="py/hello_world.py", Body=HELLO.encode())
+        client.put_object(Bucket="scripts", Key="sql/count.sql", Body=b"SELECT 40 + 2 AS n;")
+        yield endpoint
+    finally:
+        server.stop()
+
+
+def _s3(endpoint: str, **extra) -> dict:
+    return {"type": "s3", "region": "us-east-1", "endpoint": endpoint, "access_key_id": "test",
+            "secret_access_key": "test", **extra}
+
+
+async def test_code_and_sql_from_s3_on_a_local_s3_server(call: ToolCall, s3_server: str) -> None:
+    out = await run_tool("python", {"script": {"uri": "s3://scripts/py/hello_world.py", "source": _s3(s3_server)},
+                                    "input": {"name": "s3", "count": 1}}, call)
+    assert out["status"] == "ok", out
+    assert out["result"] == {"status": "success", "messages": ["Hello, s3!"]}
+    # NoETL's other spelling: the bucket in `source`, the key as `uri`
+    dsn = pg.require_dsn()
+    call.keychain = {"db": pg.fields(dsn)}
+    sql = await run_tool("postgres", {"auth": "db", "script": {"uri": "sql/count.sql",
+                                                               "source": _s3(s3_server, bucket="scripts")}}, call)
+    assert sql["status"] == "ok" and sql["result"]["rows"] == [{"n": 42}], sql
+    missing = await run_tool("python", {"script": {"uri": "s3://scripts/nope.py", "source": _s3(s3_server)}}, call)
+    assert missing["status"] == "error" and "cannot read script s3://scripts/nope.py" in missing["error"]["message"]
+    assert missing["error"]["retryable"] is False
