@@ -91,7 +91,8 @@ def test_run_names_a_catalog_entry_and_checks_target_and_input(tmp_path):
                        (("catalog://habits/parent@2",), "version 2 of playbook 'habits/parent' is not in"),
                        (("/habits/parent", "-t", "nope"), "--target 'nope' is not a step of /habits/parent"),
                        (("/habits/parent", "-i", str(tmp_path / "none.json")), "--input"),
-                       (("nothere.yaml",), "NTL001")):
+                       (("nothere.yaml",), "NTL001"),
+                       ((str(tmp_path / "parent.yaml"), "-V", "1"), "names a catalog version, but")):
         proc = cli("run", *args, catalog=db)
         assert proc.returncode == 2 and says in proc.stderr, (args, proc.stderr)
 
