@@ -1,5 +1,6 @@
 """NoETL's ``script: {uri, source: {type}}`` (a task's code from elsewhere), checked at
-validation: the source types the task's activity loads are ``file``, ``http`` and ``s3``
+validation: the source types the task's activity loads are ``file``, ``http``, ``s3`` and
+``inline``
 (tools/_scripts.py); ``gcs`` is refused here (NTL325), with what is missing, so a playbook
 does not run its first steps and then fail on the script. NoETL's ``source.auth`` (a
 credential by name) is warned about (NTL326): here S3 credentials are keychain templates
@@ -14,7 +15,7 @@ from .models import Playbook
 __all__ = ["check_script_sources", "LOADED", "REFUSED"]
 
 #: the source types the activity loads (tools/_scripts.py keeps the same list)
-LOADED = ("file", "http", "s3")
+LOADED = ("file", "http", "s3", "inline")
 #: object stores: what each would need
 REFUSED = {
     "gcs": "a Google Cloud Storage client and GCP credentials on the worker, which this runtime does not have",

@@ -4,6 +4,7 @@
 Loaded in the task's activity, on every attempt, so the workflow's history holds the
 reference, never the text (docs/tools.md, "Code from a file or URL"):
 
+* ``source.type: inline``: ``source.code`` is the text (NoETL's spelling of inline code).
 * ``source.type: file``: ``uri`` (or ``source.path``) is a file the worker reads; a relative
   path is resolved against the worker's working directory, as NoETL's runtime does.
 * ``source.type: http``: ``source.endpoint`` (else ``uri``) is fetched with ``method``
@@ -30,7 +31,7 @@ from ..errors import ToolConfigError, ToolError
 __all__ = ["script_text", "SOURCE_TYPES", "MAX_SCRIPT_BYTES"]
 
 #: the source types this runtime loads
-SOURCE_TYPES = ("file", "http", "s3")
+SOURCE_TYPES = ("file", "http", "s3", "inline")
 MAX_SCRIPT_BYTES = 5 * 1024 * 1024   # the same bound as a playbook file: code, not data
 _FIX = "give `script: {uri: <file, URL or s3://bucket/key>, source: {type: file | http | s3}}`, or write the text inline"
 
@@ -48,6 +49,11 @@ async def script_text(config: dict[str, Any], kind: str) -> str | None:
     uri = script.get("uri")
     scheme = str(uri).split("://", 1)[0] if "://" in str(uri) else ""
     kind_of_source = source.get("type") or {"http": "http", "https": "http", "s3": "s3"}.get(scheme, "file")
+    if kind_of_source == "inline":   # NoETL's `source: {type: inline, code: ...}`: the text itself
+        code = source.get("code")
+        if not isinstance(code, str):
+            raise ToolConfigError(f"{kind} task: an inline script needs `source.code` (the text)", fix=_FIX)
+        return code
     if kind_of_source == "file":
         return _read_file(source.get("path") or uri, kind)
     if kind_of_source == "http":

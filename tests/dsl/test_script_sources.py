@@ -16,7 +16,8 @@ def playbook(kind: str, script: str) -> str:
 @pytest.mark.parametrize("script", ["{uri: ./x, source: {type: file}}",
                                     "{uri: x.py, source: {type: http, endpoint: 'http://h/x.py'}}",
                                     "{uri: 'https://h/x.py'}",
-                                    "{uri: '{{ workload.p }}', source: {type: '{{ workload.t }}'}}"])
+                                    "{uri: '{{ workload.p }}', source: {type: '{{ workload.t }}'}}",
+                                    "{uri: inline, source: {type: inline, code: 'result = 1'}}"])
 def test_file_and_http_scripts_stand_for_the_inline_text(kind, script):
     errors = [d for d in validate_text(playbook(kind, script), "s.yaml") if d.is_error]
     assert errors == []

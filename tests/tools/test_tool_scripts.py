@@ -67,6 +67,12 @@ async def test_python_code_from_a_file_and_from_http(call: ToolCall, served) -> 
         assert out["result"] == {"status": "success", "messages": ["Hello, ada!", "Hello, ada!"]}
 
 
+async def test_noetls_inline_source_is_the_code_itself(call: ToolCall) -> None:
+    out = await run_tool("python", {"script": {"uri": "inline", "source": {"type": "inline", "code": "result = 7"}}},
+                         call)
+    assert out["status"] == "ok" and out["result"] == 7, out
+
+
 async def test_a_script_that_cannot_be_loaded_fails_the_task_saying_why(call: ToolCall, served) -> None:
     root, server = served
     missing = await run_tool("python", {"script": {"uri": str(root / "nope.py"), "source": {"type": "file"}}}, call)
