@@ -6,7 +6,7 @@ TIMEOUT = Setting("timeout", ("number", "string"), "seconds for one attempt (the
                                                    "activity's limit wins)")
 
 #: NoETL's code from elsewhere (tools/_scripts.py), for the kinds that take it
-SCRIPT = Setting("script", ("mapping",), "NoETL's `{uri, source: {type: file, http or s3, ...}}`: the text "
+SCRIPT = Setting("script", ("mapping",), "NoETL's `{uri, source: {type: file, http, s3 or inline, ...}}`: the text "
                 "loaded by the task's activity from a file, a URL or an S3 object, instead of inline "
                 "(docs/tools.md, \"Code from a file or URL\")")
 
