@@ -242,13 +242,15 @@ def load_reference(args: argparse.Namespace) -> tuple[Any, str]:
     from .catalog import split_reference
 
     reference = args.playbook
-    catalog = catalog_of(args, export=True)
     is_file = os.path.exists(reference) or reference.endswith((".yaml", ".yml"))
     if is_file and not reference.startswith("catalog://"):
         if args.catalog_version is not None:
             raise ConfigError(f"--version {args.catalog_version} names a catalog version, but {reference} is a file",
                               fix="drop --version, or name the catalog entry (catalog://PATH)")
+        if args.catalog_dsn or args.catalog_path:
+            catalog_of(args, export=True)   # its sub-playbooks may come from that catalog
         return load_playbook(reference), reference
+    catalog = catalog_of(args, export=True)
     path, version = split_reference(reference)
     version = args.catalog_version if args.catalog_version is not None else version
     try:
