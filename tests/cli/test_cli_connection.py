@@ -28,17 +28,30 @@ EXPECTED = {
     "dev": {"--task-queue", "--codec"},
     "replay": {"--codec"},   # replays a history file: no server, the codec that reads it
     "setup": SERVER,
+    "redrive": SERVER | {"--task-queue"},
+    "codec-server": {"--codec"},   # serves codec requests: no server of its own to reach (--only-namespace filters)
+    "schedule": set(),   # its subcommands take them:
+    "schedule create": SERVER | {"--task-queue"},
+    **{f"schedule {name}": SERVER
+       for name in ("list", "describe", "pause", "unpause", "trigger", "backfill", "delete")},
     "validate": set(), "schema": set(), "graph": set(),
     "register": set(), "catalog": set(),   # the catalog's own flags (CATALOG below), no Temporal
+    **{f"catalog {name}": set() for name in ("list", "show", "get", "register")},
 }
 #: commands that read or write the playbook catalog take its flags (`catalog ACTION`: each action)
 CATALOG = {"run", "api", "dev", "register", "catalog list", "catalog show", "catalog register"}
 
 
-def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(sub.choices)
+def _subparsers(parser: argparse.ArgumentParser | None = None, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser by name, a subcommand's as "command sub" (``schedule create``)."""
+    parser = parser or build_parser()
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found[prefix + name] = child
+                found.update(_subparsers(child, f"{prefix}{name} "))
+    return found
 
 
 def _flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -57,16 +70,10 @@ def test_the_catalog_flags_are_on_every_command_that_uses_the_catalog():
     reference = argparse.ArgumentParser()
     add_catalog_arguments(reference)
     helps = {a.option_strings[0]: a.help for a in reference._actions if a.option_strings[0] in CATALOG_FLAGS}
-    parsers = {}
-    for name, parser in _subparsers().items():
-        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if nested:
-            parsers.update({f"{name} {action}": child for action, child in nested[0].choices.items()
-                            if action != "get"})   # `get` is `show`'s alias
-        else:
-            parsers[name] = parser
     having = set()
-    for name, parser in parsers.items():
+    for name, parser in _subparsers().items():
+        if name == "catalog get":   # `show`'s alias: the same parser
+            continue
         flags = {opt: a for a in parser._actions for opt in a.option_strings if opt in CATALOG_FLAGS}
         if flags:
             having.add(name)
@@ -75,7 +82,8 @@ def test_the_catalog_flags_are_on_every_command_that_uses_the_catalog():
     assert having == CATALOG
 
 
-@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay"])
+@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay", "schedule create",
+                                  "schedule backfill"])
 def test_the_flags_mean_the_same_everywhere(name):
     reference = argparse.ArgumentParser()
     add_connection_arguments(reference)
