@@ -164,6 +164,11 @@ COMMANDS: list[Command] = [
                       "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
             _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
+    Command("register", "validate playbook files and store each in the catalog under its metadata.path as the "
+                        "next version (as POST /catalog; NoETL's `register playbook`); exit 2 if any is refused",
+            _lazy("catalog", "add_register_arguments"), _lazy("catalog", "register_command")),
+    Command("catalog", "the playbook catalog: `list`, `show PATH` (NoETL's `get`), `register FILE...`",
+            _lazy("catalog", "add_catalog_command_arguments"), _lazy("catalog", "catalog_command")),
     Command("codec-server", "serve your codec (--codec) to the Temporal UI and `temporal --codec-endpoint`: "
                             "POST /encode and /decode, CORS for the UI's origins, claim-check references "
                             "resolved, so history reads as plaintext; runs until Ctrl-C",

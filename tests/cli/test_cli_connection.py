@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.cli.connection import CONNECTION_FLAGS, add_connection_arguments, target_of
+from noetl_temporal.cli.connection import (
+    CATALOG_FLAGS,
+    CONNECTION_FLAGS,
+    add_catalog_arguments,
+    add_connection_arguments,
+    target_of,
+)
 from noetl_temporal.cli.main import build_parser
 from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
 
@@ -30,7 +36,11 @@ EXPECTED = {
        for name in ("list", "describe", "pause", "unpause", "trigger", "backfill", "delete")},
     "validate": set(), "schema": set(), "graph": set(),
     "test": set(),   # no server, or (--temporal) the embedded dev server it starts itself
+    "register": set(), "catalog": set(),   # the catalog's own flags (CATALOG below), no Temporal
+    **{f"catalog {name}": set() for name in ("list", "show", "get", "register")},
 }
+#: commands that read or write the playbook catalog take its flags (`catalog ACTION`: each action)
+CATALOG = {"run", "api", "dev", "register", "catalog list", "catalog show", "catalog register"}
 
 
 def _subparsers(parser: argparse.ArgumentParser | None = None, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
@@ -57,6 +67,22 @@ def test_every_command_has_its_connection_flags():
         assert set(_flags(parser)) == EXPECTED[name], name
 
 
+def test_the_catalog_flags_are_on_every_command_that_uses_the_catalog():
+    reference = argparse.ArgumentParser()
+    add_catalog_arguments(reference)
+    helps = {a.option_strings[0]: a.help for a in reference._actions if a.option_strings[0] in CATALOG_FLAGS}
+    having = set()
+    for name, parser in _subparsers().items():
+        if name == "catalog get":   # `show`'s alias: the same parser
+            continue
+        flags = {opt: a for a in parser._actions for opt in a.option_strings if opt in CATALOG_FLAGS}
+        if flags:
+            having.add(name)
+            assert set(flags) == set(CATALOG_FLAGS), name
+            assert {opt: a.help for opt, a in flags.items()} == helps, name
+    assert having == CATALOG
+
+
 @pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay", "schedule create",
                                   "schedule backfill"])
 def test_the_flags_mean_the_same_everywhere(name):
@@ -77,7 +103,7 @@ def test_only_the_connection_module_defines_them():
         if path.name == "connection.py":
             continue
         text = path.read_text()
-        for flag in CONNECTION_FLAGS:
+        for flag in CONNECTION_FLAGS + CATALOG_FLAGS:
             assert f'add_argument("{flag}"' not in text, (path.name, flag)
 
 
