@@ -333,8 +333,155 @@ def _nesting_ok(text: str, reporter: Reporter) -> bool | None:
     return aliased
 
 
+class _Unusual(Exception):
+    """The document needs the composing path (an alias, a tag, a merge, a non-string key, an
+    error...): :func:`_from_events` gives up and :func:`parse_yaml` starts over."""
+
+
+#: the implicit resolvers (first character -> (tag, regexp)) of a plain scalar; a plain
+#: scalar whose first character has none is a string, as nearly all of a playbook's are
+_RESOLVERS: dict[str, list[tuple[str, Any]]] = {
+    first: resolvers for first, resolvers in _Loader.yaml_implicit_resolvers.items() if first is not None}
+#: plain keys known to be strings (a playbook repeats a few hundred; bounded like _SEGMENTS)
+_PLAIN_KEYS: set[str] = set()
+_UNUSUAL_TAGS = frozenset({_MERGE, "tag:yaml.org,2002:value", "tag:yaml.org,2002:yaml"})
+
+
+def _from_events(text: str) -> Parsed:
+    """Build the data and both position maps straight from the parser's events: one pass,
+    no node graph (composing the nodes, then walking them, was most of the YAML time;
+    docs/performance.md, "Validation speed").
+
+    Only for the plain case: one document, no aliases, no explicit tags, string keys,
+    no duplicate key, no `<<`, nesting within MAX_DEPTH, no syntax error. Anything else
+    raises :class:`_Unusual` and the composing path, which locates every such problem,
+    runs instead: what this returns for a plain document is equal to what it returns.
+    """
+    if _Loader.yaml_implicit_resolvers.get(None):  # pragma: no cover - SafeLoader has no wildcard
+        raise _Unusual
+    loader = _Loader(text)
+    get_event = loader.get_event
+    parsed = Parsed(data=None)
+    positions, value_positions, templates = parsed.positions, parsed.value_positions, parsed.templates
+    assert templates is not None
+    resolvers, segments, plain_keys, scalar_event = _RESOLVERS, _SEGMENTS, _PLAIN_KEYS, yaml.ScalarEvent
+    map_start, seq_start, map_end, seq_end = (yaml.MappingStartEvent, yaml.SequenceStartEvent,
+                                              yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    # the open collections: (container, its path, whether a mapping, next index or key's path)
+    stack: list[list[Any]] = []
+    container: Any = None
+    path = ""
+    is_map = False
+    slot: Any = None   # in a mapping: the pending key's path (None: a key comes next); in a list: the index
+    key = ""
+    root: Any = _Unusual
+    try:
+        if type(get_event()) is not yaml.StreamStartEvent or type(get_event()) is not yaml.DocumentStartEvent:
+            raise _Unusual
+        while True:
+            event = get_event()
+            kind = type(event)
+            if kind is map_end or kind is seq_end:
+                value = container
+                container, path, is_map, slot, key = stack.pop()
+                if not stack and container is None:
+                    root = value
+                    break
+                if is_map:
+                    container[key] = value
+                    slot = None
+                else:
+                    container.append(value)
+                continue
+            if kind is not scalar_event and kind is not map_start and kind is not seq_start:
+                raise _Unusual   # an alias, or the document's end before a collection (a scalar root)
+            if event.tag is not None:
+                raise _Unusual
+            mark = event.start_mark
+            where = mark.line + 1, mark.column + 1
+            if is_map and slot is None:   # a mapping key: a plain string only
+                if kind is not scalar_event:
+                    raise _Unusual
+                key = event.value
+                if event.implicit[0] and key not in plain_keys:
+                    if _implicit_tag(key) != _STR:
+                        raise _Unusual   # not a string (`1:`, `<<:`, `null:`): the composer reports it
+                    if len(plain_keys) < 4096:
+                        plain_keys.add(key)
+                if key in container:
+                    raise _Unusual   # NTL010, reported with its position by the composing path
+                segment = segments.get(key)
+                slot = path + (segment if segment is not None else _segment(key)) if path else paths.join("", key)
+                positions[slot] = where
+                continue
+            if is_map:
+                child_path = slot
+                value_positions[child_path] = where
+            elif container is not None:
+                child_path = f"{path}[{slot}]"  # paths.join of an index, inlined
+                positions[child_path] = value_positions[child_path] = where
+                slot += 1
+            else:   # the root collection
+                child_path = ""
+                positions[""] = value_positions[""] = where
+            if kind is scalar_event:
+                value = event.value
+                if event.implicit[0] and (value[:1] in resolvers or not value):
+                    value = _resolved(loader, event, value)
+                if type(value) is str and ("{{" in value or "{%" in value):
+                    templates.append((child_path, value))
+                if is_map:
+                    container[key] = value
+                    slot = None
+                elif container is not None:
+                    container.append(value)
+                else:
+                    raise _Unusual   # a scalar document: the composing path explains it
+                continue
+            if len(stack) >= MAX_DEPTH:
+                raise _Unusual   # NTL013, located by the composing path
+            stack.append([container, path, is_map, slot, key])
+            container, path = ({}, child_path) if kind is map_start else ([], child_path)
+            is_map, slot = kind is map_start, (None if kind is map_start else 0)
+        if type(get_event()) is not yaml.DocumentEndEvent or type(get_event()) is not yaml.StreamEndEvent:
+            raise _Unusual   # a second document
+    except yaml.YAMLError:
+        raise _Unusual from None
+    finally:
+        loader.dispose()
+    parsed.data = root
+    return parsed
+
+
+def _implicit_tag(value: str) -> str:
+    """The tag YAML gives a plain scalar."""
+    for tag, regexp in _RESOLVERS.get(value[:1], ()):
+        if regexp.match(value):
+            return tag
+    return _STR
+
+
+def _resolved(loader: Any, event: Any, value: str) -> Any:
+    """A plain scalar that may not be a string (``3``, ``true``, ``null``, ``1.5``), as the
+    composer then the builder would make it."""
+    for tag, regexp in _RESOLVERS.get(value[:1], ()):
+        if regexp.match(value):
+            if tag in _UNUSUAL_TAGS:
+                raise _Unusual
+            node = ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+            value = loader.construct_object(node, deep=True)
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise _Unusual  # pragma: no cover - the safe implicit tags make only these
+            return value
+    return value
+
+
 def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
     """Parse one YAML document into plain data plus positions; None after an error."""
+    try:
+        return _from_events(text)
+    except _Unusual:
+        pass
     aliased = _nesting_ok(text, reporter)
     if aliased is False:
         return None
