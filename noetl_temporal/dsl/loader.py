@@ -72,6 +72,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     if parsed is None:
         return None
     reporter.positions, reporter.value_positions = parsed.positions, parsed.value_positions
+    reporter.templates = parsed.templates
     raw = parsed.data
     if not isinstance(raw, dict):
         reporter.add("NTL008", f"the top level is {kind_of(raw)}, not a mapping", "")

@@ -255,7 +255,16 @@ class _Normalizer:
 
 
 def normalize(raw: Mapping[str, Any], reporter: Reporter) -> tuple[dict[str, Any], Origins]:
-    """The canonical dict and the origin map; problems go to ``reporter``."""
+    """The canonical dict and the origin map; problems go to ``reporter``.
+
+    ``rewrite_templates`` changes only templates holding ``_index`` (the normalizer itself
+    writes no template but ``{{ true }}``/``{{ false }}``): when ``reporter.templates`` (the
+    parser's list of ``raw``'s templates) has none, the rewrite, a copy of the whole tree, is
+    skipped (a sixth of this pass on a large playbook; the canonical dict then shares its
+    leaves' containers with ``raw``, which nothing changes)."""
     normalizer = _Normalizer(raw, reporter)
     canonical = normalizer.root()
+    templates = reporter.templates
+    if templates is not None and not any("_index" in text for _, text in templates):
+        return canonical, normalizer.origins
     return rewrite_templates(canonical), normalizer.origins

@@ -159,12 +159,26 @@ def _unconditional_cycles(playbook: Playbook, reporter: Reporter) -> None:
                 stack.append(iter(forced.get(target, [])))
 
 
+def _converges(playbook: Playbook) -> bool:
+    """Whether arcs from two different steps lead to one step (a join needs that): without,
+    the graph analysis (and the engine's import) is skipped, a tenth of `validate` on a
+    long chain of steps."""
+    first_source: dict[str, str] = {}
+    for step in playbook.workflow:
+        for arc in step.next.arcs if step.next else []:
+            if first_source.setdefault(arc.step, step.step) != step.step:
+                return True
+    return False
+
+
 def _join_arg_collisions(playbook: Playbook, entry: str, reporter: Reporter) -> None:
     """NTL507: arcs from concurrent upstreams of a join that set the same ``args`` key.
 
     Only real joins (``StepGraph.join_upstreams``): a step reached sequentially runs once
     per token, so equal keys there never meet. Equal constants are no conflict.
     """
+    if not _converges(playbook):   # no step has two upstreams, so none is a join
+        return
     from ..engine.graph import StepGraph  # the engine's rule, so validate and runs agree
 
     joins = StepGraph(playbook, entry).join_upstreams
