@@ -12,6 +12,7 @@ not also a model type error and an unreachable step).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ class LoadedPlaybook:
     playbook: Playbook
     source: str
     raw: dict[str, Any]
-    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: read-only; a large one is computed when first read (yaml_loader._LazyPositions)
+    positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     warnings: list[Diagnostic] = field(default_factory=list)
     canonical: dict[str, Any] = field(default_factory=dict)
     origins: Origins = field(default_factory=Origins, repr=False)
@@ -94,7 +96,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     if reporter.has_errors():
         return None
     return LoadedPlaybook(playbook=model, source=reporter.source or "<string>", raw=raw,
-                          positions=dict(parsed.positions), warnings=_sorted(reporter.warnings),
+                          positions=parsed.positions, warnings=_sorted(reporter.warnings),
                           canonical=canonical, origins=origins)
 
 

@@ -16,6 +16,8 @@ diagnostic in the given :class:`~.diagnostics.Reporter`.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from . import paths
 from .diagnostics import Reporter
+from .gc_pause import gc_paused
 from .sources import line_col
 
 __all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "MAX_EXPANDED_CHARS", "Parsed", "parse_yaml"]
@@ -58,8 +61,9 @@ _Loader.yaml_implicit_resolvers = {
 @dataclass
 class Parsed:
     data: Any
-    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    value_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: dicts, or (a plain document) mappings that parse the text again when first read
+    positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    value_positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     #: (path, text) of every template string value, in document order, found while building
     #: so the template checks need not walk the document again; None when a `<<` merge
     #: made the built order differ from the document's (they walk it then)
@@ -111,7 +115,9 @@ class _Builder:
     def __init__(self, loader: Any, reporter: Reporter) -> None:
         self.loader = loader
         self.reporter = reporter
-        self.parsed = Parsed(data=None)
+        self.positions: dict[str, tuple[int, int]] = {}
+        self.value_positions: dict[str, tuple[int, int]] = {}
+        self.parsed = Parsed(data=None, positions=self.positions, value_positions=self.value_positions)
 
     def fail(self, code: str, message: str, node: Node) -> None:
         line, col = _pos(node)
@@ -128,7 +134,7 @@ class _Builder:
             if node.tag != _SEQ:
                 self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
             out = []
-            positions, value_positions = self.parsed.positions, self.parsed.value_positions
+            positions, value_positions = self.positions, self.value_positions
             for index, child in enumerate(node.value):
                 child_path = f"{path}[{index}]"  # paths.join of an index, inlined: one per list item
                 positions[child_path] = value_positions[child_path] = _pos(child)
@@ -175,7 +181,7 @@ class _Builder:
         """A mapping of string keys only (nearly all of them): the same result as
         ``merged_mapping`` with the per-key work inlined, since it runs for every key of
         a multi-MB file (a path join and two position tuples per key were a fifth of it)."""
-        positions, value_positions = self.parsed.positions, self.parsed.value_positions
+        positions, value_positions = self.positions, self.value_positions
         templates = self.parsed.templates
         out: dict[str, Any] = {}
         for key_node, value_node in pairs:
@@ -222,8 +228,8 @@ class _Builder:
                         raise _Stop
                     seen.add(key)
                 child_path = paths.join(path, key)
-                self.parsed.positions[child_path] = _pos(key_node)
-                self.parsed.value_positions[child_path] = _pos(value_node)
+                self.positions[child_path] = _pos(key_node)
+                self.value_positions[child_path] = _pos(value_node)
                 out[key] = self.build(value_node, child_path)
         return out
 
@@ -347,10 +353,11 @@ _PLAIN_KEYS: set[str] = set()
 _UNUSUAL_TAGS = frozenset({_MERGE, "tag:yaml.org,2002:value", "tag:yaml.org,2002:yaml"})
 
 
-def _from_events(text: str) -> Parsed:
-    """Build the data and both position maps straight from the parser's events: one pass,
-    no node graph (composing the nodes, then walking them, was most of the YAML time;
-    docs/performance.md, "Validation speed").
+def _from_events(text: str, *, located: bool = True) -> Parsed:
+    """Build the data straight from the parser's events: one pass, no node graph (composing
+    the nodes, then walking them, was most of the YAML time; docs/performance.md,
+    "Validation speed"). ``located``: fill both position maps; without, they are left
+    empty (:func:`parse_yaml` fills them by parsing again when first read).
 
     Only for the plain case: one document, no aliases, no explicit tags, string keys,
     no duplicate key, no `<<`, nesting within MAX_DEPTH, no syntax error. Anything else
@@ -361,18 +368,19 @@ def _from_events(text: str) -> Parsed:
         raise _Unusual
     loader = _Loader(text)
     get_event = loader.get_event
-    parsed = Parsed(data=None)
-    positions, value_positions, templates = parsed.positions, parsed.value_positions, parsed.templates
-    assert templates is not None
-    resolvers, segments, plain_keys, scalar_event = _RESOLVERS, _SEGMENTS, _PLAIN_KEYS, yaml.ScalarEvent
+    positions: dict[str, tuple[int, int]] = {}
+    value_positions: dict[str, tuple[int, int]] = {}
+    templates: list[tuple[str, str]] = []
+    parsed = Parsed(data=None, positions=positions, value_positions=value_positions, templates=templates)
+    resolvers, plain_keys, scalar_event = _RESOLVERS, _PLAIN_KEYS, yaml.ScalarEvent
     map_start, seq_start, map_end, seq_end = (yaml.MappingStartEvent, yaml.SequenceStartEvent,
                                               yaml.MappingEndEvent, yaml.SequenceEndEvent)
-    # the open collections: (container, its path, whether a mapping, next index or key's path)
-    stack: list[list[Any]] = []
-    container: Any = None
-    path = ""
+    # the open collections above the current one: (container, path, is_map, slot, key)
+    stack: list[tuple[Any, str, bool, Any, str]] = []
+    container: Any = None   # the current collection (None: the root is next)
+    path = ""               # its path
     is_map = False
-    slot: Any = None   # in a mapping: the pending key's path (None: a key comes next); in a list: the index
+    slot: Any = None        # in a mapping: whether its key was read; in a list: the next index
     key = ""
     root: Any = _Unusual
     try:
@@ -384,22 +392,21 @@ def _from_events(text: str) -> Parsed:
             if kind is map_end or kind is seq_end:
                 value = container
                 container, path, is_map, slot, key = stack.pop()
-                if not stack and container is None:
+                if container is None:
                     root = value
                     break
                 if is_map:
                     container[key] = value
-                    slot = None
+                    slot = False
                 else:
                     container.append(value)
+                    slot += 1
                 continue
             if kind is not scalar_event and kind is not map_start and kind is not seq_start:
                 raise _Unusual   # an alias, or the document's end before a collection (a scalar root)
             if event.tag is not None:
                 raise _Unusual
-            mark = event.start_mark
-            where = mark.line + 1, mark.column + 1
-            if is_map and slot is None:   # a mapping key: a plain string only
+            if is_map and not slot:   # a mapping key: a plain string only
                 if kind is not scalar_event:
                     raise _Unusual
                 key = event.value
@@ -410,39 +417,38 @@ def _from_events(text: str) -> Parsed:
                         plain_keys.add(key)
                 if key in container:
                     raise _Unusual   # NTL010, reported with its position by the composing path
-                segment = segments.get(key)
-                slot = path + (segment if segment is not None else _segment(key)) if path else paths.join("", key)
-                positions[slot] = where
+                slot = True
+                if located:
+                    mark = event.start_mark
+                    positions[_key_path(path, key)] = mark.line + 1, mark.column + 1
                 continue
-            if is_map:
-                child_path = slot
-                value_positions[child_path] = where
-            elif container is not None:
-                child_path = f"{path}[{slot}]"  # paths.join of an index, inlined
-                positions[child_path] = value_positions[child_path] = where
-                slot += 1
-            else:   # the root collection
-                child_path = ""
-                positions[""] = value_positions[""] = where
             if kind is scalar_event:
                 value = event.value
                 if event.implicit[0] and (value[:1] in resolvers or not value):
                     value = _resolved(loader, event, value)
-                if type(value) is str and ("{{" in value or "{%" in value):
-                    templates.append((child_path, value))
+                if located or (type(value) is str and ("{{" in value or "{%" in value)):
+                    child_path = _key_path(path, key) if is_map else f"{path}[{slot}]"
+                    if type(value) is str and ("{{" in value or "{%" in value):
+                        templates.append((child_path, value))
+                    if located:
+                        _place(positions, value_positions, child_path, is_map, event.start_mark)
                 if is_map:
                     container[key] = value
-                    slot = None
+                    slot = False
                 elif container is not None:
                     container.append(value)
+                    slot += 1
                 else:
                     raise _Unusual   # a scalar document: the composing path explains it
                 continue
             if len(stack) >= MAX_DEPTH:
                 raise _Unusual   # NTL013, located by the composing path
-            stack.append([container, path, is_map, slot, key])
+            child_path = "" if container is None else _key_path(path, key) if is_map else f"{path}[{slot}]"
+            if located:
+                _place(positions, value_positions, child_path, is_map and container is not None, event.start_mark)
+            stack.append((container, path, is_map, slot, key))
             container, path = ({}, child_path) if kind is map_start else ([], child_path)
-            is_map, slot = kind is map_start, (None if kind is map_start else 0)
+            is_map, slot = kind is map_start, (False if kind is map_start else 0)
         if type(get_event()) is not yaml.DocumentEndEvent or type(get_event()) is not yaml.StreamEndEvent:
             raise _Unusual   # a second document
     except yaml.YAMLError:
@@ -451,6 +457,69 @@ def _from_events(text: str) -> Parsed:
         loader.dispose()
     parsed.data = root
     return parsed
+
+
+def _key_path(path: str, key: str) -> str:
+    """``paths.join(path, key)``, with each key's segment remembered (:func:`_segment`)."""
+    if not path:
+        return paths.join("", key)
+    segment = _SEGMENTS.get(key)
+    return path + (segment if segment is not None else _segment(key))
+
+
+def _place(positions: dict[str, tuple[int, int]], value_positions: dict[str, tuple[int, int]], path: str,
+           keyed: bool, mark: Any) -> None:
+    """Record where the value at ``path`` starts; a list item (or the root) is also located
+    there, a mapping value's key was located when it was read."""
+    where = mark.line + 1, mark.column + 1
+    value_positions[path] = where
+    if not keyed:
+        positions[path] = where
+
+
+class _LazyPositions(Mapping[str, tuple[int, int]]):
+    """One of the two position maps of a text parsed without them, filled by parsing it
+    again on first read. A valid playbook's positions are read only when a diagnostic or a
+    runtime error points into it: validating one no longer builds two entries per node
+    (a quarter of the YAML pass at 5 MB)."""
+
+    def __init__(self, located: _Relocate, value: bool) -> None:
+        self._located, self._value = located, value
+
+    def _map(self) -> Mapping[str, tuple[int, int]]:
+        return self._located.maps()[self._value]
+
+    def __getitem__(self, path: str) -> tuple[int, int]:
+        return self._map()[path]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._map()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
+
+
+class _Relocate:
+    """Both position maps of a text, computed once when first asked for."""
+
+    def __init__(self, text: str) -> None:
+        self._text: str | None = text
+        self._maps: tuple[Mapping[str, tuple[int, int]], Mapping[str, tuple[int, int]]] | None = None
+        self._lock = threading.Lock()
+
+    def maps(self) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, tuple[int, int]]]:
+        if self._maps is None:
+            with self._lock:   # an API server may read one playbook's positions on two threads
+                if self._maps is None:
+                    text = self._text
+                    assert text is not None
+                    with gc_paused(len(text)):
+                        parsed = _from_events(text)   # the same text parsed before: plain again
+                    self._maps, self._text = (parsed.positions, parsed.value_positions), None
+        return self._maps
 
 
 def _implicit_tag(value: str) -> str:
@@ -477,11 +546,18 @@ def _resolved(loader: Any, event: Any, value: str) -> Any:
 
 
 def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
-    """Parse one YAML document into plain data plus positions; None after an error."""
+    """Parse one YAML document into plain data plus positions; None after an error.
+
+    A plain document is built from the parser's events and its positions are computed
+    when first read (:class:`_LazyPositions`); any other goes through PyYAML's composer."""
     try:
-        return _from_events(text)
+        parsed = _from_events(text, located=False)
     except _Unusual:
         pass
+    else:
+        relocate = _Relocate(text)
+        parsed.positions, parsed.value_positions = _LazyPositions(relocate, False), _LazyPositions(relocate, True)
+        return parsed
     aliased = _nesting_ok(text, reporter)
     if aliased is False:
         return None
@@ -510,7 +586,7 @@ def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
         if aliased and not _expansion_ok(root, text, reporter):
             return None
         builder = _Builder(loader, reporter)
-        builder.parsed.positions[""] = builder.parsed.value_positions[""] = _pos(root)
+        builder.positions[""] = builder.value_positions[""] = _pos(root)
         try:
             builder.parsed.data = builder.build(root, "")
         except _Stop:
