@@ -132,8 +132,10 @@ def _forced_arcs(step: Step) -> list[tuple[int, str]]:
 
 def _unconditional_cycles(playbook: Playbook, reporter: Reporter) -> None:
     """NTL508: steps that route to each other with arcs that always fire never end."""
-    index_of = {s.step: i for i, s in reversed(list(enumerate(playbook.workflow)))}
     forced = {s.step: _forced_arcs(s) for s in playbook.workflow}
+    if not any(forced.values()):   # every arc has a `when` (or there are none): no such cycle
+        return
+    index_of = {s.step: i for i, s in reversed(list(enumerate(playbook.workflow)))}
     state: dict[str, int] = {}   # 1: on the current path, 2: done
     for root in (s.step for s in playbook.workflow):
         if root in state:
