@@ -206,18 +206,19 @@ class _Normalizer:
     # ------------------------------------------------------------------ routing
 
     def router(self, value: Any, src: str) -> Any:
-        fix = self._router_fix(value)
         if isinstance(value, str):
-            self.reporter.add("NTL501", f"`next: {value}` is a step name, not a router", src, value=True, fix=fix)
+            self.reporter.add("NTL501", f"`next: {value}` is a step name, not a router", src, value=True,
+                              fix=self._router_fix(value))
             return None
         if isinstance(value, list):
             self.reporter.add("NTL501", "`next` is a list; v10 routes with `next: {spec, arcs}`", src,
-                              value=True, fix=fix)
+                              value=True, fix=self._router_fix(value))
             return None
         if not isinstance(value, Mapping):
             return value  # the model reports the type
         if "arcs" not in value and ("step" in value or "when" in value):
-            self.reporter.add("NTL501", "`next` is a single arc without the `arcs:` list", src, fix=fix)
+            self.reporter.add("NTL501", "`next` is a single arc without the `arcs:` list", src,
+                              fix=self._router_fix(value))
             return None
         out = dict(value)
         arcs = value.get("arcs")
