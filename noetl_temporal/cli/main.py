@@ -46,6 +46,9 @@ def _validate_args(parser: argparse.ArgumentParser) -> None:
 def _validate(args: argparse.Namespace) -> int:
     from ..dsl import validate_file, validate_text
 
+    if _EXITS_WITHOUT_CLEANUP:
+        from ..dsl.loader import keep_until_exit
+        keep_until_exit()   # os._exit frees what validation loaded: no need to free it first
     reports = []
     for name in args.files:
         diags = validate_text(sys.stdin.read(), "<stdin>") if name == "-" else validate_file(name)
@@ -184,7 +187,10 @@ COMMANDS: list[Command] = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only`` (a command's name), only that command's arguments are
+    added: adding the others imports their modules (`run`'s imports the engine), a third
+    of the start-up of `validate`."""
     from .. import package_version
 
     parser = argparse.ArgumentParser(prog="noetl-temporal",
@@ -193,18 +199,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         child = sub.add_parser(command.name, help=command.help, description=command.help)
-        command.add_arguments(child)
+        if only is None or only == command.name:
+            command.add_arguments(child)
         child.set_defaults(run=command.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    named = given[0] if given and given[0] in {c.name for c in COMMANDS} else None
+    parser = build_parser(only=named)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) and usage errors (2) return instead of exiting
         return exc.code if isinstance(exc.code, int) else EXIT_INVALID
     return args.run(args)
+
+
+#: set by console(): this process ends with os._exit, so nothing needs freeing before it
+_EXITS_WITHOUT_CLEANUP = False
 
 
 def console() -> None:
@@ -214,6 +227,8 @@ def console() -> None:
     interpreter (``PyGILState_Release``) right after a command used a client; every
     command has finished its work and output by now, so skipping finalization loses nothing.
     """
+    global _EXITS_WITHOUT_CLEANUP
+    _EXITS_WITHOUT_CLEANUP = True
     try:
         code = main()
         sys.stdout.flush()

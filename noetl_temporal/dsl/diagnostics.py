@@ -95,6 +95,9 @@ class Reporter:
     value_positions: Mapping[str, Position] = field(default_factory=dict)
     resolve: Callable[[str], str] = paths.identity
     items: list[Diagnostic] = field(default_factory=list)
+    #: (path, text) of every template string value of the source, when the parser listed
+    #: them (``yaml_loader.Parsed.templates``): lets later passes skip walking the document
+    templates: list[tuple[str, str]] | None = None
 
     def locate(self, path: str, *, value: bool = False) -> tuple[str, Position | None]:
         """The nearest existing source path at or above ``path`` and its position."""

@@ -12,6 +12,8 @@ not also a model type error and an unreachable step).
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,8 @@ class LoadedPlaybook:
     playbook: Playbook
     source: str
     raw: dict[str, Any]
-    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: read-only; a large one is computed when first read (yaml_loader._LazyPositions)
+    positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     warnings: list[Diagnostic] = field(default_factory=list)
     canonical: dict[str, Any] = field(default_factory=dict)
     origins: Origins = field(default_factory=Origins, repr=False)
@@ -74,6 +77,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     if parsed is None:
         return None
     reporter.positions, reporter.value_positions = parsed.positions, parsed.value_positions
+    reporter.templates = parsed.templates
     raw = parsed.data
     if not isinstance(raw, dict):
         reporter.add("NTL008", f"the top level is {kind_of(raw)}, not a mapping", "")
@@ -98,7 +102,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     if reporter.has_errors():
         return None
     return LoadedPlaybook(playbook=model, source=reporter.source or "<string>", raw=raw,
-                          positions=dict(parsed.positions), warnings=_sorted(reporter.warnings),
+                          positions=parsed.positions, warnings=_sorted(reporter.warnings),
                           canonical=canonical, origins=origins)
 
 
@@ -114,11 +118,36 @@ def _guarded(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | N
     return None
 
 
+#: what :func:`keep_until_exit` keeps: (kept results, their characters of source)
+_kept: list[LoadedPlaybook] | None = None
+_kept_chars = 0
+#: at most this much source is kept (a result holds about a hundred times its text in memory)
+KEEP_UP_TO_CHARS = 16_000_000
+
+
+def keep_until_exit() -> None:
+    """For a process that ends with ``os._exit`` (the CLI): keep what validation loaded
+    instead of freeing it, since exiting frees it at no cost. Freeing a 5 MB playbook's
+    million objects one by one was 0.2 CPU seconds of `validate` (docs/performance.md)."""
+    global _kept
+    if _kept is None:
+        _kept = []
+
+
 def _checked(text: str | bytes | None, reporter: Reporter) -> None:
     """Validate only: the loaded playbook is dropped while the collector is still paused, so
-    re-enabling it does not scan a million objects about to be freed (a second, at 5 MB)."""
-    with gc_paused(len(text) if text is not None else 0):
-        _guarded(text, reporter)
+    re-enabling it does not scan a million objects about to be freed (a second, at 5 MB);
+    or kept (:func:`keep_until_exit`)."""
+    global _kept_chars
+    size = len(text) if text is not None else 0
+    with gc_paused(size):
+        loaded = _guarded(text, reporter)
+        if loaded is not None and _kept is not None and _kept_chars + size <= KEEP_UP_TO_CHARS:
+            _kept.append(loaded)
+            _kept_chars += size
+            # out of the collector's sight: its next pass would otherwise scan all of them
+            gc.freeze()
+        del loaded
 
 
 def validate_text(text: str | bytes, source: str = "<string>") -> list[Diagnostic]:

@@ -206,18 +206,19 @@ class _Normalizer:
     # ------------------------------------------------------------------ routing
 
     def router(self, value: Any, src: str) -> Any:
-        fix = self._router_fix(value)
         if isinstance(value, str):
-            self.reporter.add("NTL501", f"`next: {value}` is a step name, not a router", src, value=True, fix=fix)
+            self.reporter.add("NTL501", f"`next: {value}` is a step name, not a router", src, value=True,
+                              fix=self._router_fix(value))
             return None
         if isinstance(value, list):
             self.reporter.add("NTL501", "`next` is a list; v10 routes with `next: {spec, arcs}`", src,
-                              value=True, fix=fix)
+                              value=True, fix=self._router_fix(value))
             return None
         if not isinstance(value, Mapping):
             return value  # the model reports the type
         if "arcs" not in value and ("step" in value or "when" in value):
-            self.reporter.add("NTL501", "`next` is a single arc without the `arcs:` list", src, fix=fix)
+            self.reporter.add("NTL501", "`next` is a single arc without the `arcs:` list", src,
+                              fix=self._router_fix(value))
             return None
         out = dict(value)
         arcs = value.get("arcs")
@@ -261,7 +262,16 @@ class _Normalizer:
 
 
 def normalize(raw: Mapping[str, Any], reporter: Reporter) -> tuple[dict[str, Any], Origins]:
-    """The canonical dict and the origin map; problems go to ``reporter``."""
+    """The canonical dict and the origin map; problems go to ``reporter``.
+
+    ``rewrite_templates`` changes only templates holding ``_index`` (the normalizer itself
+    writes no template but ``{{ true }}``/``{{ false }}``): when ``reporter.templates`` (the
+    parser's list of ``raw``'s templates) has none, the rewrite, a copy of the whole tree, is
+    skipped (a sixth of this pass on a large playbook; the canonical dict then shares its
+    leaves' containers with ``raw``, which nothing changes)."""
     normalizer = _Normalizer(raw, reporter)
     canonical = normalizer.root()
+    templates = reporter.templates
+    if templates is not None and not any("_index" in text for _, text in templates):
+        return canonical, normalizer.origins
     return rewrite_templates(canonical), normalizer.origins

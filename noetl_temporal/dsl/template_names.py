@@ -67,12 +67,14 @@ def _other_names(playbook: Playbook, raw: Mapping[str, Any]) -> set[str]:
     return names
 
 
-def _known_fields(step: Step, layers: list[Mapping[str, Any]]) -> set[str] | None:
+def _known_fields(step: Step, executor: Mapping[str, Any]) -> set[str] | None:
     """The fields of a step's result when they are certain before the run, else None."""
     if step.loop is not None or len(step.tool) != 1 or step.tool[0].kind != "noop":
         return None
     task = step.tool[0]
-    if any(isinstance(layer.get("noop"), Mapping) for layer in (*layers, task.spec.model_dump())):
+    # the spec models are dumped only here, for the few steps this can apply to
+    if any(isinstance(layer.get("noop"), Mapping)
+           for layer in (executor, step.spec.model_dump(), task.spec.model_dump())):
         return None  # a `spec.noop:` default may supply the result
     config = task.config
     if "result" in config:  # the inline result, as engine/pipeline.py's _inline_outcome gives it
@@ -194,7 +196,7 @@ def check_template_names(raw: Mapping[str, Any], playbook: Playbook, reporter: R
     defined = steps | others | RUNTIME_NAMES
     executor = playbook.executor.spec.model_dump()
     # a step name that also names something else (a workload key, an arg ...) may not be the step
-    fields = {s.step: _known_fields(s, [executor, s.spec.model_dump()])
+    fields = {s.step: _known_fields(s, executor)
               for s in playbook.workflow if s.step not in others}
     workload = raw.get("workload")
     # without a `workload:` mapping every key comes from the payload: nothing to check against

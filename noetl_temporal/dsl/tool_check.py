@@ -123,15 +123,23 @@ def _spec_dict(spec: Any) -> Mapping[str, Any]:
 def check_required(playbook: Playbook, reporter: Reporter) -> None:
     executor = _spec_dict(playbook.executor.spec)
     for index, step in enumerate(playbook.workflow):
-        layers = [executor, _spec_dict(step.spec), _spec_dict(step.loop.spec if step.loop else None)]
+        layers: list[Mapping[str, Any]] | None = None
         for j, task in enumerate(step.tool):
             decl = declaration(task.kind)
             if decl is None:
                 continue
-            given = set(task.config) | _layer_keys([*layers, _spec_dict(task.spec)], task.kind)
+            layered: set[str] | None = None
             for group in decl.required:
                 names = [n for key in group for n in _names(decl, key)]
-                if given.isdisjoint(names):
+                if not task.config.keys().isdisjoint(names):
+                    continue
+                # the spec layers only when the task lacks the setting itself: dumping four
+                # spec models per task was most of this check on a large playbook
+                if layered is None:
+                    if layers is None:
+                        layers = [executor, _spec_dict(step.spec), _spec_dict(step.loop.spec if step.loop else None)]
+                    layered = _layer_keys([*layers, _spec_dict(task.spec)], task.kind)
+                if layered.isdisjoint(names):
                     _missing(reporter, task, names, f"workflow[{index}].tool[{j}]",
                              f"add `{group[0]}:` to the task ({_doc(decl, group[0])})")
 

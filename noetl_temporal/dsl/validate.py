@@ -132,8 +132,10 @@ def _forced_arcs(step: Step) -> list[tuple[int, str]]:
 
 def _unconditional_cycles(playbook: Playbook, reporter: Reporter) -> None:
     """NTL508: steps that route to each other with arcs that always fire never end."""
-    index_of = {s.step: i for i, s in reversed(list(enumerate(playbook.workflow)))}
     forced = {s.step: _forced_arcs(s) for s in playbook.workflow}
+    if not any(forced.values()):   # every arc has a `when` (or there are none): no such cycle
+        return
+    index_of = {s.step: i for i, s in reversed(list(enumerate(playbook.workflow)))}
     state: dict[str, int] = {}   # 1: on the current path, 2: done
     for root in (s.step for s in playbook.workflow):
         if root in state:
@@ -159,12 +161,26 @@ def _unconditional_cycles(playbook: Playbook, reporter: Reporter) -> None:
                 stack.append(iter(forced.get(target, [])))
 
 
+def _converges(playbook: Playbook) -> bool:
+    """Whether arcs from two different steps lead to one step (a join needs that): without,
+    the graph analysis (and the engine's import) is skipped, a tenth of `validate` on a
+    long chain of steps."""
+    first_source: dict[str, str] = {}
+    for step in playbook.workflow:
+        for arc in step.next.arcs if step.next else []:
+            if first_source.setdefault(arc.step, step.step) != step.step:
+                return True
+    return False
+
+
 def _join_arg_collisions(playbook: Playbook, entry: str, reporter: Reporter) -> None:
     """NTL507: arcs from concurrent upstreams of a join that set the same ``args`` key.
 
     Only real joins (``StepGraph.join_upstreams``): a step reached sequentially runs once
     per token, so equal keys there never meet. Equal constants are no conflict.
     """
+    if not _converges(playbook):   # no step has two upstreams, so none is a join
+        return
     from ..engine.graph import StepGraph  # the engine's rule, so validate and runs agree
 
     joins = StepGraph(playbook, entry).join_upstreams

@@ -17,6 +17,8 @@ diagnostic in the given :class:`~.diagnostics.Reporter`.
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from . import paths
 from .diagnostics import Reporter
+from .gc_pause import gc_paused
 from .sources import line_col
 
 __all__ = ["MAX_DEPTH", "MAX_EXPANDED_NODES", "MAX_EXPANDED_CHARS", "Parsed", "parse_yaml"]
@@ -70,8 +73,9 @@ _Loader.yaml_implicit_resolvers = {
 @dataclass
 class Parsed:
     data: Any
-    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    value_positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: dicts, or (a plain document) mappings that parse the text again when first read
+    positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    value_positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     #: (path, text) of every template string value, in document order, found while building
     #: so the template checks need not walk the document again; None when a `<<` merge
     #: made the built order differ from the document's (they walk it then)
@@ -123,7 +127,9 @@ class _Builder:
     def __init__(self, loader: Any, reporter: Reporter) -> None:
         self.loader = loader
         self.reporter = reporter
-        self.parsed = Parsed(data=None)
+        self.positions: dict[str, tuple[int, int]] = {}
+        self.value_positions: dict[str, tuple[int, int]] = {}
+        self.parsed = Parsed(data=None, positions=self.positions, value_positions=self.value_positions)
 
     def fail(self, code: str, message: str, node: Node) -> None:
         line, col = _pos(node)
@@ -140,7 +146,7 @@ class _Builder:
             if node.tag != _SEQ:
                 self.fail("NTL011", f"unsupported YAML tag {node.tag}", node)
             out = []
-            positions, value_positions = self.parsed.positions, self.parsed.value_positions
+            positions, value_positions = self.positions, self.value_positions
             for index, child in enumerate(node.value):
                 child_path = f"{path}[{index}]"  # paths.join of an index, inlined: one per list item
                 positions[child_path] = value_positions[child_path] = _pos(child)
@@ -187,7 +193,7 @@ class _Builder:
         """A mapping of string keys only (nearly all of them): the same result as
         ``merged_mapping`` with the per-key work inlined, since it runs for every key of
         a multi-MB file (a path join and two position tuples per key were a fifth of it)."""
-        positions, value_positions = self.parsed.positions, self.parsed.value_positions
+        positions, value_positions = self.positions, self.value_positions
         templates = self.parsed.templates
         out: dict[str, Any] = {}
         for key_node, value_node in pairs:
@@ -236,8 +242,8 @@ class _Builder:
                         raise _Stop
                     seen.add(key)
                 child_path = paths.join(path, key)
-                self.parsed.positions[child_path] = _pos(key_node)
-                self.parsed.value_positions[child_path] = _pos(value_node)
+                self.positions[child_path] = _pos(key_node)
+                self.value_positions[child_path] = _pos(value_node)
                 out[key] = self.build(value_node, child_path)
         return out
 
@@ -347,8 +353,228 @@ def _nesting_ok(text: str, reporter: Reporter) -> bool | None:
     return aliased
 
 
+class _Unusual(Exception):
+    """The document needs the composing path (an alias, a tag, a merge, a non-string key, an
+    error...): :func:`_from_events` gives up and :func:`parse_yaml` starts over."""
+
+
+#: the implicit resolvers (first character -> (tag, regexp)) of a plain scalar; a plain
+#: scalar whose first character has none is a string, as nearly all of a playbook's are
+_RESOLVERS: dict[str, list[tuple[str, Any]]] = {
+    first: resolvers for first, resolvers in _Loader.yaml_implicit_resolvers.items() if first is not None}
+#: plain keys known to be strings (a playbook repeats a few hundred; bounded like _SEGMENTS)
+_PLAIN_KEYS: set[str] = set()
+_UNUSUAL_TAGS = frozenset({_MERGE, "tag:yaml.org,2002:value", "tag:yaml.org,2002:yaml"})
+
+
+def _from_events(text: str, *, located: bool = True) -> Parsed:
+    """Build the data straight from the parser's events: one pass, no node graph (composing
+    the nodes, then walking them, was most of the YAML time; docs/performance.md,
+    "Validation speed"). ``located``: fill both position maps; without, they are left
+    empty (:func:`parse_yaml` fills them by parsing again when first read).
+
+    Only for the plain case: one document, no aliases, no explicit tags, string keys,
+    no duplicate key, no `<<`, nesting within MAX_DEPTH, no syntax error. Anything else
+    raises :class:`_Unusual` and the composing path, which locates every such problem,
+    runs instead: what this returns for a plain document is equal to what it returns.
+    """
+    if _Loader.yaml_implicit_resolvers.get(None):  # pragma: no cover - SafeLoader has no wildcard
+        raise _Unusual
+    loader = _Loader(text)
+    get_event = loader.get_event
+    positions: dict[str, tuple[int, int]] = {}
+    value_positions: dict[str, tuple[int, int]] = {}
+    templates: list[tuple[str, str]] = []
+    parsed = Parsed(data=None, positions=positions, value_positions=value_positions, templates=templates)
+    resolvers, plain_keys, scalar_event = _RESOLVERS, _PLAIN_KEYS, yaml.ScalarEvent
+    map_start, seq_start, map_end, seq_end = (yaml.MappingStartEvent, yaml.SequenceStartEvent,
+                                              yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    # the open collections above the current one: (container, path, is_map, slot, key)
+    stack: list[tuple[Any, str, bool, Any, str]] = []
+    container: Any = None   # the current collection (None: the root is next)
+    path = ""               # its path
+    is_map = False
+    slot: Any = None        # in a mapping: whether its key was read; in a list: the next index
+    key = ""
+    root: Any = _Unusual
+    try:
+        if type(get_event()) is not yaml.StreamStartEvent or type(get_event()) is not yaml.DocumentStartEvent:
+            raise _Unusual
+        while True:
+            event = get_event()
+            kind = type(event)
+            if kind is map_end or kind is seq_end:
+                value = container
+                container, path, is_map, slot, key = stack.pop()
+                if container is None:
+                    root = value
+                    break
+                if is_map:
+                    container[key] = value
+                    slot = False
+                else:
+                    container.append(value)
+                    slot += 1
+                continue
+            if kind is not scalar_event and kind is not map_start and kind is not seq_start:
+                raise _Unusual   # an alias, or the document's end before a collection (a scalar root)
+            if event.tag is not None:
+                raise _Unusual
+            if is_map and not slot:   # a mapping key: a plain string only
+                if kind is not scalar_event:
+                    raise _Unusual
+                key = event.value
+                if event.implicit[0] and key not in plain_keys:
+                    if _implicit_tag(key) != _STR:
+                        raise _Unusual   # not a string (`1:`, `<<:`, `null:`): the composer reports it
+                    if len(plain_keys) < 4096:
+                        plain_keys.add(key)
+                if key in container:
+                    raise _Unusual   # NTL010, reported with its position by the composing path
+                slot = True
+                if located:
+                    mark = event.start_mark
+                    positions[_key_path(path, key)] = mark.line + 1, mark.column + 1
+                continue
+            if kind is scalar_event:
+                value = event.value
+                if event.implicit[0] and (value[:1] in resolvers or not value):
+                    value = _resolved(loader, event, value)
+                templated = type(value) is str and ("{{" in value or "{%" in value)
+                if templated and "{{`" in value:
+                    raise _Unusual   # a Go template literal: the composing path wraps it (_go_literals)
+                if located or templated:
+                    child_path = _key_path(path, key) if is_map else f"{path}[{slot}]"
+                    if templated:
+                        templates.append((child_path, value))
+                    if located:
+                        _place(positions, value_positions, child_path, is_map, event.start_mark)
+                if is_map:
+                    container[key] = value
+                    slot = False
+                elif container is not None:
+                    container.append(value)
+                    slot += 1
+                else:
+                    raise _Unusual   # a scalar document: the composing path explains it
+                continue
+            if len(stack) >= MAX_DEPTH:
+                raise _Unusual   # NTL013, located by the composing path
+            child_path = "" if container is None else _key_path(path, key) if is_map else f"{path}[{slot}]"
+            if located:
+                _place(positions, value_positions, child_path, is_map and container is not None, event.start_mark)
+            stack.append((container, path, is_map, slot, key))
+            container, path = ({}, child_path) if kind is map_start else ([], child_path)
+            is_map, slot = kind is map_start, (False if kind is map_start else 0)
+        if type(get_event()) is not yaml.DocumentEndEvent or type(get_event()) is not yaml.StreamEndEvent:
+            raise _Unusual   # a second document
+    except yaml.YAMLError:
+        raise _Unusual from None
+    finally:
+        loader.dispose()
+    parsed.data = root
+    return parsed
+
+
+def _key_path(path: str, key: str) -> str:
+    """``paths.join(path, key)``, with each key's segment remembered (:func:`_segment`)."""
+    if not path:
+        return paths.join("", key)
+    segment = _SEGMENTS.get(key)
+    return path + (segment if segment is not None else _segment(key))
+
+
+def _place(positions: dict[str, tuple[int, int]], value_positions: dict[str, tuple[int, int]], path: str,
+           keyed: bool, mark: Any) -> None:
+    """Record where the value at ``path`` starts; a list item (or the root) is also located
+    there, a mapping value's key was located when it was read."""
+    where = mark.line + 1, mark.column + 1
+    value_positions[path] = where
+    if not keyed:
+        positions[path] = where
+
+
+class _LazyPositions(Mapping[str, tuple[int, int]]):
+    """One of the two position maps of a text parsed without them, filled by parsing it
+    again on first read. A valid playbook's positions are read only when a diagnostic or a
+    runtime error points into it: validating one no longer builds two entries per node
+    (a quarter of the YAML pass at 5 MB)."""
+
+    def __init__(self, located: _Relocate, value: bool) -> None:
+        self._located, self._value = located, value
+
+    def _map(self) -> Mapping[str, tuple[int, int]]:
+        return self._located.maps()[self._value]
+
+    def __getitem__(self, path: str) -> tuple[int, int]:
+        return self._map()[path]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._map()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
+
+
+class _Relocate:
+    """Both position maps of a text, computed once when first asked for."""
+
+    def __init__(self, text: str) -> None:
+        self._text: str | None = text
+        self._maps: tuple[Mapping[str, tuple[int, int]], Mapping[str, tuple[int, int]]] | None = None
+        self._lock = threading.Lock()
+
+    def maps(self) -> tuple[Mapping[str, tuple[int, int]], Mapping[str, tuple[int, int]]]:
+        if self._maps is None:
+            with self._lock:   # an API server may read one playbook's positions on two threads
+                if self._maps is None:
+                    text = self._text
+                    assert text is not None
+                    with gc_paused(len(text)):
+                        parsed = _from_events(text)   # the same text parsed before: plain again
+                    self._maps, self._text = (parsed.positions, parsed.value_positions), None
+        return self._maps
+
+
+def _implicit_tag(value: str) -> str:
+    """The tag YAML gives a plain scalar."""
+    for tag, regexp in _RESOLVERS.get(value[:1], ()):
+        if regexp.match(value):
+            return tag
+    return _STR
+
+
+def _resolved(loader: Any, event: Any, value: str) -> Any:
+    """A plain scalar that may not be a string (``3``, ``true``, ``null``, ``1.5``), as the
+    composer then the builder would make it."""
+    for tag, regexp in _RESOLVERS.get(value[:1], ()):
+        if regexp.match(value):
+            if tag in _UNUSUAL_TAGS:
+                raise _Unusual
+            node = ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+            value = loader.construct_object(node, deep=True)
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise _Unusual  # pragma: no cover - the safe implicit tags make only these
+            return value
+    return value
+
+
 def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
-    """Parse one YAML document into plain data plus positions; None after an error."""
+    """Parse one YAML document into plain data plus positions; None after an error.
+
+    A plain document is built from the parser's events and its positions are computed
+    when first read (:class:`_LazyPositions`); any other goes through PyYAML's composer."""
+    try:
+        parsed = _from_events(text, located=False)
+    except _Unusual:
+        pass
+    else:
+        relocate = _Relocate(text)
+        parsed.positions, parsed.value_positions = _LazyPositions(relocate, False), _LazyPositions(relocate, True)
+        return parsed
     aliased = _nesting_ok(text, reporter)
     if aliased is False:
         return None
@@ -377,7 +603,7 @@ def parse_yaml(text: str, reporter: Reporter) -> Parsed | None:
         if aliased and not _expansion_ok(root, text, reporter):
             return None
         builder = _Builder(loader, reporter)
-        builder.parsed.positions[""] = builder.parsed.value_positions[""] = _pos(root)
+        builder.positions[""] = builder.value_positions[""] = _pos(root)
         try:
             builder.parsed.data = builder.build(root, "")
         except _Stop:

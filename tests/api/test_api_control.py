@@ -50,7 +50,7 @@ async def test_cancel_during_a_long_activity(api, tmp_path):
     r = await api.post(f"/executions/{execution_id}/cancel", json={"reason": "operator said stop"})
     assert r.status_code == 200, r.text
     assert r.json() == {"execution_id": execution_id, "state": "CANCELLED", "cancel_requested": True}
-    assert time.monotonic() - clock < 5
+    assert time.monotonic() - clock < 20   # not the 30 s task (docs/testing.md)
 
     status = (await api.get(f"/executions/{execution_id}/status")).json()
     assert status["state"] == "CANCELLED" and status["terminal_event"] == "execution.cancelled"

@@ -21,7 +21,7 @@ from .live import LiveServer
 pytestmark = pytest.mark.temporal
 
 READ_TIMEOUT_S = 1.0
-SLACK_S = 3.0   # a loaded 2-core machine: the close comes within the timeout plus this
+SLACK_S = 10.0  # load 8 on 2 cores (docs/testing.md); a server that never closes meets the 30 s socket timeout
 
 
 @pytest.fixture(scope="module")

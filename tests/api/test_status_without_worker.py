@@ -30,8 +30,8 @@ pytestmark = pytest.mark.temporal
 #: the answer must not wait for a worker (the old one waited out a 30 s query deadline).
 #: The API runs in process: its bound is the answer's own. The CLI's includes the
 #: interpreter's start-up and imports, which take up to 4-5 s on a loaded 2-core machine.
-API_BOUND_S = 2.0
-CLI_BOUND_S = 10.0
+API_BOUND_S = 8.0    # at load 8 on 2 cores (docs/testing.md); still well under 30 s
+CLI_BOUND_S = 20.0
 
 
 def long_playbook(marker) -> str:

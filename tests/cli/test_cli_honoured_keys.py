@@ -25,7 +25,7 @@ HEADER = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: keys}\nexecu
 def _run(path: Path) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "run", str(path), "--json"],
-                          cwd=REPO, capture_output=True, text=True, timeout=150,
+                          cwd=REPO, capture_output=True, text=True, timeout=240,
                           env=dict(os.environ))
     return proc, time.monotonic() - t0
 
@@ -37,7 +37,7 @@ def test_step_policy_lifecycle_timeout_fails_the_step_without_waiting_for_its_ta
     spec:
       policy:
         lifecycle: {timeout_s: 1}
-    tool: {kind: shell, cmd: "sleep 40"}
+    tool: {kind: shell, cmd: "sleep 120"}
 """)
     proc, took = _run(path)
     assert proc.returncode == 1, proc.stderr
@@ -45,7 +45,7 @@ def test_step_policy_lifecycle_timeout_fails_the_step_without_waiting_for_its_ta
     assert report["state"] == "FAILED"
     assert "exceeded lifecycle.timeout_s=1" in json.dumps(report["summary"])
     # before issue 37 the key was ignored and the run waited out the whole sleep
-    assert took < 30, f"took {took:.1f} s"
+    assert took < 90, f"took {took:.1f} s"   # the CLI starts a dev server: 10-30 s at load 8
 
 
 @pytest.fixture
@@ -67,13 +67,13 @@ def _http_playbook(url: str, timeout: str) -> str:
 
 def test_http_read_timeout_in_noetls_shape_fails_the_task_and_a_number_still_works(tmp_path, server):
     slow = tmp_path / "slow.yaml"
-    slow.write_text(_http_playbook(server.url("/slow?s=20"), "{connect: 5, read: 0.5}"))
+    slow.write_text(_http_playbook(server.url("/slow?s=120"), "{connect: 5, read: 0.5}"))
     proc, took = _run(slow)
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     assert report["state"] == "FAILED"
     assert "after its read timeout of 0.5 s" in proc.stdout
-    assert took < 18, f"took {took:.1f} s"
+    assert took < 90, f"took {took:.1f} s"
 
     quick = tmp_path / "quick.yaml"
     quick.write_text(_http_playbook(server.url("/slow?s=0.2"), "10"))

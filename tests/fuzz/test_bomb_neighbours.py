@@ -65,9 +65,9 @@ async def test_a_small_playbook_completes_beside_bombs_and_cancel_takes_effect(t
         await asyncio.sleep(1)   # both bombs are running
         started = time.monotonic()
         small = await start_execution(client, _book(SMALL), task_queue=task_queue, execution_timeout_s=60)
-        output = await asyncio.wait_for(workflow_output(small), timeout=30)
+        output = await asyncio.wait_for(workflow_output(small), timeout=60)
         assert output["state"] == "COMPLETED", output
-        assert time.monotonic() - started < 20
+        assert time.monotonic() - started < 45   # beside two bombs at load 8 (docs/testing.md)
 
         bombed = await asyncio.wait_for(workflow_output(bomb), timeout=30)
         assert bombed["state"] == "FAILED", bombed
@@ -76,10 +76,10 @@ async def test_a_small_playbook_completes_beside_bombs_and_cancel_takes_effect(t
 
         cancelled_at = time.monotonic()
         await control.cancel(client, spin.id, reason="bomb")
-        for _ in range(150):
+        for _ in range(300):
             info = await control.describe(client, spin.id)
             if info.state != "RUNNING":
                 break
             await asyncio.sleep(0.2)
         assert info.state == "CANCELLED", info
-        assert time.monotonic() - cancelled_at < 30
+        assert time.monotonic() - cancelled_at < 60

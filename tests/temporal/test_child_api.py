@@ -93,7 +93,7 @@ async def test_invalid_playbook_fails_the_child_call_at_once(temporal, task_queu
     began = time.monotonic()
     with pytest.raises(WorkflowFailureError) as failed:
         await _run_user(temporal.client, task_queue, {"playbook": playbook, "name": "acme"})
-    assert time.monotonic() - began < 20   # not the 60 s execution timeout: it never spins
+    assert time.monotonic() - began < 40   # not the 60 s execution timeout: it never spins
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "PlaybookInvalid" and cause.non_retryable
     assert "unknown tool kind 'nope'" in cause.message and "workflow[0].tool.kind" in cause.message
@@ -112,7 +112,7 @@ async def test_playbook_workflow_with_a_raw_definition_fails_at_once(temporal, t
         with pytest.raises(WorkflowFailureError) as failed:
             await temporal.client.execute_workflow(WORKFLOW_NAME, inp, id=inp.execution_id, task_queue=task_queue,
                                                    execution_timeout=timedelta(seconds=30))
-    assert time.monotonic() - began < 15
+    assert time.monotonic() - began < 25   # not the 30 s execution timeout (docs/testing.md)
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "PlaybookInvalid" and cause.non_retryable
     assert "workflow.0.tool" in cause.message and "execute_playbook" in cause.message
@@ -151,7 +151,7 @@ async def test_a_malformed_playbook_workflow_input_fails_at_once(temporal, task_
         with pytest.raises(WorkflowFailureError) as failed:
             await temporal.client.execute_workflow(WORKFLOW_NAME, given, id=f"bad-{uuid.uuid4().hex[:8]}",
                                                    task_queue=task_queue, execution_timeout=timedelta(seconds=30))
-    assert time.monotonic() - began < 15
+    assert time.monotonic() - began < 25   # not the 30 s execution timeout (docs/testing.md)
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "PlaybookInvalid" and cause.non_retryable
     assert "not a NoETL playbook workflow's input" in cause.message and "start_execution" in cause.message

@@ -23,7 +23,7 @@ async def test_fail_fast_cancels_in_flight_branches_then_runs_final_step(run_yam
         tool: {{kind: noop}}
         next: {{spec: {{mode: inclusive}}, arcs: [{{step: slow}}, {{step: bad}}]}}
       - step: slow
-        tool: {{kind: shell, cmd: "sleep 20 && touch {marker}"}}
+        tool: {{kind: shell, cmd: "sleep 90 && touch {marker}"}}
         next: {{arcs: [{{step: after_slow}}]}}
       - step: bad
         tool: {{kind: python, code: "import time; time.sleep(0.5); raise ValueError('bad data')"}}
@@ -32,7 +32,7 @@ async def test_fail_fast_cancels_in_flight_branches_then_runs_final_step(run_yam
       - step: wrap
         tool: {{kind: noop, result: "{{{{ args.failed_steps_count }}}}"}}
     """)
-    assert time.monotonic() - t0 < 15              # did not wait for the slow branch
+    assert time.monotonic() - t0 < 45              # did not wait for the slow branch (90 s)
     assert report.state == "FAILED"
     assert report.steps["slow"]["status"] == "CANCELLED"
     assert "after_slow" not in report.steps
@@ -65,14 +65,14 @@ async def test_step_timeout_fails_the_step_with_timeout_kind_and_routes(run_yaml
     workflow:
       - step: slow
         spec: {lifecycle: {timeout_s: 1}}
-        tool: {kind: shell, cmd: "sleep 30"}
+        tool: {kind: shell, cmd: "sleep 90"}
         next:
           arcs:
             - {step: on_timeout, when: "{{ event.error.kind == 'timeout' }}"}
       - step: on_timeout
         tool: {kind: noop, result: handled}
     """)
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 45   # 1 s asked, 90 s if ignored (docs/testing.md)
     assert report.state == "COMPLETED"
     failed = of(report, "step.failed")[0]
     assert failed["payload"]["outcome"]["error"]["kind"] == "timeout"

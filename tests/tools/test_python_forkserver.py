@@ -135,7 +135,7 @@ async def test_crash_exit_and_hang_leave_the_server_and_the_next_task_unharmed(c
     assert sysexit["error"]["code"] == "SystemExit"
     t0 = time.monotonic()
     hung = await py(call, "while True:\n    pass", timeout=1)
-    assert hung["error"]["kind"] == "timeout" and time.monotonic() - t0 < 5
+    assert hung["error"]["kind"] == "timeout" and time.monotonic() - t0 < 15
     assert forkserver.server_pid() == server and pid_alive(server)  # the same fork server throughout
     after = await probe(call)
     assert after["ppid"] == server

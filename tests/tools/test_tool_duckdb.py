@@ -81,7 +81,7 @@ async def test_timeout_interrupts_the_query(call: ToolCall) -> None:
     t0 = time.monotonic()
     before = threading.active_count()
     out = await dd(call, query="SELECT max(md5(a::VARCHAR)) FROM range(100000000000) t(a)", timeout=0.5)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 15   # 0.5 s asked, hours if ignored (docs/testing.md)
     assert out["error"]["kind"] == "timeout" and out["error"]["retryable"] is True
     await asyncio.sleep(0.2)
     assert threading.active_count() <= before + 1  # the query thread was given back
@@ -94,7 +94,7 @@ async def test_cancellation_interrupts_the_query(call: ToolCall) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 15
 
 
 async def test_heartbeats_while_running(call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -109,8 +109,8 @@ async def test_4xx_mapping(call: ToolCall, http_server: HTTPTestServer, status: 
 
 async def test_slow_endpoint_times_out(call: ToolCall, http_server: HTTPTestServer) -> None:
     t0 = time.monotonic()
-    out = await http(call, url=http_server.url("/slow?s=3"), timeout=0.3)
-    assert time.monotonic() - t0 < 2
+    out = await http(call, url=http_server.url("/slow?s=30"), timeout=0.3)
+    assert time.monotonic() - t0 < 10   # 0.3 s asked, 30 s if ignored (docs/testing.md)
     err = out["error"]
     assert (err["kind"], err["retryable"]) == ("timeout", True)
 
@@ -119,8 +119,8 @@ async def test_read_phase_timeout_in_noetls_shape_fails_a_slow_read(call: ToolCa
                                                                      http_server: HTTPTestServer) -> None:
     # issue 37: `timeout: {connect, read}` (NoETL's documented shape) bounds each phase
     t0 = time.monotonic()
-    out = await http(call, url=http_server.url("/slow?s=3"), timeout={"connect": 5, "read": 0.3})
-    assert time.monotonic() - t0 < 2
+    out = await http(call, url=http_server.url("/slow?s=30"), timeout={"connect": 5, "read": 0.3})
+    assert time.monotonic() - t0 < 10
     err = out["error"]
     assert (err["kind"], err["retryable"]) == ("timeout", True)
     assert "after its read timeout of 0.3 s" in err["message"]

@@ -151,7 +151,7 @@ async def test_timeout_cancels_the_query_on_the_server(pg_call: ToolCall, dsn: s
     marker = pg.unique_name("sleep")
     t0 = time.monotonic()
     out = await q(pg_call, query=f"SELECT pg_sleep(30) AS {marker}", timeout=0.5)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 15   # 0.5 s asked, 30 s if ignored (docs/testing.md)
     assert out["error"]["kind"] == "timeout" and out["error"]["retryable"] is True
     await asyncio.sleep(0.3)
     running = pg.execute(dsn, f"SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%{marker}%' "

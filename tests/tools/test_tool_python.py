@@ -133,7 +133,7 @@ async def test_os_exit_and_crash_do_not_hurt_the_worker(call: ToolCall) -> None:
 async def test_infinite_loop_times_out(call: ToolCall) -> None:
     t0 = time.monotonic()
     out = await py(call, "print('spinning', flush=True)\nwhile True:\n    pass", timeout=1)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 15   # 1 s asked, forever if ignored (docs/testing.md)
     err = out["error"]
     assert err["kind"] == "timeout" and err["retryable"] is True
     assert "1 s timeout" in err["message"]
@@ -145,7 +145,7 @@ async def test_call_timeout_is_respected_and_stricter_wins(call: ToolCall) -> No
     t0 = time.monotonic()
     out = await py(call, "import time\ntime.sleep(30)", timeout=60)
     assert out["error"]["kind"] == "timeout"
-    assert time.monotonic() - t0 < 4
+    assert time.monotonic() - t0 < 15   # 0.8 s asked, 30 s if ignored
 
 
 async def test_timeout_kills_grandchildren(call: ToolCall, tmp_path: Path) -> None:

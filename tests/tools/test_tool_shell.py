@@ -77,7 +77,7 @@ async def test_timeout_kills_process_group(call: ToolCall, tmp_path: Path) -> No
     call.workdir = str(tmp_path)
     t0 = time.monotonic()
     out = await sh(call, cmd="sleep 60 & echo $! > bg.pid; echo started; sleep 60", timeout=0.5)
-    assert time.monotonic() - t0 < 6
+    assert time.monotonic() - t0 < 15   # 0.5 s asked, 60 s if ignored (docs/testing.md)
     err = out["error"]
     assert err["kind"] == "timeout" and err["retryable"] is True
     assert out["result"]["stdout"] == "started\n"
@@ -89,16 +89,16 @@ async def test_term_ignoring_command_is_killed(call: ToolCall, monkeypatch: pyte
     t0 = time.monotonic()
     out = await sh(call, cmd="trap '' TERM; while true; do sleep 0.05; done", timeout=0.3)
     assert out["error"]["kind"] == "timeout"
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 15
 
 
 async def test_background_child_holding_stdout_does_not_hang(call: ToolCall, monkeypatch) -> None:
     monkeypatch.setattr(_proc, "DRAIN_GRACE", 0.3)
     t0 = time.monotonic()
-    out = await sh(call, cmd="(sleep 5; echo late) & echo now")
+    out = await sh(call, cmd="(sleep 30; echo late) & echo now")
     assert out["status"] == "ok"
     assert out["result"]["stdout"].startswith("now")
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 10   # 0.3 s grace, 30 s if it waited
 
 
 async def test_large_output_truncated(call: ToolCall) -> None:
