@@ -16,8 +16,8 @@ from .errors import install_error_handlers, responses
 from .limits import EXPANSION, BodyLimit
 from .methods import install_method_not_allowed
 from .playbooks import PlaybookCache
-from .routes import catalog, control, events, executions, health, view
-from .security import bearer_auth
+from .routes import answers, catalog, control, events, executions, health, view
+from .security import answerer, bearer_auth
 from .settings import Settings, TemporalLink
 
 __all__ = ["create_app"]
@@ -44,6 +44,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     for module in (executions, events, control, catalog, view):
         app.include_router(module.router, **protected)
+    # its own auth: approver tokens open it too, and say who answers (docs/approvals.md)
+    app.include_router(answers.router_for(answerer(settings.token, settings.approvers)))
     install_error_handlers(app)
     install_method_not_allowed(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, read_timeout_s=settings.read_timeout_s)

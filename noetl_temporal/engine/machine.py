@@ -35,7 +35,7 @@ from ..errors import ResultFieldUnavailable
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..template_text import python_text
 from ..templates import evaluate_condition
-from . import budget, ctx_size, joins, loops, pipeline, steps
+from . import approvals, budget, ctx_size, joins, loops, pipeline, steps
 from .behaviours import NOETL_TEXT
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
@@ -44,6 +44,7 @@ from .event_log import EventLog
 from .graph import StepGraph
 from .loops import DEFAULT_MAX_IN_FLIGHT
 from .messages import (
+    Answer,
     Cancel,
     CancelTasks,
     Command,
@@ -94,6 +95,10 @@ def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Com
         _start(state, event)
     elif isinstance(event, TaskFinished):
         complete(state, pipeline.task_finished(state, event, commands), commands)
+    elif isinstance(event, Answer):
+        finished = approvals.answered(state, event)
+        if finished is not None:
+            complete(state, pipeline.task_finished(state, finished, commands), commands)
     elif isinstance(event, PatchCtx):
         ctx_size.overflow(state, event.patch, "ctx patch")   # counted (the update validator refused past it)
         patch_ctx(state, event.patch)

@@ -14,7 +14,7 @@ from .behaviours import CURRENT
 from .envelopes import Attempt, Outcome
 
 __all__ = [
-    "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
+    "Start", "TaskFinished", "Answer", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
     "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
 ]
 
@@ -89,7 +89,20 @@ class Proceed:
     now: str
 
 
-Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed
+@dataclass
+class Answer:
+    """A person answered a waiting ``kind: approve`` task (the ``answer`` update), or its
+    timeout fired (``timed_out``): ``engine/approvals.py`` makes it the task's end."""
+
+    now: str
+    task_run_id: str
+    values: dict[str, Any] = field(default_factory=dict)
+    by: str | None = None
+    reason: str | None = None
+    timed_out: bool = False
+
+
+Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer
 
 
 # ----------------------------------------------------------------------------- commands

@@ -19,7 +19,7 @@ from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
-from . import budget, ctx_size, invocation
+from . import approvals, budget, ctx_size, invocation
 from .common import (
     emit,
     ended_outcome,
@@ -49,6 +49,8 @@ PipelineEnd = PipelineDone | IterationDone
 # configuration is used in the workflow, never by ``noetl.run_task`` (inline kinds, and
 # sub-playbooks the shell runs as child workflows): each kind declares it (tool_kinds/).
 INLINE_KINDS = tool_kinds.INLINE_KINDS
+#: a task that waits for a person's answer (``approvals.py``)
+APPROVE_KIND = tool_kinds.approve.APPROVE.kind
 #: undefined-value warnings kept per task run (a loop over a typo would repeat one)
 _MAX_WARNINGS = 10
 #: the error of a cancelled task that reported none (an ``ok`` outcome that arrived after
@@ -104,6 +106,14 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
             if end is not None:
                 return end
             continue
+        if task.kind == APPROVE_KIND:
+            problem = approvals.config_problem(config)
+            if problem is not None:
+                end = _apply_outcome(state, run, pipe, task, TaskReport(task_run_id, error_outcome("approve", problem)))
+                if end is not None:
+                    return end
+                continue
+            approvals.requested(state, run, pipe, task.name, task_run_id, config)
         _move(pipe, PipelineState.WAITING)
         pipe.in_flight = task_run_id
         state.pipelines[task_run_id] = pipe
@@ -155,6 +165,7 @@ def _inline_outcome(task: Task, config: dict[str, Any]) -> Outcome:
 def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> PipelineEnd | None:
     """Apply a task's reported outcome, then advance its pipeline; its completion if it ended."""
     pipe = state.pipelines.pop(event.task_run_id, None)
+    state.approvals.pop(event.task_run_id, None)   # an approval cancelled while it waited
     if pipe is None:
         return None  # a late report for a task we no longer wait for (duplicate or cancelled run)
     pipe.in_flight = None

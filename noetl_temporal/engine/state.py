@@ -173,6 +173,8 @@ class ExecutionState:
     join_buffers: dict[str, list[Token]] = field(default_factory=dict)
     step_runs: dict[str, StepRun] = field(default_factory=dict)
     pipelines: dict[str, PipelineRun] = field(default_factory=dict)   # in-flight task -> pipeline
+    # ``kind: approve`` tasks waiting for an answer: task run id -> what they ask (approvals.py)
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_counts: dict[str, int] = field(default_factory=dict)
     total_step_runs: int = 0
     token_counter: int = 0

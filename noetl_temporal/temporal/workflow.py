@@ -31,10 +31,11 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
-    from ..engine import behaviours, ctx_size, machine, progress, snapshot
+    from ..engine import approvals, behaviours, ctx_size, machine, progress, snapshot
     from ..engine.envelopes import RunOutput, TaskResult
     from ..engine.graph import StepGraph
     from ..engine.messages import (
+        Answer,
         Cancel,
         CancelTasks,
         Command,
@@ -53,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from ..engine.state import ExecutionState
     from ..status_layers import ExecutionStatus
     from ..tool_kinds import WORKFLOW_KINDS
+    from ..tool_kinds.approve import APPROVE
     from .definitions import invalid_input, prepare_playbook
     from .metrics import count_execution
     from .pacing import TASK_BREAK, YIELD_ACTIVITY, ends_task
@@ -62,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from .types import WORKFLOW_NAME, RunInput
 
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
-from . import child_runs, task_runs, user_calls
+from . import approval_runs, child_runs, task_runs, user_calls
 from .event_flush import EventFlusher
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
@@ -320,6 +322,8 @@ class PlaybookWorkflow:
                 return
             child = command.kind in WORKFLOW_KINDS  # `playbook`, `activity`, `workflow` (tool_kinds/)
             runner = self._run_child if child else self._run_task
+            if command.kind == APPROVE.kind:
+                runner = self._run_approval   # waits for a person (docs/approvals.md)
             if command.kind == "playbook":  # a user's own workflow is cancelled with its task, cascade or not
                 self._children.add(command.task_run_id)
             self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
@@ -407,6 +411,20 @@ class PlaybookWorkflow:
         # The engine decides on the outcome (no activity of ours evaluated its policy).
         self._report(cmd, TaskResult.undecided(outcome))
 
+    async def _run_approval(self, cmd: RunTask) -> None:
+        """An approve task: the ``answer`` update ends it (feeding the engine itself), or its
+        timeout does, here. Cancelled (its step timed out, the execution was cancelled): a
+        cancelled task, as any other."""
+        try:
+            answered = await approval_runs.wait_for_answer(cmd, lambda: cmd.task_run_id not in self.engine.approvals)
+        except asyncio.CancelledError:
+            self._release(cmd.task_run_id)
+            self._report(cmd, task_runs.cancelled("approval cancelled"))
+            return
+        self._release(cmd.task_run_id)
+        if not answered and not self.engine.finished:
+            self._feed(Answer(now=_now(), task_run_id=cmd.task_run_id, timed_out=True))
+
     async def _proceed_later(self) -> None:
         """The engine used up one input's work budget: go on in a later activation (and
         every few yields in a later workflow task, ``pacing.ends_task``)."""
@@ -472,15 +490,37 @@ class PlaybookWorkflow:
         if too_big is not None:
             raise ValueError(too_big)
 
+    @workflow.update(name=approval_runs.UPDATE_NAME)
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A person's answer to a waiting approve task: it becomes the task's result."""
+        answer = approval_runs.AnswerRequest.read(request)
+        task_run_id, _ = approvals.find(self.engine, answer.step, answer.iteration)
+        assert task_run_id is not None   # the validator found it, in this same activation
+        self._feed(Answer(now=_now(), task_run_id=task_run_id, values=answer.values, by=answer.by,
+                          reason=answer.reason))
+        return {"step": answer.step, "task_run_id": task_run_id, "answer": answer.values, "by": answer.by}
+
+    @answer.validator
+    def _validate_answer(self, request: dict[str, Any]) -> None:
+        if self._state is None:
+            raise ValueError("the execution is not running yet: nothing waits for an answer")
+        answer = approval_runs.AnswerRequest.read(request)
+        refusal = approvals.refusal(self._state, answer.step, answer.values, answer.by, answer.iteration)
+        if refusal is not None:
+            raise ValueError(refusal)
+
     @workflow.query(name="status")
     def status(self) -> dict[str, Any]:
         state = self._state
         if state is None:
             return {"state": "PENDING", "current_step": None, "started_at": None, "ended_at": None,
                     "terminal_event": None, "paused": False}
-        return {"state": state.status.value, "current_step": progress.current_step(state),
-                "started_at": state.started_at, "ended_at": state.ended_at,
-                "terminal_event": state.terminal_event, "paused": state.paused}
+        status: dict[str, Any] = {"state": state.status.value, "current_step": progress.current_step(state),
+                                  "started_at": state.started_at, "ended_at": state.ended_at,
+                                  "terminal_event": state.terminal_event, "paused": state.paused}
+        if state.approvals:
+            status["waiting"] = approvals.waiting(state)
+        return status
 
     @workflow.query(name="events")
     def events(self, after_seq: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
