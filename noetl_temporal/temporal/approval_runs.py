@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -18,7 +18,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..engine.messages import RunTask
 
-__all__ = ["AnswerRequest", "wait_for_answer", "UPDATE_NAME"]
+__all__ = ["AnswerRequest", "wait_for_answer", "remaining", "UPDATE_NAME"]
 
 #: the workflow update a person's answer arrives by
 UPDATE_NAME = "answer"
@@ -53,10 +53,24 @@ class AnswerRequest:
         return cls(step=data["step"], values=values, by=by or None, iteration=iteration, reason=reason)
 
 
-async def wait_for_answer(cmd: RunTask, answered: Callable[[], bool]) -> bool:
+def remaining(timeout: Any, since: str | None, now: datetime) -> float | None:
+    """Seconds left of the task's ``timeout`` (None: no limit), counted from when the engine
+    asked (``since``): a wait handed to the next run (continue-as-new) keeps its deadline."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        return None
+    seconds = float(timeout)
+    if since:
+        asked = datetime.fromisoformat(since.replace("Z", "+00:00"))
+        seconds -= max((now - asked).total_seconds(), 0.0)
+    return seconds
+
+
+async def wait_for_answer(cmd: RunTask, answered: Callable[[], bool], *, since: str | None = None,
+                          now: datetime) -> bool:
     """Wait until ``answered()``; False when the task's ``timeout`` passed first."""
-    timeout = cmd.config.get("timeout")
-    seconds = float(timeout) if isinstance(timeout, int | float) and not isinstance(timeout, bool) else None
+    seconds = remaining(cmd.config.get("timeout"), since, now)
+    if seconds is not None and seconds <= 0:
+        return answered()
     try:
         await workflow.wait_condition(answered, timeout=timedelta(seconds=seconds) if seconds else None,
                                       timeout_summary=f"approval {cmd.step}" if seconds else None)

@@ -110,6 +110,9 @@ class PlaybookWorkflow:
         self._parked: list[RunTask | StartTimer] = []
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
+        # approve tasks waiting for a person: not activities (no pending slot), handed to the
+        # next run on continue-as-new instead of holding it back (docs/approvals.md)
+        self._approvals: dict[str, tuple[RunTask, asyncio.Future[None]]] = {}
         self._details = ""         # the Temporal UI's current details, as last set
         self._progress_due = False  # a refresh of them is queued on the event loop
         self._yields = 0           # Yield commands of this run (pacing.ends_task, run_length)
@@ -241,7 +244,7 @@ class PlaybookWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._drain(flusher)
         now = workflow.now().timestamp()
-        parked = [_command_dict(c) for c in [*self._queued, *self._parked]]
+        parked = [_command_dict(c) for c in [*self._queued, *self._parked, *(a for a, _ in self._approvals.values())]]
         for deadline, timer in self._timers.values():
             parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
                                                    step_run_id=timer.step_run_id)))
@@ -316,14 +319,14 @@ class PlaybookWorkflow:
     def _execute(self, command: Command) -> None:
         if isinstance(command, RunTask | StartTimer) and self._draining:
             self._parked.append(command)  # started by the next run (continue-as-new)
+        elif isinstance(command, RunTask) and command.kind == APPROVE.kind:
+            self._approvals[command.task_run_id] = (command, asyncio.ensure_future(self._run_approval(command)))
         elif isinstance(command, RunTask):
             if len(self._activities) >= self._max_pending():
                 self._queued.append(command)  # Temporal allows 2,000 pending per execution
                 return
             child = command.kind in WORKFLOW_KINDS  # `playbook`, `activity`, `workflow` (tool_kinds/)
             runner = self._run_child if child else self._run_task
-            if command.kind == APPROVE.kind:
-                runner = self._run_approval   # waits for a person (docs/approvals.md)
             if command.kind == "playbook":  # a user's own workflow is cancelled with its task, cascade or not
                 self._children.add(command.task_run_id)
             self._activities[command.task_run_id] = asyncio.ensure_future(runner(command))
@@ -356,6 +359,8 @@ class PlaybookWorkflow:
             asyncio.ensure_future(self._report_soon(parked[0], task_runs.cancelled("task cancelled")))
             return
         handle = self._activities.get(task_run_id)
+        if handle is None and task_run_id in self._approvals:
+            handle = self._approvals[task_run_id][1]
         if handle is not None and not handle.done():
             handle.cancel()
 
@@ -415,13 +420,16 @@ class PlaybookWorkflow:
         """An approve task: the ``answer`` update ends it (feeding the engine itself), or its
         timeout does, here. Cancelled (its step timed out, the execution was cancelled): a
         cancelled task, as any other."""
+        record = self.engine.approvals.get(cmd.task_run_id)
+        since = record["since"] if record is not None else None
         try:
-            answered = await approval_runs.wait_for_answer(cmd, lambda: cmd.task_run_id not in self.engine.approvals)
+            answered = await approval_runs.wait_for_answer(cmd, lambda: cmd.task_run_id not in self.engine.approvals,
+                                                           since=since, now=workflow.now())
         except asyncio.CancelledError:
-            self._release(cmd.task_run_id)
+            self._approvals.pop(cmd.task_run_id, None)
             self._report(cmd, task_runs.cancelled("approval cancelled"))
             return
-        self._release(cmd.task_run_id)
+        self._approvals.pop(cmd.task_run_id, None)
         if not answered and not self.engine.finished:
             self._feed(Answer(now=_now(), task_run_id=cmd.task_run_id, timed_out=True))
 

@@ -11,10 +11,11 @@ import sys
 import textwrap
 
 import pytest
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
 
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.observe import read_events, read_status
+from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.control import read_detail
 from noetl_temporal.temporal.worker import build_worker
@@ -176,3 +177,62 @@ async def test_unanswered_with_on_timeout_fail_the_step_fails(temporal, task_que
         assert detail["state"] == "FAILED" and detail["steps"]["sign_off"]["status"] == "FAILED"
         failed = [e for e in await read_events(temporal.client, handle.id) if e["event_type"] == "task.failed"]
         assert "not answered within 0.5 s" in json.dumps(failed)
+
+
+PARALLEL = """
+metadata: {name: ship-busy}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {spec: {mode: inclusive}, arcs: [{step: sign_off}, {step: busy}]}
+  - step: sign_off
+    tool:
+      kind: approve
+      prompt: "Ship?"
+      fields: {approved: boolean}
+      timeout: 600
+      on_timeout: answer
+      default: {approved: false}
+  - step: busy
+    loop: {in: "{{ range(12) | list }}", iterator: i, spec: {mode: sequential}}
+    tool: {kind: shell, cmd: "echo {{ i }}"}
+"""
+
+
+async def test_a_waiting_approval_does_not_hold_back_continue_as_new(temporal, task_queue):
+    """The other branch goes on (history grows, the run continues as new) while the approval
+    waits; the wait moves to the next run with its deadline, and the answer reaches it there."""
+    playbook = load_playbook_text(textwrap.dedent(PARALLEL), source="<test>").playbook
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=90,
+                                       continue_as_new_after_events=30)
+        latest = temporal.client.get_workflow_handle(handle.id)
+        for _ in range(600):   # the busy branch ends in a later run, the approval still waiting
+            events = await read_events(temporal.client, handle.id, store=open_event_store(), limit=10_000)
+            if any(e["event_type"] == "step.done" and e["entity_id"] == "busy" for e in events):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the busy branch did not finish while the approval waited")
+        first = temporal.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+        assert (await first.describe()).status == WorkflowExecutionStatus.CONTINUED_AS_NEW
+        status = await waiting(temporal.client, handle.id)
+        assert status["waiting"][0]["step"] == "sign_off"
+        details = (await latest.query("__temporal_workflow_metadata")).current_details
+        assert "waiting for an answer (approve): `sign_off` (Ship?)" in details
+        await latest.execute_update("answer", {"step": "sign_off", "values": {"approved": True}, "by": "ops"})
+        output = await asyncio.wait_for(latest.result(), timeout=30)
+        assert output["state"] == "COMPLETED"
+        assert output["steps"]["sign_off"]["result"]["approved"] is True
+        assert output["steps"]["busy"]["status"] == "COMPLETED"
+
+
+def test_a_handed_over_wait_keeps_its_deadline():
+    from datetime import UTC, datetime
+
+    from noetl_temporal.temporal.approval_runs import remaining
+
+    now = datetime(2026, 1, 1, 0, 1, 0, tzinfo=UTC)
+    assert remaining(90, "2026-01-01T00:00:00Z", now) == 30.0
+    assert remaining(30, "2026-01-01T00:00:00Z", now) == -30.0   # past: expires at once
+    assert remaining(None, "2026-01-01T00:00:00Z", now) is None
