@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.client import Client, WorkflowUpdateFailedError
-from temporalio.service import RPCError
+from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
 
+from ..errors import ConfigError
 from .approval_runs import UPDATE_NAME
 from .control import RPC_TIMEOUT, ExecutionFinished, Rejected, _closed_meanwhile, _running, describe
 
@@ -36,5 +37,20 @@ async def answer(client: Client, execution_id: str, step: str, values: dict[str,
             if info.closed:
                 raise ExecutionFinished(execution_id, info.state, action) from None
         raise Rejected(message) from None
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        raise _no_worker(execution_id, step) from None
     except RPCError as exc:
+        if exc.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
+            raise _no_worker(execution_id, step) from None
         raise (await _closed_meanwhile(client, execution_id, action, exc)) from None
+
+
+def _no_worker(execution_id: str, step: str) -> ConfigError:
+    # The validator runs on a worker and none ran it in time. Temporal keeps the admitted
+    # update (in the server's memory, not its history) and hands it to the next worker,
+    # whose validator then accepts or refuses it: the answer is pending, not lost or refused.
+    return ConfigError(f"no worker took the answer to step {step!r} of {execution_id} within "
+                       f"{RPC_TIMEOUT.total_seconds():.0f} s: Temporal holds it for the next worker, which "
+                       "accepts or refuses it then",
+                       fix="start a worker for the execution's task queue (`noetl-temporal status` says whether "
+                           "one polls); `noetl-temporal events ID --type approval.answered` shows when it is taken")
