@@ -41,7 +41,12 @@ def _check(config: dict[str, Any], path: str, reporter: Reporter) -> None:
     if fields is not None and not _has_template(fields):
         for name, message, fix in field_problems(fields):
             form_ok = False
-            where = paths.join(f"{path}.fields", name) if name and isinstance(fields, dict) else f"{path}.fields"
+            where = f"{path}.fields"
+            if name and isinstance(fields, dict):
+                where = paths.join(where, name)
+            elif name and isinstance(fields, list):   # the list entry that names it
+                index = next(i for i, f in enumerate(fields) if isinstance(f, dict) and f.get("name") == name)
+                where = f"{where}[{index}]"
             code = "NTL215" if message.startswith("name:") else "NTL214"
             reporter.add_normalized(code, message.removeprefix("name: "), where, fix=fix)
     else:

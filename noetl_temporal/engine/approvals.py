@@ -36,7 +36,9 @@ def config_problem(config: dict[str, Any]) -> str | None:
 
 def requested(state: ExecutionState, run: StepRun, pipe: PipelineRun, task_name: str, task_run_id: str,
               config: dict[str, Any]) -> None:
-    fields = {name: f.to_dict() for name, f in parse_fields(config.get("fields")).items()}
+    # a list, not a mapping: JSON on its way through Temporal may sort a mapping's keys, and a
+    # form's fields are shown in the order the playbook writes them
+    fields = [{"name": name, **f.to_dict()} for name, f in parse_fields(config.get("fields")).items()]
     record = {"step": run.step, "task": task_name, "step_run_id": run.id, "iteration": pipe.iteration,
               "prompt": config.get("prompt"), "fields": fields, "approvers": list(config.get("approvers") or []),
               "timeout": config.get("timeout"), "on_timeout": config.get("on_timeout") or "fail",
@@ -78,8 +80,12 @@ def refusal(state: ExecutionState, step: str, values: Any, by: str | None, itera
     if not may_answer(record["approvers"], by):
         return (f"{by or 'an anonymous caller'} may not answer step {step!r}: its approvers are "
                 f"{', '.join(record['approvers'])}")
-    problem = answer_problem(parse_fields(record["fields"]), values)
+    problem = answer_problem(parse_fields({f["name"]: _spec(f) for f in record["fields"]}), values)
     return f"answer to step {step!r} refused: {problem}" if problem else None
+
+
+def _spec(field: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in field.items() if k != "name"}
 
 
 def answered(state: ExecutionState, event: Answer) -> TaskFinished | None:

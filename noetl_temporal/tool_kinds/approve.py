@@ -18,7 +18,8 @@ from typing import Any
 
 from .declaration import Setting, ToolKind
 
-__all__ = ["APPROVE", "FIELD_TYPES", "RESERVED_FIELDS", "ON_TIMEOUT", "Field", "field_problems", "parse_fields",
+__all__ = ["APPROVE", "FIELD_TYPES", "RESERVED_FIELDS", "ON_TIMEOUT", "Field", "as_mapping", "field_problems",
+           "parse_fields",
            "answer_problem", "may_answer", "answer_result"]
 
 #: what ``on_timeout`` may say: the task fails (its step fails, as a tool's error would), or
@@ -40,8 +41,9 @@ APPROVE = ToolKind(
     summary="waits for a person's answer (a small form) and returns it; see docs/approvals.md",
     settings=(
         Setting("prompt", ("string",), "what the person is asked (shown by `status`, the page and the Temporal UI)"),
-        Setting("fields", ("mapping",), "the form: `name: type` or `name: {type, required, choices, doc}`; "
-                                        "types: string, boolean, integer, number"),
+        Setting("fields", ("mapping", "list"), "the form: `name: type` or `name: {type, required, choices, doc}` "
+                                                "(shown in name order), or a list of `{name, type, ...}` (shown "
+                                                "in its order); types: string, boolean, integer, number"),
         Setting("approvers", ("list",), "who may answer: names of API approver tokens (`--approver NAME=TOKEN`) "
                                         "or the CLI's `--by`; default anyone who may control the execution"),
         Setting("timeout", ("number",), "seconds to wait for an answer (a durable timer); default no limit",
@@ -73,14 +75,32 @@ class Field:
         return data
 
 
+def as_mapping(fields: Any) -> Any:
+    """A list form (``[{name: approved, type: boolean}, ...]``, which keeps its order through
+    Temporal, where a mapping's keys may come back sorted) as the mapping form; anything
+    else as it is."""
+    if isinstance(fields, list) and all(isinstance(f, Mapping) and isinstance(f.get("name"), str) for f in fields):
+        return {f["name"]: {k: v for k, v in f.items() if k != "name"} for f in fields}
+    return fields
+
+
 def field_problems(fields: Any) -> list[tuple[str, str, str]]:
     """What is wrong with a ``fields`` form: ``(name or "", message, fix)`` per problem; the
     name is the field's (empty: the form as a whole). Reserved and unusable names come
     with the message starting ``name``, so the DSL gives them their own code."""
     if fields is None:
         return []
+    if isinstance(fields, list):
+        names = [f.get("name") for f in fields if isinstance(f, Mapping)]
+        if len(names) != len(fields) or not all(isinstance(n, str) for n in names):
+            return [("", "a `fields` list holds an entry without a `name`",
+                     "write `fields: [{name: approved, type: boolean}, ...]`")]
+        if len(set(names)) != len(names):
+            return [("", "a `fields` list names a field twice", "give each field its own name")]
+        fields = as_mapping(fields)
     if not isinstance(fields, Mapping):
-        return [("", "`fields` is not a mapping of field name -> type", "write `fields: {approved: boolean}`")]
+        return [("", "`fields` is not a mapping of field name -> type, or a list of fields",
+                 "write `fields: {approved: boolean}` or `fields: [{name: approved, type: boolean}]`")]
     problems: list[tuple[str, str, str]] = []
     types = ", ".join(FIELD_TYPES)
     for name, spec in fields.items():
@@ -116,7 +136,7 @@ def field_problems(fields: Any) -> list[tuple[str, str, str]]:
 def parse_fields(fields: Any) -> dict[str, Field]:
     """The form's fields (assumes :func:`field_problems` found none)."""
     parsed: dict[str, Field] = {}
-    for name, spec in (fields or {}).items():
+    for name, spec in (as_mapping(fields) or {}).items():
         if isinstance(spec, str):
             spec = {"type": spec}
         parsed[name] = Field(name=name, type=spec.get("type", "string"), required=bool(spec.get("required")),

@@ -62,5 +62,15 @@ def test_refusals_are_located(task, expected):
     assert _messages(task) == expected
 
 
+def test_a_list_form_keeps_its_order_and_is_located_by_entry():
+    assert _messages("      kind: approve\n      prompt: p\n      fields:\n        - {name: ok, type: boolean}\n"
+                     "        - {name: env, type: strin}\n") == [
+        "pb.yaml:11:11: NTL214 field 'env' has type 'strin' (workflow[0].tool.fields[1]) — fix: use one of string, "
+        "boolean, integer, number"]
+    assert _messages("      kind: approve\n      prompt: p\n      fields:\n        - {type: boolean}\n") == [
+        "pb.yaml:9:7: NTL214 a `fields` list holds an entry without a `name` (workflow[0].tool.fields) — fix: write "
+        "`fields: [{name: approved, type: boolean}, ...]`"]
+
+
 def test_a_templated_form_is_left_to_the_run():
     assert _messages("      kind: approve\n      prompt: p\n      fields: \"{{ workload.form }}\"\n") == []

@@ -81,7 +81,9 @@ async def test_answered_by_the_cli_routes_on_the_answer(temporal, task_queue):
         assert status["state"] == "RUNNING" and status["current_step"] == "sign_off"
         [ask] = status["waiting"]
         assert ask["step"] == "sign_off" and ask["prompt"] == "Ship v2?" and ask["approvers"] == ["alice", "ops"]
-        assert ask["fields"]["approved"] == {"type": "boolean", "required": True}
+        assert ask["fields"] == [{"name": "approved", "type": "boolean", "required": True},   # a mapping: name order
+                                 {"name": "comment", "type": "string", "required": False},
+                                 {"name": "env", "type": "string", "required": False, "choices": ["staging", "prod"]}]
         details = (await handle.query("__temporal_workflow_metadata")).current_details
         assert "waiting for an answer (approve): `sign_off` (Ship v2?)" in details
 
