@@ -253,6 +253,20 @@ class AnswerResponse(BaseModel):
     by: str | None = Field(description="who answered: an approver token's name, or `api`")
 
 
+class SkipRequest(_Request):
+    reason: str = Field(min_length=1, max_length=2000, description="why (recorded in step.skipped)")
+    result: Any = Field(default=None, description="the step's result instead of its task's")
+    iteration: int | None = Field(default=None, description="the loop iteration to skip (loop steps)")
+
+
+class SkipResponse(BaseModel):
+    execution_id: str
+    step: str
+    result: Any = None
+    by: str | None = None
+    reason: str
+
+
 class CtxResponse(BaseModel):
     execution_id: str
     ctx: dict[str, Any] = Field(description="the ctx after the patch, secrets redacted")

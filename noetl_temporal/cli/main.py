@@ -149,6 +149,9 @@ COMMANDS: list[Command] = [
             _lazy("control", "add_ctx_arguments"), _lazy("control", "control_command")),
     Command("approve", "answer a step waiting for a person (`kind: approve`): --set FIELD=VALUE..., --by NAME",
             _lazy("approve", "add_arguments"), _lazy("approve", "run")),
+    Command("skip", "skip a running step: its task is cancelled, the step ends as a success with --result "
+                    "(--reason required)",
+            _lazy("skip", "add_arguments"), _lazy("skip", "run")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
             _lazy("worker", "add_arguments"), _lazy("worker", "run")),
     Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",

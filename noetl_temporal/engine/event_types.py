@@ -32,7 +32,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "loop.iteration.failed", "loop.done",
     "policy.admit.evaluated", "policy.task.evaluated", "next.evaluated",
     "result.stored", "result.manifest.updated", "execution.cancelled",
-    "approval.requested", "approval.answered", "approval.expired",
+    "approval.requested", "approval.answered", "approval.expired", "step.skipped",
 )
 
 # Part of the seed's taxonomy and accepted as filters, but nothing in this runtime emits

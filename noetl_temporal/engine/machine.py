@@ -35,7 +35,7 @@ from ..errors import ResultFieldUnavailable
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..template_text import python_text
 from ..templates import evaluate_condition
-from . import approvals, budget, ctx_size, joins, loops, pipeline, steps
+from . import approvals, budget, ctx_size, joins, loops, pipeline, skips, steps
 from .behaviours import NOETL_TEXT
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
@@ -54,6 +54,7 @@ from .messages import (
     Pause,
     Proceed,
     Resume,
+    SkipStep,
     Start,
     StepTimedOut,
     TaskFinished,
@@ -95,6 +96,8 @@ def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Com
         _start(state, event)
     elif isinstance(event, TaskFinished):
         complete(state, pipeline.task_finished(state, event, commands), commands)
+    elif isinstance(event, SkipStep):
+        complete(state, skips.skip(state, event, commands), commands)
     elif isinstance(event, Answer):
         finished = approvals.answered(state, event)
         if finished is not None:

@@ -14,7 +14,7 @@ from .behaviours import CURRENT
 from .envelopes import Attempt, Outcome
 
 __all__ = [
-    "Start", "TaskFinished", "Answer", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
+    "Start", "TaskFinished", "Answer", "SkipStep", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
     "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
 ]
 
@@ -102,7 +102,20 @@ class Answer:
     timed_out: bool = False
 
 
-Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer
+@dataclass
+class SkipStep:
+    """An operator skipped a running step (the ``skip_step`` update; ``engine/skips.py``):
+    its waiting task is cancelled and the step ends as a success with ``result``."""
+
+    now: str
+    step: str
+    reason: str
+    result: Any = None
+    by: str | None = None
+    iteration: int | None = None
+
+
+Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer | SkipStep
 
 
 # ----------------------------------------------------------------------------- commands

@@ -40,7 +40,8 @@ from .policy_evaluation import evaluate_policy
 from .state import ExecutionState, PipelineRun, StepRun
 from .state_machines import PipelineAction, PipelineState, move
 
-__all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome"]
+__all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome",
+           "skip_task"]
 
 #: what a pipeline's end returns: the completion its owner (step run or loop) handles
 PipelineEnd = PipelineDone | IterationDone
@@ -427,6 +428,19 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
         # A step-level `set:` of plain names has no pipeline left to bind into: it
         # patches ctx, which is where later steps can read it.
         patch_ctx(state, var_patch)
+
+
+def skip_task(state: ExecutionState, run: StepRun, pipe: PipelineRun, result: Any) -> PipelineEnd | None:
+    """An operator skipped the pipeline's waiting task (``skips.py``): the pipeline ends as a
+    success with ``result``, the rest of its tasks not run; the task's late report is ignored."""
+    if pipe.in_flight is not None:
+        state.pipelines.pop(pipe.in_flight, None)
+        state.approvals.pop(pipe.in_flight, None)
+        pipe.in_flight = None
+        _move(pipe, PipelineState.RUNNING)
+    pipe.prev = result
+    pipe.last_outcome = Outcome.ok(result, attempt=1, duration_ms=0)
+    return _end_pipeline(state, run, pipe, failed=False, error=None)
 
 
 def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, failed: bool,

@@ -14,20 +14,31 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..errors import ConfigError
-from .approval_runs import UPDATE_NAME
+from .approval_runs import SKIP_UPDATE, UPDATE_NAME
 from .control import RPC_TIMEOUT, ExecutionFinished, Rejected, _closed_meanwhile, _running, describe
 
-__all__ = ["answer"]
+__all__ = ["answer", "skip"]
 
 
 async def answer(client: Client, execution_id: str, step: str, values: dict[str, Any], *, by: str | None = None,
                  iteration: int | None = None, reason: str | None = None) -> dict[str, Any]:
     """Answer the approval ``step`` waits for; returns what was recorded."""
-    action = f"answer step {step!r} of"
-    handle = await _running(client, execution_id, action)
     request = {"step": step, "values": values, "by": by, "iteration": iteration, "reason": reason}
+    return await _update(client, execution_id, UPDATE_NAME, request, f"answer step {step!r} of", step)
+
+
+async def skip(client: Client, execution_id: str, step: str, *, reason: str, result: Any = None,
+               by: str | None = None, iteration: int | None = None) -> dict[str, Any]:
+    """Skip a running step (engine/skips.py): it ends as a success with ``result``."""
+    request = {"step": step, "reason": reason, "result": result, "by": by, "iteration": iteration}
+    return await _update(client, execution_id, SKIP_UPDATE, request, f"skip step {step!r} of", step)
+
+
+async def _update(client: Client, execution_id: str, update: str, request: dict[str, Any], action: str,
+                  step: str) -> dict[str, Any]:
+    handle = await _running(client, execution_id, action)
     try:
-        result: dict[str, Any] = await handle.execute_update(UPDATE_NAME, request, rpc_timeout=RPC_TIMEOUT)
+        result: dict[str, Any] = await handle.execute_update(update, request, rpc_timeout=RPC_TIMEOUT)
         return {"execution_id": execution_id, **result}
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
@@ -49,8 +60,8 @@ def _no_worker(execution_id: str, step: str) -> ConfigError:
     # The validator runs on a worker and none ran it in time. Temporal keeps the admitted
     # update (in the server's memory, not its history) and hands it to the next worker,
     # whose validator then accepts or refuses it: the answer is pending, not lost or refused.
-    return ConfigError(f"no worker took the answer to step {step!r} of {execution_id} within "
+    return ConfigError(f"no worker took the request for step {step!r} of {execution_id} within "
                        f"{RPC_TIMEOUT.total_seconds():.0f} s: Temporal holds it for the next worker, which "
                        "accepts or refuses it then",
                        fix="start a worker for the execution's task queue (`noetl-temporal status` says whether "
-                           "one polls); `noetl-temporal events ID --type approval.answered` shows when it is taken")
+                           "one polls); `noetl-temporal events ID` shows when it is taken")

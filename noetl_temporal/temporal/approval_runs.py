@@ -18,10 +18,12 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..engine.messages import RunTask
 
-__all__ = ["AnswerRequest", "wait_for_answer", "remaining", "UPDATE_NAME"]
+__all__ = ["AnswerRequest", "SkipRequest", "wait_for_answer", "remaining", "UPDATE_NAME", "SKIP_UPDATE"]
 
 #: the workflow update a person's answer arrives by
 UPDATE_NAME = "answer"
+#: the workflow update an operator skips a running step by (engine/skips.py)
+SKIP_UPDATE = "skip_step"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,30 @@ def remaining(timeout: Any, since: str | None, now: datetime) -> float | None:
         asked = datetime.fromisoformat(since.replace("Z", "+00:00"))
         seconds -= max((now - asked).total_seconds(), 0.0)
     return seconds
+
+
+@dataclass(frozen=True)
+class SkipRequest:
+    """The ``skip_step`` update's argument: ``{"step", "reason", "result", "by", "iteration"}``."""
+
+    step: str
+    reason: str
+    result: Any = None
+    by: str | None = None
+    iteration: int | None = None
+
+    @classmethod
+    def read(cls, data: Any) -> SkipRequest:
+        if not isinstance(data, dict) or not isinstance(data.get("step"), str) or not data["step"]:
+            raise ValueError("a skip names the step: {\"step\": ..., \"reason\": ...}")
+        reason, by, iteration = data.get("reason"), data.get("by"), data.get("iteration")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError("a skip needs a reason (recorded in step.skipped)")
+        if by is not None and not isinstance(by, str):
+            raise ValueError("`by` (who skips) is a name")
+        if iteration is not None and (isinstance(iteration, bool) or not isinstance(iteration, int)):
+            raise ValueError("`iteration` is a whole number")
+        return cls(step=data["step"], reason=reason, result=data.get("result"), by=by or None, iteration=iteration)
 
 
 async def wait_for_answer(cmd: RunTask, answered: Callable[[], bool], *, since: str | None = None,

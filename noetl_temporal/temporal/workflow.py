@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
-    from ..engine import approvals, behaviours, ctx_size, machine, progress, snapshot
+    from ..engine import approvals, behaviours, ctx_size, machine, progress, skips, snapshot
     from ..engine.envelopes import RunOutput, TaskResult
     from ..engine.graph import StepGraph
     from ..engine.messages import (
@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         Proceed,
         Resume,
         RunTask,
+        SkipStep,
         Start,
         StartTimer,
         StepTimedOut,
@@ -514,6 +515,23 @@ class PlaybookWorkflow:
             raise ValueError("the execution is not running yet: nothing waits for an answer")
         answer = approval_runs.AnswerRequest.read(request)
         refusal = approvals.refusal(self._state, answer.step, answer.values, answer.by, answer.iteration)
+        if refusal is not None:
+            raise ValueError(refusal)
+
+    @workflow.update(name=approval_runs.SKIP_UPDATE)
+    def skip_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An operator skips a running step: it ends as a success with the given result."""
+        skip = approval_runs.SkipRequest.read(request)
+        self._feed(SkipStep(now=_now(), step=skip.step, reason=skip.reason, result=skip.result, by=skip.by,
+                            iteration=skip.iteration))
+        return {"step": skip.step, "result": skip.result, "by": skip.by, "reason": skip.reason}
+
+    @skip_step.validator
+    def _validate_skip(self, request: dict[str, Any]) -> None:
+        if self._state is None:
+            raise ValueError("the execution is not running yet: no step to skip")
+        skip = approval_runs.SkipRequest.read(request)
+        refusal = skips.refusal(self._state, skip.step, skip.reason, skip.iteration)
         if refusal is not None:
             raise ValueError(refusal)
 

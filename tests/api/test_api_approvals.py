@@ -106,3 +106,39 @@ async def test_answered_through_the_open_api(api):
     assert answered[0]["payload"]["by"] == "api" and answered[0]["payload"]["answer"] == {"approved": False}
     r = await api.post(f"/executions/{execution_id}/steps/sign_off/answer", json={"values": {"approved": True}})
     assert r.status_code == 409, r.text   # the execution ended
+
+
+SLOW = playbook("""
+    metadata: {name: slow}
+    workflow:
+      - step: wait
+        tool: {kind: shell, cmd: "sleep 60"}
+        next: {arcs: [{step: after}]}
+      - step: after
+        tool: {kind: noop, result: "after {{ wait.why }}"}
+""")
+
+
+async def test_a_running_step_is_skipped_through_the_api(api):
+    execution_id = (await api.post("/executions", json={"playbook": SLOW})).json()["execution_id"]
+
+    async def running():
+        events = await events_of(api, execution_id, type="task.started")
+        return events or None
+
+    await wait_for(running, what="the slow task to start")
+    url = f"/executions/{execution_id}/steps/wait/skip"
+    r = await api.post(url, json={"reason": ""})
+    assert r.status_code == 422   # a reason is required
+    r = await api.post(f"/executions/{execution_id}/steps/after/skip", json={"reason": "no"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("step 'after' is not running"), r.text
+    r = await api.post(url, json={"reason": "not needed today", "result": {"why": "skipped"}})
+    assert r.status_code == 200 and r.json()["by"] == "api", r.text
+    status = await wait_state(api, execution_id, timeout=30)
+    assert status["state"] == "COMPLETED"
+    detail = (await api.get(f"/executions/{execution_id}")).json()
+    assert detail["steps"]["after"]["result"] == "after skipped"
+    [skipped] = await events_of(api, execution_id, type="step.skipped")
+    assert skipped["payload"]["reason"] == "not needed today" and skipped["payload"]["by"] == "api"
+    r = await api.post(url, json={"reason": "again"})
+    assert r.status_code == 409   # it ended

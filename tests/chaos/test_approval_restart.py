@@ -60,7 +60,7 @@ async def test_an_approval_survives_a_worker_kill(temporal, task_queue):
         code, out, err = await cli("approve", handle.id, "sign_off", "--set", "approved=true", "--by", "ops",
                                    "--address", temporal.address)
         assert code == 2 and out == "", (code, out, err)
-        assert "no worker took the answer to step 'sign_off'" in err and "holds it for the next worker" in err
+        assert "no worker took the request for step 'sign_off'" in err and "holds it for the next worker" in err
         assert "Traceback" not in err
         worker.start()   # takes the held answer: nothing to send again
         output = await asyncio.wait_for(handle.result(), timeout=60)

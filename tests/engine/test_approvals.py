@@ -101,3 +101,32 @@ def test_a_rendered_form_that_does_not_hold_fails_the_task():
     """)
     assert not [c for c in commands if isinstance(c, RunTask)] and state.approvals == {}
     assert state.failures[0].kind == "approve" and "field 'ok' has type 'bool'" in state.failures[0].message
+
+
+def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success():
+    from noetl_temporal.engine import skips
+    from noetl_temporal.engine.messages import CancelTasks, SkipStep
+
+    state, commands = started("""
+    metadata: {name: skipped}
+    workflow:
+      - step: ask
+        tool: {kind: approve, prompt: "?"}
+        next: {arcs: [{step: after, when: "{{ ask.go }}"}]}
+      - step: after
+        tool: {kind: noop, result: "went"}
+    """)
+    [ask] = [c for c in commands if isinstance(c, RunTask)]
+    assert skips.refusal(state, "ask", "") == "a skip needs a reason (recorded in step.skipped)"
+    assert skips.refusal(state, "after", "x") == \
+        "step 'after' is not running, so there is nothing to skip (running: ask)"
+    state, commands = step(state, SkipStep(now=T1, step="ask", reason="decided by phone", result={"go": True},
+                                           by="ops"))
+    assert [c.task_run_ids for c in commands if isinstance(c, CancelTasks)] == [[ask.task_run_id]]
+    assert state.approvals == {} and state.step_results["after"] == "went"
+    [skipped] = [e for e in state.log.since(0, 1000) if e["event_type"] == "step.skipped"]
+    assert skipped["payload"] == {"by": "ops", "reason": "decided by phone", "result": {"go": True}, "skipped_at": T1}
+    # the cancelled task's late report changes nothing
+    late = Outcome.failed(ErrorInfo(kind="cancelled", message="cancelled"))
+    state, commands = step(state, TaskFinished(task_run_id=ask.task_run_id, now=T1, outcome=late))
+    assert commands == [] and state.steps["ask"].status == "COMPLETED"

@@ -1,0 +1,31 @@
+"""``POST /executions/{id}/steps/{step}/skip``: skip a running step (docs/approvals.md).
+
+Thin: the behaviour is the workflow's ``skip_step`` update (``engine/skips.py``), the
+call ``temporal/answers.py``'s, shared with ``noetl-temporal skip``. Who skips is ``api``
+(the API token's name, as for answers).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+
+from noetl_temporal.temporal.answers import skip as skip_step
+
+from ..deps import ClientDep, ExecutionId
+from ..errors import responses
+from ..models import SkipRequest, SkipResponse
+from ..security import API_ANSWERER
+
+router = APIRouter(tags=["control"])
+
+
+@router.post("/executions/{execution_id}/steps/{step}/skip", response_model=SkipResponse,
+             responses=responses(404, 409, 413, 422, 503),
+             summary="Skip a running step: its task is cancelled, it ends as a success with `result` (step.skipped)")
+async def skip(body: SkipRequest, execution_id: ExecutionId, client: ClientDep,
+               step: Annotated[str, Path(max_length=255, description="the running step's name")]) -> Any:
+    result = await skip_step(client, execution_id, step, reason=body.reason, result=body.result, by=API_ANSWERER,
+                             iteration=body.iteration)
+    return SkipResponse(**result)
