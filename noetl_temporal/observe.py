@@ -151,6 +151,8 @@ async def _open_status(client: Client, execution_id: str, description: WorkflowE
                              terminal_event=live.get("terminal_event"), workers_polling=polling)
             if live.get("waiting"):   # approve tasks waiting for a person (docs/approvals.md)
                 status["waiting"] = live["waiting"]
+            if live.get("paused_steps"):   # steps an operator paused (docs/approvals.md)
+                status["paused_steps"] = live["paused_steps"]
             return status
     if lifecycle is not None and lifecycle.get("terminal") is not None:
         return {**_from_lifecycle(execution_id, lifecycle), "workers_polling": polling}

@@ -179,6 +179,8 @@ class Status(BaseModel):
     waiting: list[dict[str, Any]] | None = Field(
         default=None, description="only while `kind: approve` tasks wait for an answer: each one's step, prompt, "
                                   "fields, approvers, timeout and since when (docs/approvals.md)")
+    paused_steps: list[str] | None = Field(
+        default=None, description="only while an operator has paused steps: their names (docs/approvals.md)")
 
 
 class Event(BaseModel):
@@ -265,6 +267,17 @@ class SkipResponse(BaseModel):
     result: Any = None
     by: str | None = None
     reason: str
+
+
+class StepHoldRequest(_Request):
+    reason: str | None = Field(default=None, max_length=2000, description="why (recorded in the event)")
+
+
+class StepHoldResponse(BaseModel):
+    execution_id: str
+    step: str
+    paused: bool
+    paused_steps: list[str]
 
 
 class CtxResponse(BaseModel):

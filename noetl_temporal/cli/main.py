@@ -152,6 +152,10 @@ COMMANDS: list[Command] = [
     Command("skip", "skip a running step: its task is cancelled, the step ends as a success with --result "
                     "(--reason required)",
             _lazy("skip", "add_arguments"), _lazy("skip", "run")),
+    Command("pause-step", "pause one step of a running execution: no new run of it starts, the rest goes on",
+            _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
+    Command("resume-step", "resume a step paused with pause-step: its waiting runs start",
+            _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
             _lazy("worker", "add_arguments"), _lazy("worker", "run")),
     Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",

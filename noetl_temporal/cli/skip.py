@@ -1,4 +1,5 @@
-"""``noetl-temporal skip ID STEP --reason TEXT [--result JSON]``: skip a running step.
+"""``noetl-temporal skip ID STEP --reason TEXT [--result JSON]``: skip a running step; and
+``pause-step`` / ``resume-step ID STEP``: hold one step's new runs.
 
 The step's waiting task (running, retrying, or waiting for an answer) is cancelled and the
 step ends as a success with the given result, so its arcs fire (docs/approvals.md,
@@ -18,7 +19,7 @@ from ..errors import ConfigError, NoetlError, NotFound
 from .approve import _login
 from .connection import add_connection_arguments, target_of
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "add_hold_arguments", "run_hold"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,3 +66,37 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, Rejected) else 1
+
+
+def add_hold_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("execution_id", metavar="ID", help="execution id")
+    parser.add_argument("step", metavar="STEP", help="the step (any step of the playbook)")
+    parser.add_argument("--reason", metavar="TEXT", help="why (recorded in step.paused / step.resumed)")
+    parser.add_argument("--by", metavar="NAME", help="who (default: your login name)")
+    add_connection_arguments(parser, task_queue=False)
+
+
+def run_hold(args: argparse.Namespace) -> int:
+    """``pause-step`` / ``resume-step``: no new run of the step starts until it is resumed."""
+    from ..temporal.answers import hold_step
+    from ..temporal.client import connect
+    from ..temporal.control import Rejected
+
+    async def go() -> dict:
+        target = target_of(args)
+        if target.address is None:
+            raise ConfigError("no Temporal server to talk to",
+                              fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS (see `noetl-temporal dev`)")
+        client = await connect(target)
+        return await hold_step(client, args.execution_id, args.step, hold=args.command == "pause-step",
+                               reason=args.reason, by=args.by or _login())
+
+    try:
+        print(json.dumps(asyncio.run(go()), indent=2, default=str))
+        return 0
+    except (ConfigError, ValueError, Rejected) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except NoetlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

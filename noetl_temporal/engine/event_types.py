@@ -33,6 +33,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "policy.admit.evaluated", "policy.task.evaluated", "next.evaluated",
     "result.stored", "result.manifest.updated", "execution.cancelled",
     "approval.requested", "approval.answered", "approval.expired", "step.skipped",
+    "step.paused", "step.resumed",
 )
 
 # Part of the seed's taxonomy and accepted as filters, but nothing in this runtime emits

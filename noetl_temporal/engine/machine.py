@@ -49,6 +49,7 @@ from .messages import (
     CancelTasks,
     Command,
     Finish,
+    HoldStep,
     Input,
     PatchCtx,
     Pause,
@@ -96,6 +97,8 @@ def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Com
         _start(state, event)
     elif isinstance(event, TaskFinished):
         complete(state, pipeline.task_finished(state, event, commands), commands)
+    elif isinstance(event, HoldStep):
+        skips.hold(state, event)
     elif isinstance(event, SkipStep):
         complete(state, skips.skip(state, event, commands), commands)
     elif isinstance(event, Answer):
@@ -222,6 +225,8 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
         if joins.waits_at_join(state, token):
             progress = True
             continue
+        if token.step in state.paused_steps and not token.final:
+            continue  # an operator paused this step: it waits, in hand, until resumed
         if budget.exhausted(state):
             continue  # left for Proceed: only starting a step run costs budget
         allowed = token.final or _admitted(state, token)

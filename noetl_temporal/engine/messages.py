@@ -14,7 +14,7 @@ from .behaviours import CURRENT
 from .envelopes import Attempt, Outcome
 
 __all__ = [
-    "Start", "TaskFinished", "Answer", "SkipStep", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
+    "Start", "TaskFinished", "Answer", "SkipStep", "HoldStep", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
     "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
 ]
 
@@ -115,7 +115,20 @@ class SkipStep:
     iteration: int | None = None
 
 
-Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer | SkipStep
+@dataclass
+class HoldStep:
+    """An operator pauses one step (``hold=True``: no new run of it starts; the rest of the
+    execution goes on) or resumes it (the ``pause_step``/``resume_step`` updates; ``engine/skips.py``)."""
+
+    now: str
+    step: str
+    hold: bool = True
+    reason: str | None = None
+    by: str | None = None
+
+
+Input = (Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer | SkipStep
+         | HoldStep)
 
 
 # ----------------------------------------------------------------------------- commands

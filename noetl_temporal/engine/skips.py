@@ -1,4 +1,4 @@
-"""An operator skips a running step (docs/approvals.md, "Skipping a step").
+"""An operator skips a running step, or pauses and resumes one step (docs/approvals.md).
 
 The step's waiting task (running, retrying, or waiting for an answer) is cancelled, the
 rest of its tasks do not run, and the step ends as a success whose result is what the
@@ -10,11 +10,11 @@ why and the result, before the step's ``step.done``. In a loop, one iteration is
 from __future__ import annotations
 
 from .common import emit
-from .messages import CancelTasks, Command, SkipStep
+from .messages import CancelTasks, Command, HoldStep, SkipStep
 from .pipeline import PipelineEnd, skip_task
 from .state import ExecutionState, PipelineRun, StepRun
 
-__all__ = ["refusal", "skip"]
+__all__ = ["refusal", "skip", "hold_refusal", "hold"]
 
 
 def _target(state: ExecutionState, step: str, iteration: int | None) -> tuple[StepRun, PipelineRun] | str:
@@ -62,3 +62,30 @@ def skip(state: ExecutionState, event: SkipStep, commands: list[Command]) -> Pip
          task_run_id=task_run_id, iteration=pipe.iteration, status="success",
          payload={"by": event.by, "reason": event.reason, "result": event.result, "skipped_at": state.now})
     return skip_task(state, run, pipe, event.result)
+
+
+def hold_refusal(state: ExecutionState, step: str, hold: bool) -> str | None:
+    """Why a step cannot be paused (``hold``) or resumed now."""
+    if state.finished:
+        return "the execution is not running: no step to pause or resume"
+    if step not in state.graph.steps:
+        return f"the playbook has no step {step!r}"
+    if hold and step in state.paused_steps:
+        return f"step {step!r} is paused already"
+    if not hold and step not in state.paused_steps:
+        paused = ", ".join(state.paused_steps) or "none"
+        return f"step {step!r} is not paused (paused steps: {paused})"
+    return None
+
+
+def hold(state: ExecutionState, event: HoldStep) -> None:
+    """Pause one step (no new run of it starts; a running one goes on) or resume it."""
+    if hold_refusal(state, event.step, event.hold) is not None:
+        return   # refused by the validator
+    if event.hold:
+        state.paused_steps.append(event.step)
+    else:
+        state.paused_steps.remove(event.step)
+    emit(state, "step.paused" if event.hold else "step.resumed", entity_id=event.step,
+         parent_id=state.execution_id, status="paused" if event.hold else "in_progress",
+         payload={"by": event.by, "reason": event.reason, "at": state.now})

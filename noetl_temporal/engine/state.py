@@ -184,6 +184,8 @@ class ExecutionState:
     absorbed_final_tokens: int = 0
     discarded_steps: list[str] = field(default_factory=list)   # tokens dropped by on_deny: discard
     paused: bool = False
+    # steps an operator paused: no new run of them starts until resumed (skips.py)
+    paused_steps: list[str] = field(default_factory=list)
     stopping: str | None = None        # 'fail_fast' | 'limit' | 'timeout': no new work
     stopping_reason: str | None = None
     final_started: bool = False

@@ -14,10 +14,10 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..errors import ConfigError
-from .approval_runs import SKIP_UPDATE, UPDATE_NAME
+from .approval_runs import PAUSE_STEP_UPDATE, RESUME_STEP_UPDATE, SKIP_UPDATE, UPDATE_NAME
 from .control import RPC_TIMEOUT, ExecutionFinished, Rejected, _closed_meanwhile, _running, describe
 
-__all__ = ["answer", "skip"]
+__all__ = ["answer", "skip", "hold_step"]
 
 
 async def answer(client: Client, execution_id: str, step: str, values: dict[str, Any], *, by: str | None = None,
@@ -32,6 +32,14 @@ async def skip(client: Client, execution_id: str, step: str, *, reason: str, res
     """Skip a running step (engine/skips.py): it ends as a success with ``result``."""
     request = {"step": step, "reason": reason, "result": result, "by": by, "iteration": iteration}
     return await _update(client, execution_id, SKIP_UPDATE, request, f"skip step {step!r} of", step)
+
+
+async def hold_step(client: Client, execution_id: str, step: str, *, hold: bool, reason: str | None = None,
+                    by: str | None = None) -> dict[str, Any]:
+    """Pause one step (``hold``: no new run of it starts) or resume it."""
+    request = {"step": step, "reason": reason, "by": by}
+    update, action = (PAUSE_STEP_UPDATE, "pause") if hold else (RESUME_STEP_UPDATE, "resume")
+    return await _update(client, execution_id, update, request, f"{action} step {step!r} of", step)
 
 
 async def _update(client: Client, execution_id: str, update: str, request: dict[str, Any], action: str,

@@ -18,12 +18,14 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..engine.messages import RunTask
 
-__all__ = ["AnswerRequest", "SkipRequest", "wait_for_answer", "remaining", "UPDATE_NAME", "SKIP_UPDATE"]
+__all__ = ["AnswerRequest", "SkipRequest", "StepRequest", "PAUSE_STEP_UPDATE", "RESUME_STEP_UPDATE", "wait_for_answer", "remaining", "UPDATE_NAME", "SKIP_UPDATE"]
 
 #: the workflow update a person's answer arrives by
 UPDATE_NAME = "answer"
 #: the workflow update an operator skips a running step by (engine/skips.py)
 SKIP_UPDATE = "skip_step"
+#: the workflow updates an operator pauses and resumes one step by (engine/skips.py)
+PAUSE_STEP_UPDATE, RESUME_STEP_UPDATE = "pause_step", "resume_step"
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,26 @@ class SkipRequest:
         if iteration is not None and (isinstance(iteration, bool) or not isinstance(iteration, int)):
             raise ValueError("`iteration` is a whole number")
         return cls(step=data["step"], reason=reason, result=data.get("result"), by=by or None, iteration=iteration)
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """The ``pause_step``/``resume_step`` updates' argument: ``{"step", "reason", "by"}``."""
+
+    step: str
+    reason: str | None = None
+    by: str | None = None
+
+    @classmethod
+    def read(cls, data: Any) -> StepRequest:
+        if not isinstance(data, dict) or not isinstance(data.get("step"), str) or not data["step"]:
+            raise ValueError("name the step: {\"step\": ...}")
+        reason, by = data.get("reason"), data.get("by")
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError("`reason` is text")
+        if by is not None and not isinstance(by, str):
+            raise ValueError("`by` is a name")
+        return cls(step=data["step"], reason=reason, by=by or None)
 
 
 async def wait_for_answer(cmd: RunTask, answered: Callable[[], bool], *, since: str | None = None,

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         Cancel,
         CancelTasks,
         Command,
+        HoldStep,
         Input,
         PatchCtx,
         Pause,
@@ -535,6 +536,37 @@ class PlaybookWorkflow:
         if refusal is not None:
             raise ValueError(refusal)
 
+    @workflow.update(name=approval_runs.PAUSE_STEP_UPDATE)
+    def pause_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An operator pauses one step: no new run of it starts; the rest goes on."""
+        return self._hold(request, hold=True)
+
+    @pause_step.validator
+    def _validate_pause_step(self, request: dict[str, Any]) -> None:
+        self._validate_hold(request, hold=True)
+
+    @workflow.update(name=approval_runs.RESUME_STEP_UPDATE)
+    def resume_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self._hold(request, hold=False)
+
+    @resume_step.validator
+    def _validate_resume_step(self, request: dict[str, Any]) -> None:
+        self._validate_hold(request, hold=False)
+
+    def _hold(self, request: dict[str, Any], *, hold: bool) -> dict[str, Any]:
+        step_request = approval_runs.StepRequest.read(request)
+        self._feed(HoldStep(now=_now(), step=step_request.step, hold=hold, reason=step_request.reason,
+                            by=step_request.by))
+        return {"step": step_request.step, "paused": hold, "paused_steps": list(self.engine.paused_steps)}
+
+    def _validate_hold(self, request: dict[str, Any], *, hold: bool) -> None:
+        if self._state is None:
+            raise ValueError("the execution is not running yet")
+        step_request = approval_runs.StepRequest.read(request)
+        refusal = skips.hold_refusal(self._state, step_request.step, hold)
+        if refusal is not None:
+            raise ValueError(refusal)
+
     @workflow.query(name="status")
     def status(self) -> dict[str, Any]:
         state = self._state
@@ -546,6 +578,8 @@ class PlaybookWorkflow:
                                   "terminal_event": state.terminal_event, "paused": state.paused}
         if state.approvals:
             status["waiting"] = approvals.waiting(state)
+        if state.paused_steps:
+            status["paused_steps"] = list(state.paused_steps)
         return status
 
     @workflow.query(name="events")

@@ -130,3 +130,27 @@ def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success():
     late = Outcome.failed(ErrorInfo(kind="cancelled", message="cancelled"))
     state, commands = step(state, TaskFinished(task_run_id=ask.task_run_id, now=T1, outcome=late))
     assert commands == [] and state.steps["ask"].status == "COMPLETED"
+
+
+def test_a_paused_step_stays_held_across_continue_as_new():
+    from noetl_temporal.engine import skips, snapshot
+    from noetl_temporal.engine.messages import HoldStep
+
+    state, commands = started("""
+    metadata: {name: held}
+    workflow:
+      - step: ask
+        tool: {kind: approve, prompt: "?"}
+        next: {arcs: [{step: after}]}
+      - step: after
+        tool: {kind: noop, result: "went"}
+    """)
+    [ask] = [c for c in commands if isinstance(c, RunTask)]
+    state, _ = step(state, HoldStep(now=T0, step="after", reason="wait", by="ops"))
+    assert skips.hold_refusal(state, "after", True) == "step 'after' is paused already"
+    state = snapshot.restore(state.playbook, snapshot.snapshot(state))   # the next run's state
+    assert state.paused_steps == ["after"] and list(state.approvals) == [ask.task_run_id]
+    state, commands = step(state, Answer(now=T1, task_run_id=ask.task_run_id, values={}, by="ops"))
+    assert "after" not in state.steps and not [c for c in commands if isinstance(c, Finish)]   # held
+    state, commands = step(state, HoldStep(now=T1, step="after", hold=False, by="ops"))
+    assert state.step_results["after"] == "went" and [c for c in commands if isinstance(c, Finish)]

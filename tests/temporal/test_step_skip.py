@@ -115,3 +115,57 @@ async def test_a_loop_iteration_is_skipped_and_refusals_say_why(temporal, task_q
     assert output["state"] == "COMPLETED"
     results = output["steps"]["each"]["result"]["results"]
     assert [r["stdout"] for r in results] == ["1\n", "skipped", "3\n"]
+
+
+HELD = """
+metadata: {name: held}
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {spec: {mode: inclusive}, arcs: [{step: first}, {step: other}]}
+  - step: first
+    tool: {kind: shell, cmd: 'while [ ! -e "{{ workload.flag }}" ]; do sleep 0.1; done'}
+    next: {arcs: [{step: second}]}
+  - step: other
+    tool: {kind: shell, cmd: "echo other"}
+  - step: second
+    tool: {kind: noop, result: "second ran"}
+"""
+
+
+async def test_one_step_is_paused_while_the_rest_goes_on_then_resumed_by_the_cli(temporal, task_queue, tmp_path):
+    flag = tmp_path / "go"
+    async with build_worker(temporal.client, task_queue=task_queue):
+        handle = await start_execution(temporal.client, load(HELD), task_queue=task_queue, execution_timeout_s=60,
+                                       payload={"flag": str(flag)})
+        code, out, err = await cli("pause-step", handle.id, "second", "--reason", "db maintenance", "--by", "ops",
+                                   "--address", temporal.address)
+        assert code == 0 and json.loads(out)["paused_steps"] == ["second"], err
+        code, out, err = await cli("pause-step", handle.id, "nope", "--address", temporal.address)
+        assert code == 2 and err.strip() == "error: the playbook has no step 'nope'", err
+        code, out, err = await cli("resume-step", handle.id, "other", "--address", temporal.address)
+        assert code == 2 and err.strip() == "error: step 'other' is not paused (paused steps: second)", err
+        flag.touch()   # `first` ends; `second` is held while `other` went on
+        for _ in range(400):
+            done = await read_events(temporal.client, handle.id, types=["step.done"])
+            if {e["entity_id"] for e in done} >= {"start", "first", "other"}:
+                break
+            await asyncio.sleep(0.05)
+        status = await handle.query("status")
+        assert status["state"] == "RUNNING" and status["paused_steps"] == ["second"]
+        details = (await handle.query("__temporal_workflow_metadata")).current_details
+        assert "paused by an operator (resume-step): `second`" in details
+        code, out, err = await cli("status", handle.id, "--address", temporal.address, "--json")
+        assert json.loads(out)["paused_steps"] == ["second"], err
+        code, out, err = await cli("resume-step", handle.id, "second", "--reason", "done", "--address",
+                                   temporal.address)
+        assert code == 0 and json.loads(out)["paused_steps"] == [], err
+        output = await asyncio.wait_for(handle.result(), timeout=30)
+        events = await read_events(temporal.client, handle.id)
+    assert output["state"] == "COMPLETED" and output["steps"]["second"]["result"] == "second ran"
+    held = [(e["event_type"], e["payload"]["by"], e["payload"]["reason"]) for e in events
+            if e["event_type"] in ("step.paused", "step.resumed")]
+    assert held[0] == ("step.paused", "ops", "db maintenance") and held[1][0::2] == ("step.resumed", "done")
+    order = [(e["event_type"], e["entity_id"]) for e in events]
+    assert order.index(("step.done", "other")) < order.index(("step.resumed", "second")) \
+        < order.index(("step.started", "second"))
