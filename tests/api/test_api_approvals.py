@@ -142,3 +142,27 @@ async def test_a_running_step_is_skipped_through_the_api(api):
     assert skipped["payload"]["reason"] == "not needed today" and skipped["payload"]["by"] == "api"
     r = await api.post(url, json={"reason": "again"})
     assert r.status_code == 409   # it ended
+
+
+async def test_a_step_is_paused_and_resumed_through_the_api(api):
+    held = SLOW.replace('cmd: "sleep 60"', 'cmd: "sleep 1"')
+    execution_id = (await api.post("/executions", json={"playbook": held})).json()["execution_id"]
+    r = await api.post(f"/executions/{execution_id}/steps/after/pause", json={"reason": "hold on"})
+    assert r.status_code == 200 and r.json() == {"execution_id": execution_id, "step": "after", "paused": True,
+                                                 "paused_steps": ["after"]}, r.text
+    r = await api.post(f"/executions/{execution_id}/steps/nope/pause")
+    assert r.status_code == 422 and r.json()["detail"] == "the playbook has no step 'nope'"
+
+    async def held_back():   # `wait` ended, `after` waits for the resume
+        done = await events_of(api, execution_id, type="step.done")
+        return done or None
+
+    await wait_for(held_back, what="the first step to end")
+    status = (await api.get(f"/executions/{execution_id}/status")).json()
+    assert status["state"] == "RUNNING" and status["paused_steps"] == ["after"]
+    r = await api.post(f"/executions/{execution_id}/steps/after/resume")
+    assert r.status_code == 200 and r.json()["paused_steps"] == [], r.text
+    status = await wait_state(api, execution_id, timeout=30)
+    assert status["state"] == "COMPLETED" and "paused_steps" not in status
+    [paused] = await events_of(api, execution_id, type="step.paused")
+    assert paused["payload"]["by"] == "api" and paused["payload"]["reason"] == "hold on"
