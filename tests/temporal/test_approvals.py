@@ -147,7 +147,14 @@ async def test_the_cli_reports_a_refusal_and_exits_2(temporal, task_queue):
                                    "--address", temporal.address)
         assert code == 2 and out == ""
         assert err.strip() == "error: answer to step 'sign_off' refused: field 'approved' takes a boolean, not 'maybe'"
-        await handle.cancel()
+        await handle.cancel()   # a waiting approval is cancelled with its execution
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), timeout=30)
+        assert (await read_status(temporal.client, handle.id))["state"] == "CANCELLED"
+        code, out, err = await cli("approve", handle.id, "sign_off", "--set", "approved=true", "--by", "ops",
+                                   "--address", temporal.address)
+        assert code == 1 and err.strip().startswith(f"error: execution {handle.id} is already CANCELLED: cannot "
+                                                    "answer step 'sign_off' of it"), err
 
 
 async def test_unanswered_it_times_out_and_takes_the_default_answer(temporal, task_queue):
