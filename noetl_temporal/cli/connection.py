@@ -1,6 +1,6 @@
 """The Temporal connection flags, defined once for every command that talks to Temporal.
 
-``run``, ``status``/``events``, ``cancel``/``pause``/``resume``/``ctx``, ``worker`` and
+``run``, ``status``/``events``, ``cancel``/``pause``/``resume``/``ctx``, ``schedule ...``, ``worker`` and
 ``api``/``dev`` all take the same flags with the same meaning; :func:`target_of` turns
 them into a :class:`~noetl_temporal.temporal.client.Target` the same way for all of them
 (flag, else Temporal's environment and config profile, see ``resolve_target``).

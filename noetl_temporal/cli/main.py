@@ -156,6 +156,9 @@ COMMANDS: list[Command] = [
             _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
     Command("resume-step", "resume a step paused with pause-step: its waiting runs start",
             _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
+    Command("redrive", "start a new execution from a FAILED or CANCELLED one: reuse the results of the steps it "
+                       "completed, rerun the rest (--from STEP, --playbook FILE | --latest); docs/operations.md",
+            _lazy("redrive", "add_arguments"), _lazy("redrive", "run")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
             _lazy("worker", "add_arguments"), _lazy("worker", "run")),
     Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",
@@ -163,10 +166,17 @@ COMMANDS: list[Command] = [
     Command("setup", "prepare a namespace of an existing cluster: register our search attributes "
                      "(idempotent: only the missing ones)",
             _lazy("setup", "add_setup_arguments"), _lazy("setup", "setup_command")),
+    Command("schedule", "playbook schedules as Temporal Schedules: create (--cron/--every), list, describe, "
+                        "pause, unpause, trigger, backfill, delete",
+            _lazy("schedule", "add_schedule_arguments"), _lazy("schedule", "schedule_command")),
     Command("replay", "replay stored workflow histories (`temporal workflow show --output json`) against the "
                       "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
             _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
+    Command("codec-server", "serve your codec (--codec) to the Temporal UI and `temporal --codec-endpoint`: "
+                            "POST /encode and /decode, CORS for the UI's origins, claim-check references "
+                            "resolved, so history reads as plaintext; runs until Ctrl-C",
+            _lazy("codec_server", "add_codec_server_arguments"), _lazy("codec_server", "codec_server_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
             _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),

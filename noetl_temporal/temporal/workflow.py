@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from .playbook_result import playbook_failed
     from .run_length import work_is_long
     from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH, has_attribute
-    from .types import WORKFLOW_NAME, RunInput
+    from .types import EXECUTION_ID_FROM_WORKFLOW, WORKFLOW_NAME, RunInput
 
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
 from . import approval_runs, child_runs, task_runs, user_calls
@@ -131,6 +131,10 @@ class PlaybookWorkflow:
 
     @workflow.run
     async def run(self, inp: RunInput) -> dict[str, Any]:
+        if inp.execution_id == EXECUTION_ID_FROM_WORKFLOW:
+            # A schedule's start: each run's id is the workflow id Temporal gives it
+            # (docs/schedules.md). Recorded inputs always carry an id: they replay as before.
+            inp = dataclasses.replace(inp, execution_id=workflow.info().workflow_id)
         self._input = inp
         newer = behaviours.unknown(inp.behaviours)
         if newer:  # not a workflow failure: the task is retried until a newer worker takes it
@@ -151,7 +155,7 @@ class PlaybookWorkflow:
             self._state = machine.new_state(playbook, inp.execution_id, graph)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
-                             behaviours=behaviours.of_input(inp.behaviours)))
+                             behaviours=behaviours.of_input(inp.behaviours), redrive=inp.redrive))
             self._mark_state()
         self._events.flushed_seq = self._stored_before = self.engine.log.base
         self._show_progress()
@@ -405,7 +409,8 @@ class PlaybookWorkflow:
         assert inp is not None
         try:
             if cmd.kind == "activity":
-                outcome = await user_calls.activity_outcome(cmd)
+                outcome = await user_calls.activity_outcome(
+                    cmd, settled=self._started_with(behaviours.SETTLED_USER_ACTIVITY))
             elif cmd.kind == "workflow":
                 outcome = await user_calls.workflow_outcome(cmd, inp.execution_id)
             else:

@@ -23,14 +23,26 @@ EXPECTED = {
     "dev": {"--task-queue", "--codec"},
     "replay": {"--codec"},   # replays a history file: no server, the codec that reads it
     "setup": SERVER,
+    "redrive": SERVER | {"--task-queue"},
+    "codec-server": {"--codec"},   # serves codec requests: no server of its own to reach (--only-namespace filters)
+    "schedule": set(),   # its subcommands take them:
+    "schedule create": SERVER | {"--task-queue"},
+    **{f"schedule {name}": SERVER
+       for name in ("list", "describe", "pause", "unpause", "trigger", "backfill", "delete")},
     "validate": set(), "schema": set(), "graph": set(),
 }
 
 
-def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(sub.choices)
+def _subparsers(parser: argparse.ArgumentParser | None = None, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser by name, a subcommand's as "command sub" (``schedule create``)."""
+    parser = parser or build_parser()
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found[prefix + name] = child
+                found.update(_subparsers(child, f"{prefix}{name} "))
+    return found
 
 
 def _flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -45,7 +57,8 @@ def test_every_command_has_its_connection_flags():
         assert set(_flags(parser)) == EXPECTED[name], name
 
 
-@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay"])
+@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay", "schedule create",
+                                  "schedule backfill"])
 def test_the_flags_mean_the_same_everywhere(name):
     reference = argparse.ArgumentParser()
     add_connection_arguments(reference)

@@ -62,10 +62,16 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # a user's own activity and workflow (`kind: activity`, `kind: workflow`), run by
              # a worker of the user's code (user_code.py) beside ours
              "user_calls": HERE / "user_calls.yaml",
+             # before and after the shell change `settled-user-activity` (user_calls.py)
+             "user_cancel": HERE / "user_cancel.yaml", "user_cancel_patched": HERE / "user_cancel.yaml",
+             # a redrive (temporal/redrive.py): the history kept is the redrive's, not the failed run's
+             "redrive": HERE / "redrive.yaml",
              # `kind: approve`: one answered by the `answer` update, one that times out
              "approval": HERE / "approval.yaml"}
 # Recorded with the user's worker of user_code.py running (its results are in the history).
-USER_CODE = {"user_calls"}
+USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
+# Recorded as the redrive of a run that failed first (``_redriven``).
+REDRIVEN = {"redrive"}
 # Answered while recording: name -> the `answer` updates sent, each once its step waits.
 ANSWERS = {"approval": ({"step": "sign_off", "values": {"approved": True, "env": "prod"}, "by": "ops",
                          "reason": "recorded"},)}
@@ -74,7 +80,8 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
           "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
           "noetl_text": ("noetl-text",),
-          "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",)}
+          "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
+          "user_cancel": ("settled-user-activity",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
@@ -104,10 +111,13 @@ async def record(names: list[str]) -> None:
                     await stack.enter_async_context(Worker(env.client, task_queue=user_code.USER_QUEUE,
                                                            activities=user_code.ACTIVITIES,
                                                            workflows=user_code.WORKFLOWS))
-                answering = asyncio.ensure_future(_answer(env.client, f"replay-{name}", ANSWERS.get(name, ())))
-                report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
-                                               execution_id=f"replay-{name}", source=str(path))
-                await answering
+                if name in REDRIVEN:
+                    report = await _redriven(env.client, playbook, name, path)
+                else:
+                    answering = asyncio.ensure_future(_answer(env.client, f"replay-{name}", ANSWERS.get(name, ())))
+                    report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
+                                                   execution_id=f"replay-{name}", source=str(path))
+                    await answering
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
             events = report.events
             if name in FIRST_RUN:
@@ -132,6 +142,31 @@ async def _answer(client: Any, execution_id: str, answers: tuple[dict[str, Any],
                 break
             await asyncio.sleep(0.1)
         await client.get_workflow_handle(execution_id).execute_update("answer", answer)
+
+
+async def _redriven(client: Any, playbook: Any, name: str, path: Path) -> Any:
+    """Run the playbook, which fails while ``<dir>/flag`` is missing; create the flag; redrive
+    it and wait: the redrive's report (the history kept is the redrive's)."""
+    from types import SimpleNamespace
+
+    from noetl_temporal.store.event_store import open_event_store
+    from noetl_temporal.temporal.playbook_result import workflow_output
+    from noetl_temporal.temporal.redrive import redrive
+    from noetl_temporal.temporal.worker import build_worker
+
+    scratch = Path(tempfile.mkdtemp(prefix="noetl-record-redrive-"))
+    queue = f"record-{uuid.uuid4().hex[:8]}"
+    failed = await run_with_client(client, playbook, task_queue=queue, execution_id=f"replay-{name}-failed",
+                                   source=str(path), payload={"dir": str(scratch)})
+    assert failed.state == "FAILED", failed.state
+    (scratch / "flag").write_text("fixed")
+    store = open_event_store()
+    async with build_worker(client, task_queue=queue, event_store=store):
+        started = await redrive(client, failed.execution_id, task_queue=queue, event_store=store)
+        output = await workflow_output(client.get_workflow_handle(started["execution_id"]))
+    assert output["state"] == "COMPLETED", output
+    return SimpleNamespace(execution_id=started["execution_id"], state=output["state"],
+                           events=store.read(started["execution_id"], limit=10_000))
 
 
 async def _first_run(client: Any, last: Any, events: list) -> tuple[Any, list]:
