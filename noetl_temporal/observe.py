@@ -49,7 +49,8 @@ __all__ = ["read_status", "read_status_view", "read_events", "follow_events", "S
 QUERY_PAGE = 1000
 
 # Seed 000's minimal model, and one operational field: the workers polling an open
-# execution's task queue (null when closed or unknown).
+# execution's task queue (null when closed or unknown). An open execution with approvals
+# waiting for a person adds ``waiting`` (docs/approvals.md), only then.
 STATUS_FIELDS = ("execution_id", "state", "current_step", "started_at", "ended_at", "terminal_event",
                  "completion_inferred", "workers_polling")
 
@@ -145,9 +146,14 @@ async def _open_status(client: Client, execution_id: str, description: WorkflowE
         except (RPCError, WorkflowQueryFailedError):
             live = None  # no worker answered in time: what Temporal and the store know
         if live is not None:
-            return _status(execution_id, live["state"], current_step=live.get("current_step"),
-                           started_at=live.get("started_at"), ended_at=live.get("ended_at"),
-                           terminal_event=live.get("terminal_event"), workers_polling=polling)
+            status = _status(execution_id, live["state"], current_step=live.get("current_step"),
+                             started_at=live.get("started_at"), ended_at=live.get("ended_at"),
+                             terminal_event=live.get("terminal_event"), workers_polling=polling)
+            if live.get("waiting"):   # approve tasks waiting for a person (docs/approvals.md)
+                status["waiting"] = live["waiting"]
+            if live.get("paused_steps"):   # steps an operator paused (docs/approvals.md)
+                status["paused_steps"] = live["paused_steps"]
+            return status
     if lifecycle is not None and lifecycle.get("terminal") is not None:
         return {**_from_lifecycle(execution_id, lifecycle), "workers_polling": polling}
     started = bool(lifecycle and lifecycle.get("started")) or await got_past_start(client, description)

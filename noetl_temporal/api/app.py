@@ -16,8 +16,8 @@ from .errors import install_error_handlers, responses
 from .limits import EXPANSION, BodyLimit
 from .methods import install_method_not_allowed
 from .playbooks import PlaybookCache
-from .routes import catalog, control, events, executions, health, schedules, view
-from .security import bearer_auth
+from .routes import answers, catalog, control, events, executions, health, schedules, step_controls, view
+from .security import answerer, bearer_auth
 from .settings import Settings, TemporalLink
 
 __all__ = ["create_app"]
@@ -42,8 +42,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.token:
         protected = {"dependencies": [Depends(bearer_auth(settings.token))], "responses": responses(401)}
     app.include_router(health.router)
-    for module in (executions, events, control, catalog, view, schedules):
+    for module in (executions, events, control, step_controls, catalog, view, schedules):
         app.include_router(module.router, **protected)
+    # its own auth: approver tokens open it too, and say who answers (docs/approvals.md)
+    app.include_router(answers.router_for(answerer(settings.token, settings.approvers)))
     install_error_handlers(app)
     install_method_not_allowed(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, read_timeout_s=settings.read_timeout_s)

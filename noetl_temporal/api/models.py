@@ -182,6 +182,11 @@ class Status(BaseModel):
     workers_polling: int | None = Field(
         default=None, description="workers polling the task queue of an open execution (0: it makes no progress "
                                   "until one runs); null once closed")
+    waiting: list[dict[str, Any]] | None = Field(
+        default=None, description="only while `kind: approve` tasks wait for an answer: each one's step, prompt, "
+                                  "fields, approvers, timeout and since when (docs/approvals.md)")
+    paused_steps: list[str] | None = Field(
+        default=None, description="only while an operator has paused steps: their names (docs/approvals.md)")
 
 
 class Event(BaseModel):
@@ -259,6 +264,46 @@ class RedriveResponse(BaseModel):
 
 class CtxPatch(_Request):
     patch: dict[str, Any] = Field(min_length=1, description="ctx keys to set ('a.b' sets a nested key)")
+
+
+class AnswerRequest(_Request):
+    values: dict[str, Any] = Field(default_factory=dict, description="the answer: field -> value, as the "
+                                                                     "task's `fields` declare them")
+    iteration: int | None = Field(default=None, description="the loop iteration, when several wait")
+    reason: str | None = Field(default=None, max_length=2000, description="why (recorded in approval.answered)")
+
+
+class AnswerResponse(BaseModel):
+    execution_id: str
+    step: str
+    task_run_id: str
+    answer: dict[str, Any]
+    by: str | None = Field(description="who answered: an approver token's name, or `api`")
+
+
+class SkipRequest(_Request):
+    reason: str = Field(min_length=1, max_length=2000, description="why (recorded in step.skipped)")
+    result: Any = Field(default=None, description="the step's result instead of its task's")
+    iteration: int | None = Field(default=None, description="the loop iteration to skip (loop steps)")
+
+
+class SkipResponse(BaseModel):
+    execution_id: str
+    step: str
+    result: Any = None
+    by: str | None = None
+    reason: str
+
+
+class StepHoldRequest(_Request):
+    reason: str | None = Field(default=None, max_length=2000, description="why (recorded in the event)")
+
+
+class StepHoldResponse(BaseModel):
+    execution_id: str
+    step: str
+    paused: bool
+    paused_steps: list[str]
 
 
 class CtxResponse(BaseModel):

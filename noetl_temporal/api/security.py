@@ -17,7 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from noetl_temporal.errors import ConfigError
 
-__all__ = ["bearer_auth", "is_loopback", "check_bind"]
+__all__ = ["bearer_auth", "answerer", "parse_approvers", "is_loopback", "check_bind"]
 
 _bearer = HTTPBearer(auto_error=False, description="the API token (--token or NOETL_API_TOKEN)")
 
@@ -41,6 +41,58 @@ def bearer_auth(token: str):
                                 "'Authorization: Bearer <token>'", headers={"WWW-Authenticate": "Bearer"})
 
     return require
+
+
+def answerer(token: str | None, approvers: dict[str, str]):
+    """A FastAPI dependency for the answer route: who answers (docs/approvals.md).
+
+    An approver token (``--approver NAME=TOKEN``) answers as its NAME, and opens this route
+    only; the API token (or no token, when auth is off) answers as ``api``, which a task's
+    ``approvers`` list must name for it to answer. Anything else is a 401."""
+    if not token and not approvers:   # auth off: no security scheme in the OpenAPI document either
+        async def anyone() -> str:
+            return API_ANSWERER
+
+        return anyone
+    expected = token.encode("utf-8") if token else None
+    known = [(t.encode("utf-8"), name) for t, name in approvers.items()]
+
+    async def identify(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+                       access_token: Annotated[str | None, Query(
+                           include_in_schema=False, max_length=4096)] = None) -> str:
+        presented = credentials.credentials if credentials else access_token
+        given = (presented or "").encode("utf-8", "surrogateescape")
+        name = None
+        for secret, who in known:   # every token compared: the time taken says nothing of which matched
+            if presented and hmac.compare_digest(given, secret):
+                name = who
+        if name is not None:
+            return name
+        if expected is None or (presented and hmac.compare_digest(given, expected)):
+            return API_ANSWERER
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong token: send 'Authorization: Bearer "
+                            "<token>' with the API token or an approver's", headers={"WWW-Authenticate": "Bearer"})
+
+    return identify
+
+
+#: who the API token (or an API without auth) answers approvals as
+API_ANSWERER = "api"
+
+
+def parse_approvers(items: list[str]) -> dict[str, str]:
+    """``NAME=TOKEN`` items (``--approver``, ``$NOETL_API_APPROVERS`` split on commas) -> token -> name."""
+    tokens: dict[str, str] = {}
+    for item in items:
+        name, sep, token = item.partition("=")
+        if not sep or not name.strip() or not token:
+            raise ConfigError(f"approver {item.split('=')[0]!r}: expected NAME=TOKEN",
+                              fix="pass --approver alice=<a long random token> (one per approver)")
+        if token in tokens:
+            raise ConfigError(f"approvers {tokens[token]!r} and {name.strip()!r} have the same token",
+                              fix="give each approver a token of their own")
+        tokens[token] = name.strip()
+    return tokens
 
 
 def is_loopback(host: str) -> bool:

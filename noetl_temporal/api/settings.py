@@ -36,6 +36,9 @@ class Settings:
     target: Target | None = None
     catalog: Catalog | None = None
     token: str | None = None
+    #: approver tokens -> the name they answer approvals as (``--approver NAME=TOKEN``;
+    #: docs/approvals.md): they may call the answer route only
+    approvers: dict[str, str] = field(default_factory=dict)
     #: where workers persist events: read when no live workflow answers (closed executions)
     event_store: EventStore | None = None
     task_queue: str | None = None

@@ -150,6 +150,15 @@ COMMANDS: list[Command] = [
             _lazy("control", "add_resume_arguments"), _lazy("control", "control_command")),
     Command("ctx", "patch a running execution's ctx (KEY=VALUE...); re-evaluates steps waiting for admission",
             _lazy("control", "add_ctx_arguments"), _lazy("control", "control_command")),
+    Command("approve", "answer a step waiting for a person (`kind: approve`): --set FIELD=VALUE..., --by NAME",
+            _lazy("approve", "add_arguments"), _lazy("approve", "run")),
+    Command("skip", "skip a running step: its task is cancelled, the step ends as a success with --result "
+                    "(--reason required)",
+            _lazy("skip", "add_arguments"), _lazy("skip", "run")),
+    Command("pause-step", "pause one step of a running execution: no new run of it starts, the rest goes on",
+            _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
+    Command("resume-step", "resume a step paused with pause-step: its waiting runs start",
+            _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
     Command("redrive", "start a new execution from a FAILED or CANCELLED one: reuse the results of the steps it "
                        "completed, rerun the rest (--from STEP, --playbook FILE | --latest); docs/operations.md",
             _lazy("redrive", "add_arguments"), _lazy("redrive", "run")),

@@ -39,6 +39,9 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
     parser.add_argument("--allow-remote-without-token", action="store_true",
                         help="allow a non-loopback --host without a token (trusted networks only)")
     add_catalog_arguments(parser)
+    parser.add_argument("--approver", dest="approvers", action="append", default=[], metavar="NAME=TOKEN",
+                        help="a token that may answer approvals (and nothing else), as NAME; repeat per approver "
+                             "(default: $NOETL_API_APPROVERS, NAME=TOKEN,...; docs/approvals.md)")
     parser.add_argument("--event-store", metavar="URL",
                         help="event store the workers write (SQLite file or postgresql:// DSN; default: "
                              "$NOETL_EVENT_STORE or ~/.local/share/noetl-temporal/events.db)")
@@ -106,14 +109,18 @@ def _settings(args: argparse.Namespace, **kwargs: Any) -> Any:
     from ..store.event_store import open_event_store
 
     return Settings(catalog=catalog_of(args), token=args.token,
-                    event_store=open_event_store(args.event_store),
+                    approvers=args.approver_tokens, event_store=open_event_store(args.event_store),
                     max_body_bytes=args.max_body_bytes, read_timeout_s=args.read_timeout,
                     execution_timeout_s=args.execution_timeout,
                     heartbeat_timeout_s=args.heartbeat_timeout, **kwargs)
 
 
 def _token(args: argparse.Namespace) -> None:
+    from noetl_temporal.api.security import parse_approvers
+
     args.token = args.token or os.environ.get("NOETL_API_TOKEN") or None
+    approvers = args.approvers or [i for i in os.environ.get("NOETL_API_APPROVERS", "").split(",") if i.strip()]
+    args.approver_tokens = parse_approvers(approvers)   # ConfigError: reported by _run
 
 
 async def _serve(app: Any, sock: socket.socket, on_started: Any = None) -> None:
@@ -203,8 +210,8 @@ async def _dev(args: argparse.Namespace) -> None:
 def _run(main: Any, args: argparse.Namespace) -> int:
     from noetl_temporal.api.security import check_bind
 
-    _token(args)
     try:
+        _token(args)
         check_bind(args.host, args.token, args.allow_remote_without_token)
         apply_telemetry_arguments(args)
         asyncio.run(main(args))

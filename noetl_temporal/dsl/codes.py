@@ -109,6 +109,19 @@ _TABLE: list[Code] = [
     Code("NTL213", _E, "a step-level `set:` key has no `ctx.` prefix",
          "`set: {total: ...}` on a step", "write `ctx.total` (execution scope); for pipeline-local names or "
          "an iteration's `iter.*` use `set:` on a task"),
+    Code("NTL214", _E, "an `approve` task's `fields` is not a usable form",
+         "`fields: {approved: bool}`, `fields: {env: {type: string, choices: []}}`",
+         "write `name: type` or `name: {type, required, choices, doc}` with types string, boolean, integer, "
+         "number (docs/approvals.md)"),
+    Code("NTL215", _E, "an `approve` field name cannot be used", "`fields: {answered_by: string}`, `{\"my field\": string}`",
+         "use a plain name (letters, digits, _); `answered_by`, `answered_at` and `timed_out` are set by the answer"),
+    Code("NTL216", _E, "an `approve` task's timeout answer does not fit", "`on_timeout: answer` without `default`; "
+         "a `default` missing a required field",
+         "give `default:` an answer the form accepts, or use `on_timeout: fail`"),
+    Code("NTL217", _W, "an `approve` task says what a timeout does but has no `timeout`",
+         "`on_timeout: answer` with no `timeout:`", "add `timeout:` (seconds), or drop `on_timeout`/`default`"),
+    Code("NTL218", _E, "an `approve` task's `approvers` is not a list of names", "`approvers: [ops, 3]`",
+         "list the names that may answer: `approvers: [ops, alice]`"),
     # ------------------------------------------------------------------ tools and tasks
     Code("NTL301", _E, "a tool task has no `kind`", "`tool: {url: ..., method: GET}`",
          f"add `kind:` ({_KINDS})"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..templates import is_template
 from . import paths
+from .approve_check import check_approvals
 from .diagnostics import Reporter, did_you_mean
 from .models import MAX_IN_FLIGHT, Patches, Playbook, PolicyAction, Step
 from .open_keys import check_open_keys
@@ -222,6 +223,7 @@ def check_semantics(playbook: Playbook, reporter: Reporter) -> None:
     for index, step in enumerate(playbook.workflow):
         _step(reporter, step, index, names, final)
     check_required(playbook, reporter)
+    check_approvals(playbook, reporter)
     check_open_keys(playbook, reporter)
     check_requires(playbook, reporter)
     entry = spec.entry_step if spec.entry_step in names else playbook.workflow[0].step

@@ -32,6 +32,8 @@ EVENT_TYPES: tuple[str, ...] = (
     "loop.iteration.failed", "loop.done",
     "policy.admit.evaluated", "policy.task.evaluated", "next.evaluated",
     "result.stored", "result.manifest.updated", "execution.cancelled",
+    "approval.requested", "approval.answered", "approval.expired", "step.skipped",
+    "step.paused", "step.resumed",
     "execution.redriven", "execution.redriven_from",
 )
 

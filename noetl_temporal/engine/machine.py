@@ -35,7 +35,7 @@ from ..errors import ResultFieldUnavailable
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..template_text import python_text
 from ..templates import evaluate_condition
-from . import budget, ctx_size, joins, loops, pipeline, steps
+from . import approvals, budget, ctx_size, joins, loops, pipeline, skips, steps
 from .behaviours import NOETL_TEXT
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
@@ -44,15 +44,18 @@ from .event_log import EventLog
 from .graph import StepGraph
 from .loops import DEFAULT_MAX_IN_FLIGHT
 from .messages import (
+    Answer,
     Cancel,
     CancelTasks,
     Command,
     Finish,
+    HoldStep,
     Input,
     PatchCtx,
     Pause,
     Proceed,
     Resume,
+    SkipStep,
     Start,
     StepTimedOut,
     TaskFinished,
@@ -94,6 +97,14 @@ def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Com
         _start(state, event)
     elif isinstance(event, TaskFinished):
         complete(state, pipeline.task_finished(state, event, commands), commands)
+    elif isinstance(event, HoldStep):
+        skips.hold(state, event)
+    elif isinstance(event, SkipStep):
+        complete(state, skips.skip(state, event, commands), commands)
+    elif isinstance(event, Answer):
+        finished = approvals.answered(state, event)
+        if finished is not None:
+            complete(state, pipeline.task_finished(state, finished, commands), commands)
     elif isinstance(event, PatchCtx):
         ctx_size.overflow(state, event.patch, "ctx patch")   # counted (the update validator refused past it)
         patch_ctx(state, event.patch)
@@ -229,6 +240,8 @@ def _admit_tokens(state: ExecutionState, commands: list[Command]) -> bool:
         if joins.waits_at_join(state, token):
             progress = True
             continue
+        if token.step in state.paused_steps and not token.final:
+            continue  # an operator paused this step: it waits, in hand, until resumed
         if budget.exhausted(state):
             continue  # left for Proceed: only starting a step run costs budget
         allowed = token.final or _admitted(state, token)

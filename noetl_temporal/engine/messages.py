@@ -14,7 +14,7 @@ from .behaviours import CURRENT
 from .envelopes import Attempt, Outcome
 
 __all__ = [
-    "Start", "TaskFinished", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
+    "Start", "TaskFinished", "Answer", "SkipStep", "HoldStep", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
     "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
 ]
 
@@ -92,7 +92,46 @@ class Proceed:
     now: str
 
 
-Input = Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed
+@dataclass
+class Answer:
+    """A person answered a waiting ``kind: approve`` task (the ``answer`` update), or its
+    timeout fired (``timed_out``): ``engine/approvals.py`` makes it the task's end."""
+
+    now: str
+    task_run_id: str
+    values: dict[str, Any] = field(default_factory=dict)
+    by: str | None = None
+    reason: str | None = None
+    timed_out: bool = False
+
+
+@dataclass
+class SkipStep:
+    """An operator skipped a running step (the ``skip_step`` update; ``engine/skips.py``):
+    its waiting task is cancelled and the step ends as a success with ``result``."""
+
+    now: str
+    step: str
+    reason: str
+    result: Any = None
+    by: str | None = None
+    iteration: int | None = None
+
+
+@dataclass
+class HoldStep:
+    """An operator pauses one step (``hold=True``: no new run of it starts; the rest of the
+    execution goes on) or resumes it (the ``pause_step``/``resume_step`` updates; ``engine/skips.py``)."""
+
+    now: str
+    step: str
+    hold: bool = True
+    reason: str | None = None
+    by: str | None = None
+
+
+Input = (Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer | SkipStep
+         | HoldStep)
 
 
 # ----------------------------------------------------------------------------- commands

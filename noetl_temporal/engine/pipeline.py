@@ -19,7 +19,7 @@ from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
-from . import budget, ctx_size, invocation
+from . import approvals, budget, ctx_size, invocation
 from .common import (
     emit,
     ended_outcome,
@@ -40,7 +40,8 @@ from .policy_evaluation import evaluate_policy
 from .state import ExecutionState, PipelineRun, StepRun
 from .state_machines import PipelineAction, PipelineState, move
 
-__all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome"]
+__all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome",
+           "skip_task"]
 
 #: what a pipeline's end returns: the completion its owner (step run or loop) handles
 PipelineEnd = PipelineDone | IterationDone
@@ -49,6 +50,8 @@ PipelineEnd = PipelineDone | IterationDone
 # configuration is used in the workflow, never by ``noetl.run_task`` (inline kinds, and
 # sub-playbooks the shell runs as child workflows): each kind declares it (tool_kinds/).
 INLINE_KINDS = tool_kinds.INLINE_KINDS
+#: a task that waits for a person's answer (``approvals.py``)
+APPROVE_KIND = tool_kinds.approve.APPROVE.kind
 #: undefined-value warnings kept per task run (a loop over a typo would repeat one)
 _MAX_WARNINGS = 10
 #: the error of a cancelled task that reported none (an ``ok`` outcome that arrived after
@@ -104,6 +107,14 @@ def run_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun,
             if end is not None:
                 return end
             continue
+        if task.kind == APPROVE_KIND:
+            problem = approvals.config_problem(config)
+            if problem is not None:
+                end = _apply_outcome(state, run, pipe, task, TaskReport(task_run_id, error_outcome("approve", problem)))
+                if end is not None:
+                    return end
+                continue
+            approvals.requested(state, run, pipe, task.name, task_run_id, config)
         _move(pipe, PipelineState.WAITING)
         pipe.in_flight = task_run_id
         state.pipelines[task_run_id] = pipe
@@ -155,6 +166,7 @@ def _inline_outcome(task: Task, config: dict[str, Any]) -> Outcome:
 def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Command]) -> PipelineEnd | None:
     """Apply a task's reported outcome, then advance its pipeline; its completion if it ended."""
     pipe = state.pipelines.pop(event.task_run_id, None)
+    state.approvals.pop(event.task_run_id, None)   # an approval cancelled while it waited
     if pipe is None:
         return None  # a late report for a task we no longer wait for (duplicate or cancelled run)
     pipe.in_flight = None
@@ -416,6 +428,19 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
         # A step-level `set:` of plain names has no pipeline left to bind into: it
         # patches ctx, which is where later steps can read it.
         patch_ctx(state, var_patch)
+
+
+def skip_task(state: ExecutionState, run: StepRun, pipe: PipelineRun, result: Any) -> PipelineEnd | None:
+    """An operator skipped the pipeline's waiting task (``skips.py``): the pipeline ends as a
+    success with ``result``, the rest of its tasks not run; the task's late report is ignored."""
+    if pipe.in_flight is not None:
+        state.pipelines.pop(pipe.in_flight, None)
+        state.approvals.pop(pipe.in_flight, None)
+        pipe.in_flight = None
+        _move(pipe, PipelineState.RUNNING)
+    pipe.prev = result
+    pipe.last_outcome = Outcome.ok(result, attempt=1, duration_ms=0)
+    return _end_pipeline(state, run, pipe, failed=False, error=None)
 
 
 def _end_pipeline(state: ExecutionState, run: StepRun, pipe: PipelineRun, *, failed: bool,

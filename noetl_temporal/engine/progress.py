@@ -44,6 +44,13 @@ def describe(state: ExecutionState) -> str:
         queued = sorted({t.step for t in state.tokens if not t.denied})
         if queued:
             lines.append("held by the pause: " + _listed([f"`{q}`" for q in queued[:MAX_LISTED]], len(queued)))
+    if state.paused_steps:
+        held = [f"`{name}`" for name in state.paused_steps[:MAX_LISTED]]
+        lines.append("paused by an operator (resume-step): " + _listed(held, len(state.paused_steps)))
+    asks = [f"`{record['step']}`" + (f" ({_cut(str(record['prompt']), MAX_MESSAGE)})" if record.get("prompt") else "")
+            for record in itertools.islice(state.approvals.values(), MAX_LISTED)]
+    if asks:
+        lines.append("waiting for an answer (approve): " + _listed(asks, len(state.approvals)))
     joins = [f"`{name}` ({len(buffered)} arrived)" for name, buffered in sorted(state.join_buffers.items())
              if buffered]
     if joins:

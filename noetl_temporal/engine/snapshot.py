@@ -151,6 +151,9 @@ def snapshot(state: ExecutionState) -> dict[str, Any]:
     fields["workflow_status"] = state.workflow_status.value
     fields["steps"] = {name: record.to_dict() for name, record in state.steps.items()}
     fields["failures"] = [failure.to_dict() for failure in state.failures]
+    for name in ("approvals", "paused_steps"):   # operator state: snapshots without it stay as they were
+        if not fields[name]:
+            del fields[name]
     return {
         "fields": fields,
         "log": {"base": state.log.seq, "parent_execution_id": state.log.parent_execution_id},

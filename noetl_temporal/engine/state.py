@@ -175,6 +175,8 @@ class ExecutionState:
     join_buffers: dict[str, list[Token]] = field(default_factory=dict)
     step_runs: dict[str, StepRun] = field(default_factory=dict)
     pipelines: dict[str, PipelineRun] = field(default_factory=dict)   # in-flight task -> pipeline
+    # ``kind: approve`` tasks waiting for an answer: task run id -> what they ask (approvals.py)
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_counts: dict[str, int] = field(default_factory=dict)
     total_step_runs: int = 0
     token_counter: int = 0
@@ -184,6 +186,8 @@ class ExecutionState:
     absorbed_final_tokens: int = 0
     discarded_steps: list[str] = field(default_factory=list)   # tokens dropped by on_deny: discard
     paused: bool = False
+    # steps an operator paused: no new run of them starts until resumed (skips.py)
+    paused_steps: list[str] = field(default_factory=list)
     stopping: str | None = None        # 'fail_fast' | 'limit' | 'timeout': no new work
     stopping_reason: str | None = None
     final_started: bool = False

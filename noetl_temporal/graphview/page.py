@@ -16,6 +16,7 @@ from html import escape
 from importlib.resources import files
 from urllib.parse import quote, urlencode
 
+from .approval_form import approval_forms
 from .model import GraphView
 from .states import PICTURE, STATE_WORDS, STEP_EVENTS, STOPPING, WATCHED_TYPES, Painted
 from .svg import render_svg
@@ -51,9 +52,10 @@ def _json_for_script(value: object) -> str:
 
 def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING", source: str | None = None,
                    access_token: str | None = None, painted: Painted | None = None, event_count: int = 0,
-                   finished: bool = False) -> str:
+                   finished: bool = False, waiting: list[dict[str, object]] | None = None) -> str:
     """The page; ``painted``: the steps' states the server knows, ``event_count``: the
-    execution's (the API's ``event_count``), ``finished``: draw it final, follow nothing."""
+    execution's (the API's ``event_count``), ``finished``: draw it final, follow nothing;
+    ``waiting``: approvals waiting for an answer (the status's list), one form each."""
     painted = painted or Painted()
     config = {"execution_id": execution_id, "stream": None if finished else stream_url(
                   execution_id, access_token, painted.last_seq),
@@ -67,6 +69,10 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
         picture = _overview(view, painted)
     else:
         picture = render_svg(view, painted)
+    forms = approval_forms(list(waiting or ()))
+    scripts = f"<script>{_asset('approve.js')}</script>" if forms else ""
+    if forms:
+        config["access_token"] = access_token   # the forms post with it (as the stream reads with it)
     legend = "".join(f'<span class="{escape(state)}">{escape(word)}</span>'
                      for state, word in STATE_WORDS.items())
     origin = f" · {escape(source)}" if source else ""
@@ -80,9 +86,9 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
  · events: <span id="event-count">{event_count}</span> · <a href="../{quote(execution_id, safe='')}">detail (JSON)</a>
  <span id="stream-error"></span></p>
 <p class="legend">{legend}</p></header>
-<main>{picture}</main>
+<main>{picture}</main>{forms}
 <script type="application/json" id="noetl-config">{_json_for_script(config)}</script>
-<script>{_asset("live.js")}</script>
+<script>{_asset("live.js")}</script>{scripts}
 </body></html>
 """
 

@@ -31,19 +31,22 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
-    from ..engine import behaviours, ctx_size, machine, progress, snapshot
+    from ..engine import approvals, behaviours, ctx_size, machine, progress, skips, snapshot
     from ..engine.envelopes import RunOutput, TaskResult
     from ..engine.graph import StepGraph
     from ..engine.messages import (
+        Answer,
         Cancel,
         CancelTasks,
         Command,
+        HoldStep,
         Input,
         PatchCtx,
         Pause,
         Proceed,
         Resume,
         RunTask,
+        SkipStep,
         Start,
         StartTimer,
         StepTimedOut,
@@ -53,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from ..engine.state import ExecutionState
     from ..status_layers import ExecutionStatus
     from ..tool_kinds import WORKFLOW_KINDS
+    from ..tool_kinds.approve import APPROVE
     from .definitions import invalid_input, prepare_playbook
     from .metrics import count_execution
     from .pacing import TASK_BREAK, YIELD_ACTIVITY, ends_task
@@ -62,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from .types import EXECUTION_ID_FROM_WORKFLOW, WORKFLOW_NAME, RunInput
 
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
-from . import child_runs, task_runs, user_calls
+from . import approval_runs, child_runs, task_runs, user_calls
 from .event_flush import EventFlusher
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
@@ -108,6 +112,9 @@ class PlaybookWorkflow:
         self._parked: list[RunTask | StartTimer] = []
         self._queued: collections.deque[RunTask] = collections.deque()   # waiting for a pending slot
         self._timers: dict[str, tuple[float, StartTimer]] = {}   # timer id -> (deadline, command)
+        # approve tasks waiting for a person: not activities (no pending slot), handed to the
+        # next run on continue-as-new instead of holding it back (docs/approvals.md)
+        self._approvals: dict[str, tuple[RunTask, asyncio.Future[None]]] = {}
         self._details = ""         # the Temporal UI's current details, as last set
         self._progress_due = False  # a refresh of them is queued on the event loop
         self._yields = 0           # Yield commands of this run (pacing.ends_task, run_length)
@@ -243,7 +250,7 @@ class PlaybookWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._drain(flusher)
         now = workflow.now().timestamp()
-        parked = [_command_dict(c) for c in [*self._queued, *self._parked]]
+        parked = [_command_dict(c) for c in [*self._queued, *self._parked, *(a for a, _ in self._approvals.values())]]
         for deadline, timer in self._timers.values():
             parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
                                                    step_run_id=timer.step_run_id)))
@@ -318,6 +325,8 @@ class PlaybookWorkflow:
     def _execute(self, command: Command) -> None:
         if isinstance(command, RunTask | StartTimer) and self._draining:
             self._parked.append(command)  # started by the next run (continue-as-new)
+        elif isinstance(command, RunTask) and command.kind == APPROVE.kind:
+            self._approvals[command.task_run_id] = (command, asyncio.ensure_future(self._run_approval(command)))
         elif isinstance(command, RunTask):
             if len(self._activities) >= self._max_pending():
                 self._queued.append(command)  # Temporal allows 2,000 pending per execution
@@ -356,6 +365,8 @@ class PlaybookWorkflow:
             asyncio.ensure_future(self._report_soon(parked[0], task_runs.cancelled("task cancelled")))
             return
         handle = self._activities.get(task_run_id)
+        if handle is None and task_run_id in self._approvals:
+            handle = self._approvals[task_run_id][1]
         if handle is not None and not handle.done():
             handle.cancel()
 
@@ -411,6 +422,23 @@ class PlaybookWorkflow:
             self._release(cmd.task_run_id)
         # The engine decides on the outcome (no activity of ours evaluated its policy).
         self._report(cmd, TaskResult.undecided(outcome))
+
+    async def _run_approval(self, cmd: RunTask) -> None:
+        """An approve task: the ``answer`` update ends it (feeding the engine itself), or its
+        timeout does, here. Cancelled (its step timed out, the execution was cancelled): a
+        cancelled task, as any other."""
+        record = self.engine.approvals.get(cmd.task_run_id)
+        since = record["since"] if record is not None else None
+        try:
+            answered = await approval_runs.wait_for_answer(cmd, lambda: cmd.task_run_id not in self.engine.approvals,
+                                                           since=since, now=workflow.now())
+        except asyncio.CancelledError:
+            self._approvals.pop(cmd.task_run_id, None)
+            self._report(cmd, task_runs.cancelled("approval cancelled"))
+            return
+        self._approvals.pop(cmd.task_run_id, None)
+        if not answered and not self.engine.finished:
+            self._feed(Answer(now=_now(), task_run_id=cmd.task_run_id, timed_out=True))
 
     async def _proceed_later(self) -> None:
         """The engine used up one input's work budget: go on in a later activation (and
@@ -477,15 +505,87 @@ class PlaybookWorkflow:
         if too_big is not None:
             raise ValueError(too_big)
 
+    @workflow.update(name=approval_runs.UPDATE_NAME)
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A person's answer to a waiting approve task: it becomes the task's result."""
+        answer = approval_runs.AnswerRequest.read(request)
+        task_run_id, _ = approvals.find(self.engine, answer.step, answer.iteration)
+        assert task_run_id is not None   # the validator found it, in this same activation
+        self._feed(Answer(now=_now(), task_run_id=task_run_id, values=answer.values, by=answer.by,
+                          reason=answer.reason))
+        return {"step": answer.step, "task_run_id": task_run_id, "answer": answer.values, "by": answer.by}
+
+    @answer.validator
+    def _validate_answer(self, request: dict[str, Any]) -> None:
+        if self._state is None:
+            raise ValueError("the execution is not running yet: nothing waits for an answer")
+        answer = approval_runs.AnswerRequest.read(request)
+        refusal = approvals.refusal(self._state, answer.step, answer.values, answer.by, answer.iteration)
+        if refusal is not None:
+            raise ValueError(refusal)
+
+    @workflow.update(name=approval_runs.SKIP_UPDATE)
+    def skip_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An operator skips a running step: it ends as a success with the given result."""
+        skip = approval_runs.SkipRequest.read(request)
+        self._feed(SkipStep(now=_now(), step=skip.step, reason=skip.reason, result=skip.result, by=skip.by,
+                            iteration=skip.iteration))
+        return {"step": skip.step, "result": skip.result, "by": skip.by, "reason": skip.reason}
+
+    @skip_step.validator
+    def _validate_skip(self, request: dict[str, Any]) -> None:
+        if self._state is None:
+            raise ValueError("the execution is not running yet: no step to skip")
+        skip = approval_runs.SkipRequest.read(request)
+        refusal = skips.refusal(self._state, skip.step, skip.reason, skip.iteration)
+        if refusal is not None:
+            raise ValueError(refusal)
+
+    @workflow.update(name=approval_runs.PAUSE_STEP_UPDATE)
+    def pause_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An operator pauses one step: no new run of it starts; the rest goes on."""
+        return self._hold(request, hold=True)
+
+    @pause_step.validator
+    def _validate_pause_step(self, request: dict[str, Any]) -> None:
+        self._validate_hold(request, hold=True)
+
+    @workflow.update(name=approval_runs.RESUME_STEP_UPDATE)
+    def resume_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self._hold(request, hold=False)
+
+    @resume_step.validator
+    def _validate_resume_step(self, request: dict[str, Any]) -> None:
+        self._validate_hold(request, hold=False)
+
+    def _hold(self, request: dict[str, Any], *, hold: bool) -> dict[str, Any]:
+        step_request = approval_runs.StepRequest.read(request)
+        self._feed(HoldStep(now=_now(), step=step_request.step, hold=hold, reason=step_request.reason,
+                            by=step_request.by))
+        return {"step": step_request.step, "paused": hold, "paused_steps": list(self.engine.paused_steps)}
+
+    def _validate_hold(self, request: dict[str, Any], *, hold: bool) -> None:
+        if self._state is None:
+            raise ValueError("the execution is not running yet")
+        step_request = approval_runs.StepRequest.read(request)
+        refusal = skips.hold_refusal(self._state, step_request.step, hold)
+        if refusal is not None:
+            raise ValueError(refusal)
+
     @workflow.query(name="status")
     def status(self) -> dict[str, Any]:
         state = self._state
         if state is None:
             return {"state": "PENDING", "current_step": None, "started_at": None, "ended_at": None,
                     "terminal_event": None, "paused": False}
-        return {"state": state.status.value, "current_step": progress.current_step(state),
-                "started_at": state.started_at, "ended_at": state.ended_at,
-                "terminal_event": state.terminal_event, "paused": state.paused}
+        status: dict[str, Any] = {"state": state.status.value, "current_step": progress.current_step(state),
+                                  "started_at": state.started_at, "ended_at": state.ended_at,
+                                  "terminal_event": state.terminal_event, "paused": state.paused}
+        if state.approvals:
+            status["waiting"] = approvals.waiting(state)
+        if state.paused_steps:
+            status["paused_steps"] = list(state.paused_steps)
+        return status
 
     @workflow.query(name="events")
     def events(self, after_seq: int = 0, limit: int = 1000) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ its declaration (checked by tests/tools/test_tool_kinds.py).
 from __future__ import annotations
 
 from .activity import ACTIVITY
+from .approve import APPROVE
 from .declaration import ToolKind
 from .duckdb import DUCKDB
 from .http import HTTP
@@ -26,7 +27,8 @@ __all__ = ["DECLARATIONS", "TOOL_KINDS", "WORKFLOW_KINDS", "REGISTRY_KINDS", "LO
 
 #: every kind a task may name at run time, in the order messages list them
 DECLARATIONS: dict[str, ToolKind] = {d.kind: d for d in (NOOP, PYTHON, SHELL, HTTP, POSTGRES, DUCKDB,
-                                                         PLAYBOOK, RESULT, ACTIVITY, WORKFLOW)}
+                                                         PLAYBOOK, RESULT, ACTIVITY, WORKFLOW,
+                                                         APPROVE)}
 
 TOOL_KINDS: tuple[str, ...] = tuple(DECLARATIONS)
 

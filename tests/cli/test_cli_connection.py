@@ -23,6 +23,7 @@ EXPECTED = {
     "run": SERVER | {"--task-queue"},
     "status": SERVER, "events": SERVER,
     "cancel": SERVER, "pause": SERVER, "resume": SERVER, "ctx": SERVER,
+    "approve": SERVER, "skip": SERVER, "pause-step": SERVER, "resume-step": SERVER,
     "worker": SERVER | {"--task-queue"},
     "api": SERVER | {"--task-queue"},
     "dev": {"--task-queue", "--codec"},

@@ -65,11 +65,16 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # before and after the shell change `settled-user-activity` (user_calls.py)
              "user_cancel": HERE / "user_cancel.yaml", "user_cancel_patched": HERE / "user_cancel.yaml",
              # a redrive (temporal/redrive.py): the history kept is the redrive's, not the failed run's
-             "redrive": HERE / "redrive.yaml"}
+             "redrive": HERE / "redrive.yaml",
+             # `kind: approve`: one answered by the `answer` update, one that times out
+             "approval": HERE / "approval.yaml"}
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
 # Recorded as the redrive of a run that failed first (``_redriven``).
 REDRIVEN = {"redrive"}
+# Answered while recording: name -> the `answer` updates sent, each once its step waits.
+ANSWERS = {"approval": ({"step": "sign_off", "values": {"approved": True, "env": "prod"}, "by": "ops",
+                         "reason": "recorded"},)}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
@@ -109,8 +114,10 @@ async def record(names: list[str]) -> None:
                 if name in REDRIVEN:
                     report = await _redriven(env.client, playbook, name, path)
                 else:
+                    answering = asyncio.ensure_future(_answer(env.client, f"replay-{name}", ANSWERS.get(name, ())))
                     report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
                                                    execution_id=f"replay-{name}", source=str(path))
+                    await answering
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
             events = report.events
             if name in FIRST_RUN:
@@ -121,6 +128,20 @@ async def record(names: list[str]) -> None:
             else:
                 (HERE / f"{name}.events.json").write_text(json.dumps(events, indent=1, sort_keys=True))
             print(f"{name}: {report.state}, {len(events)} events")
+
+
+async def _answer(client: Any, execution_id: str, answers: tuple[dict[str, Any], ...]) -> None:
+    """Send each answer once its step waits (the status query names it)."""
+    for answer in answers:
+        while True:
+            try:
+                status = await client.get_workflow_handle(execution_id).query("status")
+            except Exception:   # not started yet
+                status = {}
+            if any(w["step"] == answer["step"] for w in status.get("waiting") or ()):
+                break
+            await asyncio.sleep(0.1)
+        await client.get_workflow_handle(execution_id).execute_update("answer", answer)
 
 
 async def _redriven(client: Any, playbook: Any, name: str, path: Path) -> Any:

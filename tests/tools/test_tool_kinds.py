@@ -87,11 +87,11 @@ def test_the_traits_the_runtime_reads_come_from_the_declarations():
 
     assert pipeline.INLINE_KINDS == {"noop"}
     # rendered in the workflow, not the activity (engine/task_plans.py); replay: unchanged sets
-    # (`activity` and `workflow` are new kinds: no recorded history has them)
-    assert task_plans.tool_kinds.IN_WORKFLOW_KINDS == {"noop", "playbook", "activity", "workflow"}
+    # (`activity`, `workflow` and `approve` are new kinds: no recorded history has them)
+    assert task_plans.tool_kinds.IN_WORKFLOW_KINDS == {"noop", "playbook", "activity", "workflow", "approve"}
     assert activities._READS_REFS == {"result"}
     assert keychain.needs_keychain("postgres", {}) and not keychain.needs_keychain("http", {})
-    assert WORKFLOW_KINDS == {"playbook", "activity", "workflow"}
+    assert WORKFLOW_KINDS == {"playbook", "activity", "workflow", "approve"}
 
 
 def test_every_required_key_and_ignored_key_is_declared_once():

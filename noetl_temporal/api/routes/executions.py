@@ -173,6 +173,7 @@ async def detail(execution_id: ExecutionId,
 
 
 @router.get("/executions/{execution_id}/status", response_model=Status, responses=responses(404, 503),
+            response_model_exclude_unset=True,   # `waiting` only while approvals wait
             summary="The minimal status model (docs/status.md): lifecycle state only, never variables")
 async def status(execution_id: ExecutionId, client: ClientDep, settings: SettingsDep) -> Status:
     return Status(**await read_status(client, execution_id, settings.event_store))

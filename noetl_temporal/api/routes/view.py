@@ -18,7 +18,7 @@ from noetl_temporal.dsl.models import Playbook
 from noetl_temporal.graphview import graph_view
 from noetl_temporal.graphview.page import execution_page
 from noetl_temporal.graphview.states import WATCHED_TYPES, first_paint
-from noetl_temporal.observe import read_events
+from noetl_temporal.observe import read_events, read_status
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.close_status import TERMINAL_STATES
 
@@ -54,7 +54,9 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
                                limit=FIRST_PAINT_EVENTS)
     painted = first_paint([n.name for n in view.nodes], detail, events,
                           frozenset(n.name for n in view.nodes if n.discards))
+    finished = state in TERMINAL_STATES
+    waiting = None if finished else (await read_status(client, execution_id, settings.event_store)).get("waiting")
     page = execution_page(view, execution_id, state=state, source=inp.source, access_token=access_token,
                           painted=painted, event_count=int(detail.get("event_count") or painted.last_seq),
-                          finished=state in TERMINAL_STATES)
+                          finished=finished, waiting=waiting)
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})

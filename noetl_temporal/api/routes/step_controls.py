@@ -1,0 +1,57 @@
+"""``POST /executions/{id}/steps/{step}/skip|pause|resume``: per-step controls (docs/approvals.md).
+
+Thin: the behaviour is the workflow's ``skip_step`` update (``engine/skips.py``), the
+call ``temporal/answers.py``'s, shared with ``noetl-temporal skip``. Who skips is ``api``
+(the API token's name, as for answers).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+
+from noetl_temporal.temporal.answers import hold_step
+from noetl_temporal.temporal.answers import skip as skip_step
+
+from ..deps import ClientDep, ExecutionId
+from ..errors import responses
+from ..models import SkipRequest, SkipResponse, StepHoldRequest, StepHoldResponse
+from ..security import API_ANSWERER
+
+router = APIRouter(tags=["control"])
+
+
+@router.post("/executions/{execution_id}/steps/{step}/skip", response_model=SkipResponse,
+             responses=responses(404, 409, 413, 422, 503),
+             summary="Skip a running step: its task is cancelled, it ends as a success with `result` (step.skipped)")
+async def skip(body: SkipRequest, execution_id: ExecutionId, client: ClientDep,
+               step: Annotated[str, Path(max_length=255, description="the running step's name")]) -> Any:
+    result = await skip_step(client, execution_id, step, reason=body.reason, result=body.result, by=API_ANSWERER,
+                             iteration=body.iteration)
+    return SkipResponse(**result)
+
+
+@router.post("/executions/{execution_id}/steps/{step}/pause", response_model=StepHoldResponse,
+             responses=responses(404, 409, 413, 422, 503),
+             summary="Pause one step: no new run of it starts, the rest of the execution goes on (step.paused)")
+async def pause_step(execution_id: ExecutionId, client: ClientDep,
+                     step: Annotated[str, Path(max_length=255, description="the step's name")],
+                     body: StepHoldRequest | None = None) -> Any:
+    reason = body.reason if body else None
+    return StepHoldResponse(execution_id=execution_id, **await _held(client, execution_id, step, True, reason))
+
+
+@router.post("/executions/{execution_id}/steps/{step}/resume", response_model=StepHoldResponse,
+             responses=responses(404, 409, 413, 422, 503),
+             summary="Resume a paused step: its waiting runs start (step.resumed)")
+async def resume_step(execution_id: ExecutionId, client: ClientDep,
+                      step: Annotated[str, Path(max_length=255, description="the step's name")],
+                      body: StepHoldRequest | None = None) -> Any:
+    reason = body.reason if body else None
+    return StepHoldResponse(execution_id=execution_id, **await _held(client, execution_id, step, False, reason))
+
+
+async def _held(client: Any, execution_id: str, step: str, hold: bool, reason: str | None) -> dict[str, Any]:
+    result = await hold_step(client, execution_id, step, hold=hold, reason=reason, by=API_ANSWERER)
+    return {k: result[k] for k in ("step", "paused", "paused_steps")}
