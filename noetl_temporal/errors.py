@@ -19,7 +19,8 @@
     ├── ExecutionFinished           temporal.control: the execution already ended (HTTP 409)
     ├── Rejected                    temporal.control: the workflow refused a ctx patch (HTTP 422)
     ├── BadRequest                  api.errors: a request that parses but makes no sense (HTTP 422)
-    └── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
+    ├── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
+    └── Overloaded                  api.admission: more requests than the API takes at once (HTTP 503, Retry-After)
 
 Outside the tree on purpose (``tests/test_errors.py`` holds this list too)::
 
