@@ -275,8 +275,10 @@ class Zygote:
             if task_id is not None:
                 self.by_id.pop(task_id, None)
                 self.kills.pop(task_id, None)
-                # What a killed task's process left is ours now (we are a subreaper): it
-                # goes before the task is reported done.
+                # What the task's process left is ours now (we are a subreaper): it goes
+                # before the task is reported done. A shell command's process is the
+                # command itself (runner.reaping.run_command), so this sweep is what kills
+                # what it left in the background.
                 self.runner.reaping.sweep(skip=self.spares | set(self.running))
                 self.send(f"exit {task_id} {os.waitstatus_to_exitcode(status)}")
 
