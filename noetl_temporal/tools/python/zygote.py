@@ -270,6 +270,11 @@ class Zygote:
             if pid == 0:
                 return reaped
             reaped = True
+            if pid not in self.running and select.select([self.taken_r], [], [], 0)[0]:
+                # A spare that took a task after this round's first look, and has already
+                # ended it (a shell command is over in a millisecond): its report came in
+                # since, and the task's exit must be reported, or the worker waits forever.
+                self.taken()
             self.spares.discard(pid)
             task_id = self.running.pop(pid, None)
             if task_id is not None:

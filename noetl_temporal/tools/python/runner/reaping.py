@@ -29,6 +29,8 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 #: rounds of the sweep: each kills what it sees, the next catches what was forked meanwhile
 SWEEP_ROUNDS = 50
+#: rounds in a row that find the same processes before the sweep gives up on them
+SAME_ROUNDS = 3
 
 _PRCTL: "Any" = None  # libc's prctl (False: not available)
 
@@ -87,20 +89,29 @@ def descendants(pid, skip=()):
 def sweep(skip=(), sig=signal.SIGKILL, patience=2.0):
     """Kill every descendant of this process but the subtrees in ``skip``, and reap our own
     children among them, round after round until none is left (a round kills what the last
-    one's victims forked meanwhile). Gives up after ``patience`` seconds, or when a round
-    changes nothing (a process we may not signal: another user's set-uid program). Whether
-    any was found."""
+    one's victims forked meanwhile). Gives up after ``patience`` seconds, or when
+    ``SAME_ROUNDS`` rounds in a row, 10 ms apart, change nothing (a process we may not
+    signal: another user's set-uid program). Whether any was found."""
     import time
 
     me = os.getpid()
     deadline = time.monotonic() + patience
-    any_found, last = False, None
+    any_found, last, same = False, None, 0
     for _ in range(SWEEP_ROUNDS):
         found = descendants(me, skip)
         if not found:
             return any_found
-        if set(found) == last or time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             return True
+        if set(found) == last:
+            # Killed but not gone yet (on a loaded machine a killed process may wait to be
+            # scheduled before it dies), or one we may not signal: wait a little, a few times.
+            same += 1
+            if same > SAME_ROUNDS:
+                return True
+            time.sleep(0.01)
+        else:
+            same = 0
         any_found, last = True, set(found)
         for p in found:
             try:
