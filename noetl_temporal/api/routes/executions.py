@@ -24,6 +24,7 @@ from noetl_temporal.temporal.client import start_execution
 
 from ..deps import ClientDep, ExecutionId, LinkDep, SettingsDep
 from ..errors import BadRequest, responses
+from ..json_numbers import ParsedBodyRoute
 from ..limits import TooLarge, check_expanded
 from ..models import (
     ExecutionDetail,
@@ -44,7 +45,7 @@ from ..paging import decode_token, encode_token
 from ..playbooks import load_for_start
 from ..settings import Settings, TemporalLink
 
-router = APIRouter(tags=["executions"])
+router = APIRouter(tags=["executions"], route_class=ParsedBodyRoute)  # the body parsed once
 
 
 def _links(execution_id: str) -> Links:
@@ -85,7 +86,8 @@ async def start(body: StartExecution, request: Request, response: Response) -> S
                                    execution_timeout_s=settings.execution_timeout_s,
                                    heartbeat_timeout_s=settings.heartbeat_timeout_s,
                                    version=version, api_url=str(request.base_url),  # linked from the Temporal UI
-                                   definition=loaded.definition, digest=loaded.digest)
+                                   definition=loaded.definition, digest=loaded.digest,
+                                   payload_checked=True)   # refused above, with the API's words
     response.headers["Location"] = f"/executions/{handle.id}"
     return StartResponse(execution_id=handle.id, state="PENDING",
                          playbook_path=catalog_path_of(loaded.playbook.metadata), catalog_version=version,
