@@ -23,7 +23,8 @@
     ├── ScheduleExists              temporal.schedules: a schedule of that name exists (HTTP 409)
     ├── ScheduleInvalid             temporal.schedules: a bad cron, duration, policy or time (HTTP 422)
     ├── BadRequest                  api.errors: a request that parses but makes no sense (HTTP 422)
-    └── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
+    ├── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
+    └── Overloaded                  api.admission: more requests than the API takes at once (HTTP 503, Retry-After)
 
 Outside the tree on purpose (``tests/test_errors.py`` holds this list too)::
 

@@ -32,17 +32,16 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from .engine.envelopes import RunOutput
 from .engine.event_types import LAST_EVENT_TYPES
 from .errors import NotFound
 from .status_layers import ExecutionStatus
 from .store.event_store import EventStore
 from .store.legacy import expand_types
 from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, WITH_OUTPUT, execution_state
+from .temporal.control import run_output
 from .temporal.liveness import Liveness, got_past_start, read_liveness
-from .temporal.playbook_result import workflow_output
 
-__all__ = ["read_status", "read_status_view", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close",
+__all__ = ["read_status", "read_status_view", "read_status_described", "read_events", "follow_events", "STATUS_FIELDS", "state_from_close",
            "QUERY_PAGE", "STATUS_QUERY_TIMEOUT", "EVENTS_QUERY_TIMEOUT"]
 
 # Events asked of the workflow per ``events`` query.
@@ -106,6 +105,15 @@ async def read_status_view(client: Client | None, execution_id: str,
                            store: EventStore | None = None) -> tuple[dict[str, Any], Liveness | None]:
     """The status, and for an open execution what Temporal knows of it without a worker
     (its pending tasks, for a caller that explains why nothing moves)."""
+    status, liveness, _ = await read_status_described(client, execution_id, store)
+    return status, liveness
+
+
+async def read_status_described(
+        client: Client | None, execution_id: str, store: EventStore | None = None,
+) -> tuple[dict[str, Any], Liveness | None, WorkflowExecutionDescription | None]:
+    """:func:`read_status_view`, and Temporal's description it read (None: Temporal does not
+    know the execution), for a caller that needs more of it (the API's detail describes once)."""
     lifecycle = await asyncio.to_thread(store.lifecycle, execution_id) if store else None
     description = None
     if client is not None:
@@ -118,22 +126,21 @@ async def read_status_view(client: Client | None, execution_id: str,
         if lifecycle is None:
             raise NotFound(f"no execution {execution_id!r}",
                            fix="check the id (noetl-temporal run prints it) and the Temporal address")
-        return _from_lifecycle(execution_id, lifecycle), None
+        return _from_lifecycle(execution_id, lifecycle), None, None
     assert client is not None   # (a description came from it)
-    handle = client.get_workflow_handle(execution_id)
     if description.status in OPEN_STATUSES:
         liveness = await read_liveness(client, description)
-        return await _open_status(client, execution_id, description, liveness, lifecycle), liveness
+        return await _open_status(client, execution_id, description, liveness, lifecycle), liveness, description
     terminal = lifecycle["terminal"] if lifecycle else None
     if terminal is None and description.status in WITH_OUTPUT:
-        terminal = await _terminal_from_result(handle)
+        terminal = await _terminal_from_result(client, execution_id, description.run_id)
     state, inferred = state_from_close(description.status, terminal)
     return _status(execution_id, state,
                    current_step=lifecycle["current_step"] if lifecycle else None,
                    started_at=(lifecycle or {}).get("started_at") or _iso(description.start_time),
                    ended_at=terminal["timestamp"] if terminal else _iso(description.close_time),
                    terminal_event=terminal["event_type"] if terminal else None,
-                   completion_inferred=inferred), None
+                   completion_inferred=inferred), None, description
 
 
 async def _open_status(client: Client, execution_id: str, description: WorkflowExecutionDescription,
@@ -163,13 +170,11 @@ async def _open_status(client: Client, execution_id: str, description: WorkflowE
                    workers_polling=polling)
 
 
-async def _terminal_from_result(handle: Any) -> dict[str, Any] | None:
-    """The workflow's result records its terminal lifecycle event (readable without a worker)."""
-    try:
-        output = RunOutput.from_dict(await workflow_output(handle))
-    except Exception:   # no result, or not a playbook's output
-        return None
-    if not output.terminal_event:
+async def _terminal_from_result(client: Client, execution_id: str, run_id: str | None) -> dict[str, Any] | None:
+    """The workflow's result records its terminal lifecycle event (readable without a worker;
+    a closed run's output is read once and kept)."""
+    output = await run_output(client, execution_id, run_id)
+    if output is None or not output.terminal_event:
         return None
     return {"event_type": output.terminal_event, "timestamp": output.ended_at,
             "status": "success" if output.state == ExecutionStatus.COMPLETED else "error",

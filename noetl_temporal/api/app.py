@@ -12,6 +12,7 @@ from fastapi import Depends, FastAPI
 
 from noetl_temporal.store.catalog import Catalog
 
+from .admission import Admission, admitted
 from .errors import install_error_handlers, responses
 from .limits import EXPANSION, BodyLimit
 from .methods import install_method_not_allowed
@@ -38,12 +39,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.catalog = settings.catalog or Catalog.from_config()
     # start requests' playbooks, loaded once per content, their size counted up to the 413's limit
     app.state.playbooks = PlaybookCache(measure_up_to=EXPANSION * settings.max_body_bytes)
-    protected: dict = {}
-    if settings.token:
-        protected = {"dependencies": [Depends(bearer_auth(settings.token))], "responses": responses(401)}
+    # a turn for each request that does work (api/admission.py), taken after auth
+    app.state.admission = Admission(settings.max_in_flight, settings.max_waiting)
+    guards = [Depends(bearer_auth(settings.token))] if settings.token else []
+    protected: dict = {"dependencies": guards, "responses": responses(401)} if settings.token else {}
     app.include_router(health.router)
-    for module in (executions, events, control, step_controls, catalog, view, schedules):
-        app.include_router(module.router, **protected)
+    for module in (executions, control, step_controls, catalog, view, schedules):
+        app.include_router(module.router, **{**protected, "dependencies": [*guards, Depends(admitted)]})
+    app.include_router(events.router, **protected)   # its paged route takes a turn; its stream none
     # its own auth: approver tokens open it too, and say who answers (docs/approvals.md)
     app.include_router(answers.router_for(answerer(settings.token, settings.approvers)))
     install_error_handlers(app)

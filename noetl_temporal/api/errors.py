@@ -19,6 +19,7 @@ from noetl_temporal.temporal.control import ExecutionFinished, NotFound, Rejecte
 from noetl_temporal.temporal.redrive import StillRunning
 from noetl_temporal.temporal.schedules import ScheduleExists, ScheduleInvalid
 
+from .admission import Overloaded
 from .limits import TooLarge
 from .models import ErrorBody
 
@@ -31,9 +32,14 @@ class BadRequest(NoetlError):
     """A request that parsed but makes no sense (bad page token, unusable filter): 422."""
 
 
-def _json(status: int, detail: object, **extra: object) -> JSONResponse:
+#: seconds a client is told to wait (Retry-After) when Temporal or the database did not answer
+UNAVAILABLE_RETRY_AFTER_S = 5
+
+
+def _json(status: int, detail: object, retry_after_s: int | None = None, **extra: object) -> JSONResponse:
+    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
     return JSONResponse({"detail": detail, **{k: v for k, v in extra.items() if v is not None}},
-                        status_code=status)
+                        status_code=status, headers=headers)
 
 
 def invalid_playbook(exc: PlaybookInvalid) -> JSONResponse:
@@ -82,13 +88,17 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ConfigError)
     async def _config(_: Request, exc: ConfigError) -> JSONResponse:
         log.warning("service unavailable: %s", exc)
-        return _json(503, str(exc))
+        return _json(503, str(exc), UNAVAILABLE_RETRY_AFTER_S)
+
+    @app.exception_handler(Overloaded)
+    async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
+        return _json(503, str(exc), exc.retry_after_s)
 
     for database_error in _database_errors():
         @app.exception_handler(database_error)
         async def _database(_: Request, exc: Exception) -> JSONResponse:
             log.warning("catalog database error: %s", exc)
-            return _json(503, f"the catalog database is unavailable: {type(exc).__name__}")
+            return _json(503, f"the catalog database is unavailable: {type(exc).__name__}", UNAVAILABLE_RETRY_AFTER_S)
 
     @app.exception_handler(RPCError)
     async def _rpc(_: Request, exc: RPCError) -> JSONResponse:
@@ -97,7 +107,7 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status == RPCStatusCode.INVALID_ARGUMENT:
             return _json(422, exc.message)
         log.warning("Temporal error: %s (%s)", exc.message, exc.status)
-        return _json(503, f"Temporal did not answer: {exc.message}")
+        return _json(503, f"Temporal did not answer: {exc.message}", UNAVAILABLE_RETRY_AFTER_S)
 
 
 def _database_errors() -> list[type[Exception]]:
@@ -120,7 +130,8 @@ _DESCRIPTIONS = {
     409: "the execution already finished (its state is in the body), or a schedule of that name exists",
     413: "request body too large, or larger than allowed once parsed (YAML aliases)",
     422: "malformed request, invalid playbook (with located errors) or a rejected ctx patch",
-    503: "Temporal or the catalog database is unreachable",
+    503: "Temporal or the catalog database is unreachable, or the API is at capacity (Retry-After says when "
+         "to try again)",
 }
 
 

@@ -24,7 +24,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ..errors import NoetlError
-from .json_numbers import is_json_body, refusal
+from .json_numbers import PARSED, is_json_body, parse, parsed
 
 __all__ = ["BodyLimit", "EXPANSION", "TooLarge", "check_expanded", "expanded_size"]
 
@@ -125,9 +125,12 @@ class BodyLimit:
                 break
         body = b"".join(chunks)
         # the one place every route's body passes whole: refuse numbers no route could carry
-        refused = refusal(body) if body and is_json_body(headers.get(b"content-type")) else None
-        if refused:
-            return await _reply(send, 422, refused)
+        if body and is_json_body(headers.get(b"content-type")):
+            refused, value = parse(body)
+            if refused:
+                return await _reply(send, 422, refused)
+            if parsed(value):   # the route reads it, not a second parse (json_numbers.ParsedBodyRoute)
+                scope[PARSED] = value
         replayed = False
 
         async def replay() -> dict:

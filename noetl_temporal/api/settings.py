@@ -23,6 +23,8 @@ from noetl_temporal.store.event_store import EventStore
 from noetl_temporal.temporal.client import Target, connect
 from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
 
+from .admission import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_WAITING
+
 __all__ = ["Settings", "TemporalLink", "DEFAULT_MAX_BODY_BYTES"]
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -58,6 +60,10 @@ class Settings:
     cancel_wait_s: float = 5.0
     #: SSE comment lines keep idle streams open through proxies
     stream_keepalive_s: float = 15.0
+    #: requests worked on at once, and waiting for a turn at most (api/admission.py): past
+    #: them a request gets 503 with Retry-After at once
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    max_waiting: int = DEFAULT_MAX_WAITING
     #: signs page tokens so a forged one is a 422 here, not an error deep in Temporal
     page_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 

@@ -108,7 +108,8 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           continue_as_new_after_events: int = 0, version: int | None = None,
                           api_url: str | None = None, definition: dict[str, Any] | None = None,
                           digest: str | None = None, persist_events: bool = True,
-                          redrive: dict[str, Any] | None = None) -> WorkflowHandle[Any, Any]:
+                          redrive: dict[str, Any] | None = None,
+                          payload_checked: bool = False) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
     ``search_attributes``: set ours (a namespace without them registered: a warning, and the
@@ -123,8 +124,10 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     ``persist_events=False``: the execution writes no events to the event store (they stay
     readable live, from the workflow, while it runs): a diagnostic of what storing them costs.
     ``redrive``: a redrive's plan (``temporal/redrive.py`` builds it and calls this).
+    ``payload_checked``: the caller has already refused a payload over ``MAX_PAYLOAD_SIZE`` in
+    its own words (the API's 413), so it is not walked a second time here.
     """
-    refused = payload_refusal(payload)
+    refused = None if payload_checked else payload_refusal(payload)
     if refused is not None:   # the workflow could not decode it in one activation
         raise PayloadTooLarge(refused, fix=PAYLOAD_FIX)
     # A relative file source becomes absolute here, in the caller's directory: a worker

@@ -17,11 +17,20 @@ activities are cancelled, ``execution.cancelled`` is emitted, the state is CANCE
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from ..engine.envelopes import RunOutput
@@ -41,7 +50,10 @@ from .types import WORKFLOW_NAME, RunInput
 
 __all__ = ["NotFound", "ExecutionFinished", "Rejected", "ExecutionInfo", "TERMINAL_STATES",
            "describe", "cancel", "pause", "resume", "patch_ctx", "list_executions", "read_input",
-           "read_detail", "search_attributes_available", "visibility_query", "pinned_playbook"]
+           "read_detail", "run_output", "shared", "search_attributes_available", "visibility_query",
+           "pinned_playbook"]
+
+_T = TypeVar("_T")
 
 #: bound on calls that need a worker (queries of closed executions): never hang a request
 QUERY_TIMEOUT = timedelta(seconds=3)
@@ -93,33 +105,116 @@ def _not_found(execution_id: str) -> NotFound:
     return NotFound(f"no execution {execution_id!r}", fix="GET /executions (or the Temporal UI) lists executions")
 
 
-async def _result_state(handle: WorkflowHandle[Any, Any]) -> tuple[str | None, RunOutput | None]:
+#: how many closed runs' output states, outputs and inputs are kept (see :class:`_Kept`)
+KEPT_STATES, KEPT_OUTPUTS, KEPT_INPUTS = 8192, 128, 128
+
+
+class _Kept:
+    """What a closed run keeps forever, read from Temporal once per run; and calls in flight, shared.
+
+    Why: a list page reads the output of each closed execution on it (COMPLETED and FAILED
+    are told apart by it), and a detail its output and input, each a history read. A
+    closed run never changes, so its answer is kept (keyed by namespace, id and run id;
+    a bounded LRU per kind: states are small, outputs and inputs may not be). And a
+    thousand clients reading the same page or execution at once must not send a thousand
+    identical calls: a call with the same key as one in flight on the same event loop
+    awaits that one (``shared``). Nothing that may still change is kept after its call
+    returns. docs/performance.md ("The API under a burst") has the figures.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.values: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> Any:
+        value = self.values.get(key)
+        if value is not None:
+            self.values.move_to_end(key)
+        return value
+
+    def put(self, key: tuple[Any, ...], value: Any) -> None:
+        self.values[key] = value
+        self.values.move_to_end(key)
+        while len(self.values) > self.size:
+            self.values.popitem(last=False)
+
+
+_STATES, _OUTPUTS, _INPUTS = _Kept(KEPT_STATES), _Kept(KEPT_OUTPUTS), _Kept(KEPT_INPUTS)
+#: calls in flight per event loop (a task is awaited on its own loop only)
+_IN_FLIGHT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], asyncio.Future[Any]]] = \
+    weakref.WeakKeyDictionary()
+
+
+async def shared(key: tuple[Any, ...], call: Callable[[], Awaitable[_T]]) -> _T:
+    """``await call()``, or, while a call with the same ``key`` is in flight on this loop, its
+    result (or its exception). A caller that gives up (cancelled) does not cancel the others'."""
+    flights = _IN_FLIGHT.setdefault(asyncio.get_running_loop(), {})
+    future = flights.get(key)
+    if future is None:
+        future = asyncio.ensure_future(call())
+        flights[key] = future
+        future.add_done_callback(lambda done: flights.pop(key, None) if flights.get(key) is done else None)
+    return await asyncio.shield(future)
+
+
+def _run_key(client: Client, execution_id: str, run_id: str | None) -> tuple[str, str, str] | None:
+    return (client.namespace, execution_id, run_id) if run_id else None
+
+
+async def _result_state(client: Client, execution_id: str, run_id: str | None = None,
+                        *, with_output: bool = True) -> tuple[str | None, RunOutput | None]:
     """The state the workflow's output records (a Temporal COMPLETED playbook started before
     ``behaviours.FAILED_PLAYBOOK_FAILS_WORKFLOW`` may still be FAILED; a Failed one carries
-    its output in the failure)."""
-    try:
-        raw = await workflow_output(handle, follow_runs=False, rpc_timeout=RPC_TIMEOUT)
-        output = RunOutput.from_dict(raw)
-    except Exception:   # no result (yet), or not a playbook's output
-        return None, None
-    return output.state.value, output
+    its output in the failure). Called for closed runs only: with their ``run_id`` the answer
+    is read once and kept (``with_output=False``: only the state is wanted)."""
+    key = _run_key(client, execution_id, run_id)
+    if key is not None:
+        output = _OUTPUTS.get(key)
+        if output is not None:
+            return output.state.value, output
+        state = _STATES.get(key)
+        if state is not None and not with_output:
+            return state, None
+
+    async def read() -> tuple[str | None, RunOutput | None]:
+        handle = client.get_workflow_handle(execution_id, run_id=run_id)
+        try:
+            raw = await workflow_output(handle, follow_runs=False, rpc_timeout=RPC_TIMEOUT)
+            output = RunOutput.from_dict(raw)
+        except Exception:   # no result (yet), or not a playbook's output: not kept
+            return None, None
+        if key is not None:
+            _STATES.put(key, output.state.value)
+            _OUTPUTS.put(key, output)
+        return output.state.value, output
+
+    return await shared(("output", client.namespace, execution_id, run_id), read)
 
 
-async def describe(client: Client, execution_id: str) -> ExecutionInfo:
-    """Temporal's description of a playbook execution; :class:`NotFound` for any other id."""
-    handle = _handle(client, execution_id)
-    try:
-        desc = await handle.describe(rpc_timeout=RPC_TIMEOUT)
-    except RPCError as exc:
-        if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
-            raise _not_found(execution_id) from None
-        raise
+async def run_output(client: Client, execution_id: str, run_id: str | None) -> RunOutput | None:
+    """A closed run's output (kept per run once read), or None when it has none."""
+    _, output = await _result_state(client, execution_id, run_id)
+    return output
+
+
+async def describe(client: Client, execution_id: str,
+                   description: WorkflowExecutionDescription | None = None) -> ExecutionInfo:
+    """Temporal's description of a playbook execution; :class:`NotFound` for any other id.
+    ``description``: one the caller already has (then Temporal is not asked again)."""
+    desc = description
+    if desc is None:
+        try:
+            desc = await _handle(client, execution_id).describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError as exc:
+            if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+                raise _not_found(execution_id) from None
+            raise
     if desc.workflow_type != WORKFLOW_NAME:
         raise _not_found(execution_id)
     status = desc.status or WorkflowExecutionStatus.RUNNING
     result_state = None
     if status in WITH_OUTPUT:
-        result_state, _ = await _result_state(handle)
+        result_state, _ = await _result_state(client, execution_id, desc.run_id)
     path = desc.typed_search_attributes.get(PLAYBOOK_PATH)
     return ExecutionInfo(execution_id=execution_id, run_id=desc.run_id,
                          state=normalized_state(status, result_state), temporal_status=status.name,
@@ -292,10 +387,16 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
     query = visibility_query(state=state, playbook_path=playbook_path, started_after=started_after,
                              started_before=started_before, with_path_attribute=with_path_attribute,
                              playbook_version=playbook_version, playbook_hash=playbook_hash, schedule=schedule)
-    iterator = client.list_workflows(query, page_size=page_size, next_page_token=page_token,
-                                     rpc_timeout=RPC_TIMEOUT)
-    await iterator.fetch_next_page()
-    page = list(iterator.current_page or [])
+
+    async def fetch() -> tuple[list[Any], bytes | None]:
+        iterator = client.list_workflows(query, page_size=page_size, next_page_token=page_token,
+                                         rpc_timeout=RPC_TIMEOUT)
+        await iterator.fetch_next_page()
+        return list(iterator.current_page or []), iterator.next_page_token
+
+    # the same page asked for while it is being read: one visibility call (it is eventually
+    # consistent anyway); nothing is kept once it returns
+    page, next_token = await shared(("list", client.namespace, query, page_size, page_token), fetch)
     gate = asyncio.Semaphore(8)
 
     async def item(wf: Any) -> dict[str, Any]:
@@ -303,7 +404,7 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
         result_state = None
         if status in WITH_OUTPUT:
             async with gate:
-                result_state, _ = await _result_state(_handle(client, wf.id))
+                result_state, _ = await _result_state(client, wf.id, wf.run_id, with_output=False)
         return {"execution_id": wf.id, "state": normalized_state(status, result_state),
                 "temporal_status": status.name, "started_at": _iso(wf.start_time),
                 "ended_at": _iso(wf.close_time), "playbook_path": wf.typed_search_attributes.get(PLAYBOOK_PATH),
@@ -314,25 +415,36 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
     items = await asyncio.gather(*(item(wf) for wf in page))
     if state in ("COMPLETED", "FAILED"):
         items = [i for i in items if i["state"] == state]
-    return list(items), iterator.next_page_token
+    return list(items), next_token
 
 
 # ------------------------------------------------------------------ reading what an execution holds
 
-async def read_input(client: Client, execution_id: str) -> RunInput:
-    """The workflow input (pinned playbook, payload, source) from the first history event."""
-    handle = _handle(client, execution_id)
-    try:
-        async for event in handle.fetch_history_events(page_size=1, rpc_timeout=RPC_TIMEOUT):
-            attrs = event.workflow_execution_started_event_attributes
-            values = await client.data_converter.decode(attrs.input.payloads, [RunInput])
-            run_input: RunInput = values[0]
-            return run_input
-    except RPCError as exc:
-        if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
-            raise _not_found(execution_id) from None
-        raise
-    raise _not_found(execution_id)
+async def read_input(client: Client, execution_id: str, run_id: str | None = None) -> RunInput:
+    """The workflow input (pinned playbook, payload, source) from the first history event.
+    With ``run_id`` (a run's input never changes) it is read once per run and kept."""
+    key = _run_key(client, execution_id, run_id)
+    kept = _INPUTS.get(key) if key else None
+    if kept is not None:
+        return kept  # type: ignore[no-any-return]  # _Kept holds values of any type
+
+    async def read() -> RunInput:
+        handle = client.get_workflow_handle(execution_id, run_id=run_id)
+        try:
+            async for event in handle.fetch_history_events(page_size=1, rpc_timeout=RPC_TIMEOUT):
+                attrs = event.workflow_execution_started_event_attributes
+                values = await client.data_converter.decode(attrs.input.payloads, [RunInput])
+                run_input: RunInput = values[0]
+                if key is not None:
+                    _INPUTS.put(key, run_input)
+                return run_input
+        except RPCError as exc:
+            if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+                raise _not_found(execution_id) from None
+            raise
+        raise _not_found(execution_id)
+
+    return await shared(("input", client.namespace, execution_id, run_id), read)
 
 
 def pinned_playbook(inp: RunInput) -> dict[str, Any]:
@@ -354,19 +466,20 @@ def shown_state(info: ExecutionInfo, detail: dict[str, Any]) -> str:
     return info.state if info.closed else str(detail.get("state") or "RUNNING")
 
 
-async def read_detail(client: Client, execution_id: str, *,
-                      ask_workflow: bool = True) -> tuple[ExecutionInfo, dict[str, Any]]:
+async def read_detail(client: Client, execution_id: str, *, ask_workflow: bool = True,
+                      description: WorkflowExecutionDescription | None = None) -> tuple[ExecutionInfo, dict[str, Any]]:
     """Temporal's description plus the workflow's own ``detail`` (ctx, steps, result, timing).
 
     Live executions answer the ``detail`` query. A completed one answers from its output.
     Other closed ones need a worker to answer queries; without one the detail is empty
     (``{}``) and callers fall back to the description. ``ask_workflow=False``: no worker
     polls (``liveness``), so no query is sent (it would only wait out its timeout).
+    ``description``: Temporal's, when the caller already has it (read once per request).
     """
-    info = await describe(client, execution_id)
+    info = await describe(client, execution_id, description)
     handle = _handle(client, execution_id)
     if WorkflowExecutionStatus[info.temporal_status] in WITH_OUTPUT:
-        _, output = await _result_state(handle)
+        _, output = await _result_state(client, execution_id, info.run_id)
         if output is not None:
             return info, replace(output, paused=False).to_dict()
     if not ask_workflow:

@@ -124,7 +124,9 @@ async def _run_one(command: str, env: dict, cwd: str | None, deadline: float, ca
 
 async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float, call: ToolCall,
                       out: _proc.Capture, err: _proc.Capture) -> int:
-    """The command run by a process forked from the fork server (``runner.reaping.run_command``)."""
+    """The command run as a process forked from the fork server (``runner.reaping.run_command``:
+    the process becomes the command). Its exit status comes in the fork server's report of
+    its exit, sent once the server has killed what the command left."""
     request = json.dumps({"exec": [SHELL, "-c", command], "env": env, "cwd": cwd or os.getcwd()}).encode()
     pipes = spawn.TaskPipes()
     try:
@@ -133,11 +135,8 @@ async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float,
     except BaseException:
         pipes.close()
         raise
-    status = bytearray()
-    pumps = pipes.attach(out.feed, err.feed, status.extend)
-    # Done once the exit status is in (its process has swept what the command left): the
-    # process's own teardown is not our wait, and the next task finds a spare sooner.
-    pumps.tasks[-1].add_done_callback(lambda _: _exited(proc, status))
+    # The response pipe stays empty (close-on-exec: the process became the command).
+    pumps = pipes.attach(out.feed, err.feed, _ignore)
     feeder = asyncio.ensure_future(_proc.write_all(pipes.stdin, rest)) if rest else None
     if feeder is None:
         os.close(pipes.stdin)
@@ -150,12 +149,8 @@ async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float,
         await pumps.finish()
 
 
-def _exited(proc: forkserver.ForkedChild, status: bytearray) -> None:
-    """The command's exit status from the response pipe (nothing there: the fork server's
-    report of the process's exit says what happened)."""
-    text = status.decode(errors="replace").strip()
-    if text.lstrip("-").isdigit():
-        proc.exited(int(text))
+def _ignore(_: bytes) -> None:
+    pass
 
 
 def _result(out: _proc.Capture, err: _proc.Capture, returncode: int | None) -> dict:

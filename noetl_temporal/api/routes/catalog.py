@@ -15,9 +15,10 @@ from noetl_temporal.store.catalog import NotFound, path_problem
 
 from ..deps import CatalogDep
 from ..errors import responses
+from ..json_numbers import ParsedBodyRoute
 from ..models import MAX_INT, CatalogItem, CatalogList, CatalogPlaybook, Registered, RegisterPlaybook
 
-router = APIRouter(tags=["catalog"])
+router = APIRouter(tags=["catalog"], route_class=ParsedBodyRoute)  # the body parsed once
 
 
 @router.post("/catalog", response_model=Registered, status_code=201,

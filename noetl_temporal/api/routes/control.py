@@ -15,6 +15,7 @@ from noetl_temporal.temporal import control
 
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
+from ..json_numbers import ParsedBodyRoute
 from ..models import (
     CancelRequest,
     CancelResponse,
@@ -26,7 +27,7 @@ from ..models import (
     RedriveResponse,
 )
 
-router = APIRouter(tags=["control"])
+router = APIRouter(tags=["control"], route_class=ParsedBodyRoute)  # the body parsed once
 
 
 @router.post("/executions/{execution_id}/cancel", response_model=CancelResponse, status_code=202,

@@ -13,12 +13,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 from temporalio.client import Client
 
 from noetl_temporal.observe import follow_events, read_events, read_status
 
+from ..admission import admitted
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
 from ..models import EventPage, EventTypeName
@@ -35,7 +36,7 @@ def _types(values: list[str] | None) -> list[str] | None:
 
 
 @router.get("/executions/{execution_id}/events", response_model=EventPage, responses=responses(404, 422, 503),
-            summary="Canonical events in seq order, filtered and paged")
+            summary="Canonical events in seq order, filtered and paged", dependencies=[Depends(admitted)])
 async def events(
     execution_id: ExecutionId,
     client: ClientDep,

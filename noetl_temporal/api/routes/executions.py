@@ -15,7 +15,8 @@ from fastapi.concurrency import run_in_threadpool
 
 from noetl_temporal.engine.context import deep_merge
 from noetl_temporal.engine.payload_size import PAYLOAD_FIX, payload_refusal
-from noetl_temporal.observe import read_status
+from noetl_temporal.errors import NotFound
+from noetl_temporal.observe import read_status, read_status_described
 from noetl_temporal.redact import redact
 from noetl_temporal.store.catalog import MAX_PATH_CHARS, PATH_PATTERN, Catalog, catalog_path_of
 from noetl_temporal.temporal import control
@@ -23,6 +24,7 @@ from noetl_temporal.temporal.client import start_execution
 
 from ..deps import ClientDep, ExecutionId, LinkDep, SettingsDep
 from ..errors import BadRequest, responses
+from ..json_numbers import ParsedBodyRoute
 from ..limits import TooLarge, check_expanded
 from ..models import (
     SCHEDULE_NAME_PATTERN,
@@ -44,7 +46,7 @@ from ..paging import decode_token, encode_token
 from ..playbooks import load_for_start
 from ..settings import Settings, TemporalLink
 
-router = APIRouter(tags=["executions"])
+router = APIRouter(tags=["executions"], route_class=ParsedBodyRoute)  # the body parsed once
 
 
 def _links(execution_id: str) -> Links:
@@ -85,7 +87,8 @@ async def start(body: StartExecution, request: Request, response: Response) -> S
                                    execution_timeout_s=settings.execution_timeout_s,
                                    heartbeat_timeout_s=settings.heartbeat_timeout_s,
                                    version=version, api_url=str(request.base_url),  # linked from the Temporal UI
-                                   definition=loaded.definition, digest=loaded.digest)
+                                   definition=loaded.definition, digest=loaded.digest,
+                                   payload_checked=True)   # refused above, with the API's words
     response.headers["Location"] = f"/executions/{handle.id}"
     return StartResponse(execution_id=handle.id, state="PENDING",
                          playbook_path=catalog_path_of(loaded.playbook.metadata), catalog_version=version,
@@ -153,12 +156,16 @@ def _playbook_ref(inp: Any) -> PlaybookRef:
 async def detail(execution_id: ExecutionId,
                  client: ClientDep, settings: SettingsDep) -> ExecutionDetail:
     # The status first: it answers fast without a worker, and says whether one polls, so the
-    # detail query is not sent to nobody (it would wait out its deadline).
-    status = await read_status(client, execution_id, settings.event_store)
-    info, data = await control.read_detail(client, execution_id, ask_workflow=status["workers_polling"] != 0)
+    # detail query is not sent to nobody (it would wait out its deadline). Temporal's
+    # description is read once, for both (docs/performance.md, "The API under a burst").
+    status, _, description = await read_status_described(client, execution_id, settings.event_store)
+    if description is None:   # only the event store knows it: no detail to read
+        raise NotFound(f"no execution {execution_id!r}", fix="GET /executions (or the Temporal UI) lists executions")
+    info, data = await control.read_detail(client, execution_id, ask_workflow=status["workers_polling"] != 0,
+                                           description=description)
     if not info.closed and not data:   # no worker answered: Temporal's and the store's evidence
         data = {key: status[key] for key in ("state", "current_step", "started_at")}
-    inp = await control.read_input(client, execution_id)
+    inp = await control.read_input(client, execution_id, info.run_id)
     state = as_state(control.shown_state(info, data))
     result = data.get("result")
     return ExecutionDetail(
@@ -183,8 +190,8 @@ async def status(execution_id: ExecutionId, client: ClientDep, settings: Setting
             summary="Debug view of workload and ctx, secrets redacted")
 async def variables(execution_id: ExecutionId,
                     client: ClientDep) -> Variables:
-    inp = await control.read_input(client, execution_id)
-    _, data = await control.read_detail(client, execution_id)
+    info, data = await control.read_detail(client, execution_id)
+    inp = await control.read_input(client, execution_id, info.run_id)
     workload = deep_merge((inp.playbook or {}).get("workload") or {}, inp.payload or {})
     hidden: list[str] = []
     return Variables(execution_id=execution_id, workload=redact(workload, path="workload", hidden=hidden),

@@ -48,7 +48,7 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
                ) -> HTMLResponse:
     info, detail = await control.read_detail(client, execution_id)  # 404 for unknown ids
     state = control.shown_state(info, detail)
-    inp = await control.read_input(client, execution_id)
+    inp = await control.read_input(client, execution_id, info.run_id)
     view = graph_view(Playbook.model_validate(inp.playbook))
     events = await read_events(client, execution_id, store=settings.event_store, types=list(WATCHED_TYPES),
                                limit=FIRST_PAINT_EVENTS)

@@ -270,13 +270,20 @@ class Zygote:
             if pid == 0:
                 return reaped
             reaped = True
+            if pid not in self.running and select.select([self.taken_r], [], [], 0)[0]:
+                # A spare that took a task after this round's first look, and has already
+                # ended it (a shell command is over in a millisecond): its report came in
+                # since, and the task's exit must be reported, or the worker waits forever.
+                self.taken()
             self.spares.discard(pid)
             task_id = self.running.pop(pid, None)
             if task_id is not None:
                 self.by_id.pop(task_id, None)
                 self.kills.pop(task_id, None)
-                # What a killed task's process left is ours now (we are a subreaper): it
-                # goes before the task is reported done.
+                # What the task's process left is ours now (we are a subreaper): it goes
+                # before the task is reported done. A shell command's process is the
+                # command itself (runner.reaping.run_command), so this sweep is what kills
+                # what it left in the background.
                 self.runner.reaping.sweep(skip=self.spares | set(self.running))
                 self.send(f"exit {task_id} {os.waitstatus_to_exitcode(status)}")
 

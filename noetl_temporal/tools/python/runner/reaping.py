@@ -29,6 +29,8 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 #: rounds of the sweep: each kills what it sees, the next catches what was forked meanwhile
 SWEEP_ROUNDS = 50
+#: rounds in a row that find the same processes before the sweep gives up on them
+SAME_ROUNDS = 3
 
 _PRCTL: "Any" = None  # libc's prctl (False: not available)
 
@@ -87,20 +89,29 @@ def descendants(pid, skip=()):
 def sweep(skip=(), sig=signal.SIGKILL, patience=2.0):
     """Kill every descendant of this process but the subtrees in ``skip``, and reap our own
     children among them, round after round until none is left (a round kills what the last
-    one's victims forked meanwhile). Gives up after ``patience`` seconds, or when a round
-    changes nothing (a process we may not signal: another user's set-uid program). Whether
-    any was found."""
+    one's victims forked meanwhile). Gives up after ``patience`` seconds, or when
+    ``SAME_ROUNDS`` rounds in a row, 10 ms apart, change nothing (a process we may not
+    signal: another user's set-uid program). Whether any was found."""
     import time
 
     me = os.getpid()
     deadline = time.monotonic() + patience
-    any_found, last = False, None
+    any_found, last, same = False, None, 0
     for _ in range(SWEEP_ROUNDS):
         found = descendants(me, skip)
         if not found:
             return any_found
-        if set(found) == last or time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             return True
+        if set(found) == last:
+            # Killed but not gone yet (on a loaded machine a killed process may wait to be
+            # scheduled before it dies), or one we may not signal: wait a little, a few times.
+            same += 1
+            if same > SAME_ROUNDS:
+                return True
+            time.sleep(0.01)
+        else:
+            same = 0
         any_found, last = True, set(found)
         for p in found:
             try:
@@ -130,39 +141,29 @@ def _reap_killed(pids, deadline):
 
 def run_command(req, answer_fd=None):
     """In a task's process forked by the fork server, a command instead of python code (the
-    shell tool): run ``req["exec"]`` (an argv) with ``req["env"]`` in ``req["cwd"]`` as our
-    child, kill what it left when it exits, write its exit status (as
-    ``os.waitstatus_to_exitcode`` gives it) on ``answer_fd``, and leave with it (never returns).
+    shell tool): become ``req["exec"]`` (an argv) with ``req["env"]`` in ``req["cwd"]``
+    (never returns). ``answer_fd`` is close-on-exec: the worker reads EOF there, and the
+    command's exit status from the fork server's report of this process's exit.
 
-    A subreaper already (``serve``), this process is the command's reaper at the cost of a
-    fork, not an interpreter's start. A timeout signals the whole group through the fork
-    server; what left the group then comes to the fork server, which kills it."""
+    No fork, no wait: this process already is what a task's process must be (in a session
+    of its own, dying with the fork server), and the fork server, a subreaper, reaps it and
+    kills every process it left, however detached (they come to the fork server once their
+    parent is gone), before it reports the exit (``zygote.Zygote.reap``). Forking a child
+    here and waiting for it, as before, cost a fork of this interpreter and a process's
+    wake-up more per task: 8–14 ms a shell task against 3–6 ms (docs/performance.md, "A
+    shell task's cost under the subreaper")."""
     argv, env = req["exec"], req.get("env")
-    pid = os.fork()
-    if pid == 0:
-        try:
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; a command must not
-                signal.signal(sig, signal.SIG_DFL)
-            if req.get("cwd"):
-                os.chdir(req["cwd"])
-            os.execve(argv[0], argv, env if env is not None else os.environ)
-        except BaseException as exc:  # noqa: BLE001 - reported on the task's stderr
-            try:
-                os.write(2, f"cannot run {argv[0]}: {exc}\n".encode())
-            finally:
-                os._exit(127)
     try:
-        status = os.waitpid(pid, 0)[1]
-    except ChildProcessError:
-        status = 0
-    sweep()
-    if answer_fd is not None:  # the exit status now: the task is over before our teardown
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; a command must not
+            signal.signal(sig, signal.SIG_DFL)
+        if req.get("cwd"):
+            os.chdir(req["cwd"])
+        os.execve(argv[0], argv, env if env is not None else os.environ)
+    except BaseException as exc:  # noqa: BLE001 - reported on the task's stderr
         try:
-            os.write(answer_fd, str(os.waitstatus_to_exitcode(status)).encode())
-            os.close(answer_fd)
-        except OSError:
-            pass
-    _exit_like(status)
+            os.write(2, f"cannot run {argv[0]}: {exc}\n".encode())
+        finally:
+            os._exit(127)
 
 
 # ---------------------------------------------------------------- the reaper program
