@@ -16,7 +16,8 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE",
+           "TASK_SIDE_RENDERS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -94,11 +95,22 @@ STORED_RESULT_FIELDS = "stored-result-fields"
 #: (``TRY_CANCEL``) and the closed run showed "Pending Activities 1" in cancel-requested state.
 SETTLED_CLOSE = "settled-close"
 
+#: A template in a tool task's settings that uses a task-only filter or test
+#: (``dsl/template_ops.py``: ``urlize``, ``striptags``, ``wordwrap``, ``pprint``) is left
+#: unrendered by the workflow, like a ``keychain`` or ``_attempt`` one (the names it reads go
+#: to the activity as plain values), and the activity renders it in a child process under
+#: CPU and memory rlimits (``tools/task_renders.py``; docs/durability.md, "Task-side
+#: renders"): a render bomb kills the child and fails the task, located. Before: the
+#: workflow rendered it on the worker's main process, where one quadratic regex held the GIL
+#: and froze every execution the worker served. Its ``RunTask`` carries the template, and a
+#: render error fails the task in its activity rather than before it is scheduled.
+TASK_SIDE_RENDERS = "task-side-renders"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
-                            SETTLED_CLOSE)
+                            SETTLED_CLOSE, TASK_SIDE_RENDERS)
 
 
 #: every name this code understands (never remove one while executions may list it)

@@ -1,0 +1,176 @@
+"""Task-side renders: a task's templates that use a task-only filter or test (``urlize``,
+``striptags``, ``wordwrap``, ``pprint``: ``dsl/template_ops.py``) are rendered in a child
+process under CPU and memory rlimits (the program ``noetl_temporal/template_child.py``),
+never on the worker's main process (docs/durability.md, "Task-side renders").
+
+``urlize``'s URL regex is quadratic in one C call that holds the GIL: no budget checked in
+Python can interrupt it, and on the worker's process it froze every execution the worker
+served. In a child, the kernel ends it at the CPU limit, the task fails with a located error,
+and a cancel of the activity kills the child at once. A configuration with no such template
+(the usual task) never starts a child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import ToolError
+from ..template_limits import MAX_VALUE_SIZE
+from ._proc import die_with_parent
+
+__all__ = ["CPU_SECONDS", "MEMORY_BYTES", "WALL_SECONDS", "render_in_child", "positions"]
+
+#: CPU seconds a render child may use (its rlimit; the kernel ends it past this)
+CPU_SECONDS = 5
+#: the child's address space (its rlimit): the interpreter and Jinja take some 60 MB, the
+#: rest is for what the templates build (at most ``MAX_VALUE_SIZE`` characters together)
+MEMORY_BYTES = 1 << 30
+#: wall-clock seconds before the child is killed whatever its CPU use (a loaded machine
+#: gives it less than a core)
+WALL_SECONDS = 25
+#: the most the parent reads of the child's answer: the rendered values as JSON
+MAX_ANSWER_BYTES = 8 * MAX_VALUE_SIZE + (1 << 20)
+_MAX_STDERR = 4000
+
+_FIX = ("a task-only filter (urlize, striptags, wordwrap, pprint) costs more than linear time on a long "
+        "input; shorten what it gets (`| truncate(10000)`), or do this work in the task's own code")
+
+Path = tuple[str | int, ...]
+
+
+def positions(value: Any, predicate: Callable[[str], bool], path: Path = ()) -> list[tuple[Path, str]]:
+    """Every string of ``value`` (dicts and lists recursively) ``predicate`` picks, with its path."""
+    if isinstance(value, str):
+        return [(path, value)] if predicate(value) else []
+    if isinstance(value, Mapping):
+        return [found for k, v in value.items() for found in positions(v, predicate, (*path, k))]
+    if isinstance(value, list | tuple):
+        return [found for i, v in enumerate(value) for found in positions(v, predicate, (*path, i))]
+    return []
+
+
+def _where(base: str, path: Path) -> str:
+    return base + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _replaced(value: Any, path: Path, new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, Mapping):
+        return {**value, head: _replaced(value[head], rest, new)}
+    copy = list(value)
+    copy[head] = _replaced(copy[head], rest, new)   # type: ignore[index]
+    return copy
+
+
+async def render_in_child(config: dict[str, Any], predicate: Callable[[str], bool], context: Mapping[str, Any],
+                          where: str) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    """``config`` with the strings ``predicate`` picks rendered in a render child, and each
+    template with the value it rendered to (the activity masks those that read secrets).
+
+    ``where`` is the task's ``<step>.tool.<task>``: errors name the setting below it, as the
+    engine's do, so ``run`` points at the playbook's line. Raises ``ToolError`` (kind
+    ``template``, not retryable) when a render fails or a limit stops it."""
+    found = positions(config, predicate)
+    if not found:
+        return config, []
+    request = json.dumps({"strings": [[_where(where, p), text] for p, text in found], "context": dict(context)},
+                         default=str).encode()
+    answer = await _run_child(request)
+    at = answer.get("at")
+    text_at, where_at = None, where
+    if isinstance(at, int) and 0 <= at < len(found):
+        text_at, where_at = found[at][1], _where(where, found[at][0])
+    if "values" in answer:
+        values = answer["values"]
+        rendered: Any = config
+        for (path, _), value in zip(found, values, strict=True):
+            rendered = _replaced(rendered, path, value)
+        return rendered, [(text, value) for (_, text), value in zip(found, values, strict=True)]
+    limit = answer.get("limit")
+    if limit == "memory":
+        limit = f"memory limit ({MEMORY_BYTES >> 20} MiB)"
+    if limit is not None:   # the fix in the message, as the engine's template errors carry it
+        message = (f"{where_at}: the render went over the task-side render's {limit} and was stopped "
+                   f"in template {text_at!r} (fix: {_FIX})")
+        raise ToolError(message, kind="template", retryable=False)
+    raise ToolError(str(answer.get("error") or f"{where_at}: the render failed"), kind="template", retryable=False)
+
+
+def _answers(out: bytes) -> list[dict[str, Any]]:
+    """The child's JSON lines (a child killed while writing leaves its last one cut)."""
+    answers = []
+    for line in out.splitlines():
+        with contextlib.suppress(ValueError):
+            answers.append(json.loads(line))
+    return answers
+
+
+async def _run_child(request: bytes) -> dict[str, Any]:
+    """Run one render child; its last answer line, or ``{"limit": ..., "at": i}`` when a limit
+    or a crash ended it (``at``: the string it was rendering)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "noetl_temporal.template_child", str(CPU_SECONDS), str(MEMORY_BYTES),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True, preexec_fn=die_with_parent())
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out = bytearray()
+    err = bytearray()
+    over = False
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(request)
+            await proc.stdin.drain()
+            proc.stdin.close()
+
+    async def read_out() -> None:   # in chunks: one rendered value may be a line of megabytes
+        nonlocal over
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(1 << 16):
+            if len(out) + len(chunk) > MAX_ANSWER_BYTES:
+                over = True
+                proc.kill()
+                return
+            out.extend(chunk)
+
+    async def read_err() -> None:
+        assert proc.stderr is not None
+        while chunk := await proc.stderr.read(65536):
+            err.extend(chunk[: max(0, _MAX_STDERR - len(err))])
+
+    jobs = [asyncio.ensure_future(job) for job in (feed(), read_out(), read_err(), proc.wait())]
+    timed_out = False
+    try:
+        _, pending = await asyncio.wait(jobs, timeout=WALL_SECONDS)
+        timed_out = bool(pending)
+    finally:   # a cancelled activity, a timeout, an answer too large: the child goes with it
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        for job in jobs[:3]:
+            job.cancel()
+        # proc.wait() ends once the killed child is reaped and its pipes are closed
+        await asyncio.shield(asyncio.gather(*jobs, return_exceptions=True))
+    answers = [] if over else _answers(bytes(out))
+    at = next((a["at"] for a in reversed(answers) if "at" in a), None)
+    last = answers[-1] if answers else {}
+    if not over and ("values" in last or "error" in last):   # the child's own answer
+        return last
+    if over:
+        return {"limit": f"answer size ({MAX_ANSWER_BYTES:,} bytes)", "at": at}
+    if timed_out:
+        return {"limit": f"time limit ({WALL_SECONDS} s of wall-clock time)", "at": at}
+    code = proc.returncode
+    if code is not None and code < 0 and -code in (signal.SIGXCPU, signal.SIGKILL):
+        return {"limit": f"CPU limit ({CPU_SECONDS} CPU-s)", "at": at}
+    detail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {code}"]
+    return {"error": f"the render child ended without an answer: {detail[0]}", "at": at}

@@ -1,0 +1,40 @@
+"""The render child (``tools/task_renders.py``): a task's task-only templates rendered in a
+process of their own. The bombs themselves (CPU limit, a cancel, the worker's neighbours)
+are in tests/fuzz/test_task_side_renders.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from noetl_temporal.engine.task_plans import uses_task_only
+from noetl_temporal.errors import ToolError
+from noetl_temporal.tools import task_renders
+
+
+async def test_only_the_picked_strings_render_in_the_child_with_the_context():
+    config = {"cmd": "echo {{ text | urlize }}", "env": {"A": "{{ keep }}", "B": ["{{ words | wordwrap(7) }}"]},
+              "n": 3}
+    rendered, values = await task_renders.render_in_child(
+        config, uses_task_only, {"text": "see http://example.com", "words": "one two three"}, "s.tool.t")
+    assert rendered == {"cmd": 'echo see <a href="http://example.com" rel="noopener">http://example.com</a>',
+                        "env": {"A": "{{ keep }}", "B": ["one two\nthree"]}, "n": 3}
+    assert [text for text, _ in values] == ["echo {{ text | urlize }}", "{{ words | wordwrap(7) }}"]
+    assert config["env"]["B"] == ["{{ words | wordwrap(7) }}"]   # the command's own config is not touched
+
+
+async def test_a_config_without_task_only_templates_starts_no_child(monkeypatch):
+    async def no_child(request):
+        raise AssertionError("a render child was started")
+
+    monkeypatch.setattr(task_renders, "_run_child", no_child)
+    config = {"cmd": "echo {{ text | upper }}"}
+    assert await task_renders.render_in_child(config, uses_task_only, {}, "s.tool.t") == (config, [])
+
+
+async def test_a_render_error_is_located_at_the_setting():
+    with pytest.raises(ToolError) as raised:
+        await task_renders.render_in_child({"input": {"text": "{{ 'abc' | wordwrap(0) }}"}}, uses_task_only, {},
+                                           "s.tool.t")
+    assert raised.value.kind == "template" and not raised.value.retryable
+    assert str(raised.value).startswith("s.tool.t.input.text: ValueError: invalid width 0")
+
