@@ -42,7 +42,13 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))   # SIGXCPU's default action dumps core
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    request = json.loads(sys.stdin.buffer.read())
+    try:
+        _render_all(json.loads(sys.stdin.buffer.read()))
+    except MemoryError:   # reading the request, or a value past what the render paid for
+        _write({"error": None, "at": None, "limit": "memory"})
+
+
+def _render_all(request: dict[str, Any]) -> None:
     context = request["context"]
     budget = limits.ValueBudget()   # what all of them build together, as render_value bounds it
     values = []

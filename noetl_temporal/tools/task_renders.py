@@ -161,7 +161,7 @@ async def _run_child(request: bytes) -> dict[str, Any]:
         # proc.wait() ends once the killed child is reaped and its pipes are closed
         await asyncio.shield(asyncio.gather(*jobs, return_exceptions=True))
     answers = [] if over else _answers(bytes(out))
-    at = next((a["at"] for a in reversed(answers) if "at" in a), None)
+    at = next((a["at"] for a in reversed(answers) if a.get("at") is not None), None)
     last = answers[-1] if answers else {}
     if not over and ("values" in last or "error" in last):   # the child's own answer
         return last

@@ -77,6 +77,7 @@ async def _failed_located(handle, loaded, setting: str, started: float) -> str:
     output = await asyncio.wait_for(workflow_output(handle), timeout=60)
     assert output["state"] == "FAILED", output
     assert time.monotonic() - started < 45, "not stopped by the render child's limits"
+    print(f"bomb FAILED after {time.monotonic() - started:.1f} s")
     error = str(output["result"]["reason"])
     assert f"render.tool.render_task.{setting}: the render went over the task-side render's" in error, error
     assert "CPU limit" in error or "time limit" in error, error
@@ -105,6 +106,7 @@ async def test_task_only_renders_run_in_a_child_and_the_worker_stays_responsive(
         output = await asyncio.wait_for(workflow_output(small), timeout=30)
         assert output["state"] == "COMPLETED", output
         assert time.monotonic() - small_started < 20
+        print(f"small playbook beside two bombs: {time.monotonic() - small_started:.1f} s")
 
         await _failed_located(bombs[0], python_bomb, "input.text", started)
         await _failed_located(bombs[1], shell_bomb, "cmd", started)
@@ -125,3 +127,4 @@ async def test_cancelling_a_bomb_s_execution_takes_effect(temporal, task_queue):
             await asyncio.sleep(0.2)
         assert info.state == "CANCELLED", info
         assert time.monotonic() - cancelled_at < 30
+        print(f"cancel took effect in {time.monotonic() - cancelled_at:.1f} s")

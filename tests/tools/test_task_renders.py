@@ -38,3 +38,11 @@ async def test_a_render_error_is_located_at_the_setting():
     assert raised.value.kind == "template" and not raised.value.retryable
     assert str(raised.value).startswith("s.tool.t.input.text: ValueError: invalid width 0")
 
+
+
+async def test_the_memory_limit_fails_the_task_located(monkeypatch):
+    monkeypatch.setattr(task_renders, "MEMORY_BYTES", 80 << 20)   # the child's interpreter needs ~40 MB
+    with pytest.raises(ToolError) as raised:
+        await task_renders.render_in_child({"cmd": "{{ big | wordwrap(5) }}"}, uses_task_only,
+                                           {"big": "x " * (30 << 20)}, "s.tool.t")
+    assert str(raised.value).startswith("s.tool.t: the render went over the task-side render's memory limit (80 MiB)")
