@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -37,6 +38,10 @@ WALL_SECONDS = 25
 #: the most the parent reads of the child's answer: the rendered values as JSON
 MAX_ANSWER_BYTES = 8 * MAX_VALUE_SIZE + (1 << 20)
 _MAX_STDERR = 4000
+# The child imports this package from where the worker did, whatever the worker's sys.path
+# was made of (an embedding application may have added it by hand); `-P` keeps the worker's
+# working directory off its path (a user's `json.py` there would shadow the standard library).
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _FIX = ("a task-only filter (urlize, striptags, wordwrap, pprint) costs more than linear time on a long "
         "input; shorten what it gets (`| truncate(10000)`), or do this work in the task's own code")
@@ -116,10 +121,12 @@ def _answers(out: bytes) -> list[dict[str, Any]]:
 async def _run_child(request: bytes) -> dict[str, Any]:
     """Run one render child; its last answer line, or ``{"limit": ..., "at": i}`` when a limit
     or a crash ended it (``at``: the string it was rendering)."""
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": _PACKAGE_ROOT + (os.pathsep + path if path else "")}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "noetl_temporal.template_child", str(CPU_SECONDS), str(MEMORY_BYTES),
+        sys.executable, "-P", "-m", "noetl_temporal.template_child", str(CPU_SECONDS), str(MEMORY_BYTES),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True, preexec_fn=die_with_parent())
+        env=env, start_new_session=True, preexec_fn=die_with_parent())
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out = bytearray()
     err = bytearray()
