@@ -17,7 +17,8 @@
     ├── ConfigError                 the runtime (CLI/API/worker) is misconfigured
     ├── NotFound                    no execution (or catalog entry) with that id
     ├── ExecutionFinished           temporal.control: the execution already ended (HTTP 409)
-    ├── Rejected                    temporal.control: the workflow refused a ctx patch (HTTP 422)
+    ├── Rejected                    temporal.control: a refused ctx patch, or redrive (HTTP 422)
+    ├── StillRunning                temporal.redrive: the execution to redrive has not ended (HTTP 409)
     ├── BadRequest                  api.errors: a request that parses but makes no sense (HTTP 422)
     └── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
 

@@ -1,6 +1,6 @@
 """Reading an execution's status and events: live from the workflow, else from the store.
 
-Status follows seed 000 strictly: only the playbook lifecycle layer decides it.
+Status follows docs/status.md strictly: only the playbook lifecycle layer decides it.
 
 * Live (the workflow is open and a worker answers): the engine's own execution state.
 * Open, no worker answers: what Temporal keeps without one (``temporal/liveness.py``: the

@@ -16,6 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from noetl_temporal.errors import ConfigError, NoetlError, PlaybookInvalid
 from noetl_temporal.temporal.control import ExecutionFinished, NotFound, Rejected
+from noetl_temporal.temporal.redrive import StillRunning
 
 from .limits import TooLarge
 from .models import ErrorBody
@@ -48,6 +49,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ExecutionFinished)
     async def _finished(_: Request, exc: ExecutionFinished) -> JSONResponse:
         return _json(409, str(exc), state=exc.state)
+
+    @app.exception_handler(StillRunning)
+    async def _still_running(_: Request, exc: StillRunning) -> JSONResponse:
+        return _json(409, str(exc), state="RUNNING")
 
     @app.exception_handler(Rejected)
     async def _rejected(_: Request, exc: Rejected) -> JSONResponse:

@@ -162,7 +162,7 @@ class ExecutionDetail(BaseModel):
 
 
 class Status(BaseModel):
-    """Exactly the minimal status model of the status contract (seed 000); never variables."""
+    """Exactly the minimal status model of the status contract (docs/status.md); never variables."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -179,7 +179,7 @@ class Status(BaseModel):
 
 
 class Event(BaseModel):
-    """A canonical event envelope (seed 001 §2); further envelope fields pass through."""
+    """A canonical event envelope (docs/events.md, "Envelope"); further envelope fields pass through."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -229,6 +229,26 @@ class ControlResponse(BaseModel):
     execution_id: str
     state: State
     paused: bool
+
+
+class RedriveRequest(_Request):
+    from_step: str | None = Field(default=None, max_length=255,
+                                  description="rerun from this step (and what follows it) even if it completed")
+    latest: bool = Field(default=False, description="run the playbook file the execution was started from as "
+                                                    "it is now, not the definition it started with")
+    playbook: str | None = Field(default=None, description="a newer playbook (YAML text) to run instead; a step "
+                                                           "whose definition changed reruns")
+
+
+class RedriveResponse(BaseModel):
+    execution_id: str = Field(description="the new execution")
+    redriven_from: str
+    from_step: str | None = None
+    definition: str = Field(description="original, latest or file (the request's playbook)")
+    reused_steps: list[str] = Field(description="steps whose recorded results the new execution reuses")
+    rerun_steps: list[str] = Field(description="every other step: it runs if the new execution reaches it")
+    changed_steps: list[str] = Field(description="completed steps not reused because their definition changed")
+    old_stream_noted: bool = Field(description="execution.redriven was appended to the old execution's events")
 
 
 class CtxPatch(_Request):

@@ -147,6 +147,9 @@ COMMANDS: list[Command] = [
             _lazy("control", "add_resume_arguments"), _lazy("control", "control_command")),
     Command("ctx", "patch a running execution's ctx (KEY=VALUE...); re-evaluates steps waiting for admission",
             _lazy("control", "add_ctx_arguments"), _lazy("control", "control_command")),
+    Command("redrive", "start a new execution from a FAILED or CANCELLED one: reuse the results of the steps it "
+                       "completed, rerun the rest (--from STEP, --playbook FILE | --latest); docs/operations.md",
+            _lazy("redrive", "add_arguments"), _lazy("redrive", "run")),
     Command("worker", "serve playbook workflows and tool activities on a Temporal cluster until stopped",
             _lazy("worker", "add_arguments"), _lazy("worker", "run")),
     Command("api", "serve the REST API (FastAPI on uvicorn) for an existing Temporal cluster; docs at /docs",
@@ -158,6 +161,10 @@ COMMANDS: list[Command] = [
                       "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
             _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
+    Command("codec-server", "serve your codec (--codec) to the Temporal UI and `temporal --codec-endpoint`: "
+                            "POST /encode and /decode, CORS for the UI's origins, claim-check references "
+                            "resolved, so history reads as plaintext; runs until Ctrl-C",
+            _lazy("codec_server", "add_codec_server_arguments"), _lazy("codec_server", "codec_server_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
             _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),

@@ -1,7 +1,7 @@
 """Pydantic models of a NoETL v10 playbook in its *normalized* form.
 
-The loader (``dsl.loader``) turns raw YAML into this shape: every dialect alias of
-DESIGN.md §4 is rewritten to its canonical form first (``dsl.normalize``), so the
+The loader (``dsl.loader``) turns raw YAML into this shape: every dialect alias
+(docs/dialect-aliases.md) is rewritten to its canonical form first (``dsl.normalize``), so the
 engine only ever sees one way of saying each thing:
 
 * ``step.tool`` is always a list of :class:`Task` with unique ``name`` labels;
@@ -151,7 +151,7 @@ class AdmitRule(_Closed):
 class AdmitPolicy(_Closed):
     mode: Literal["exclusive"] = "exclusive"
     rules: list[AdmitRule] = Field(default_factory=list)
-    # What a denied token does (seed 004 §3.2): ``pending`` (default) waits for a ctx change
+    # What a denied token does (docs/semantics.md, "Entry, tokens, admission"): ``pending`` (default) waits for a ctx change
     # but does not hold the execution open; ``wait`` holds it open until admitted (an
     # approval gate); ``discard`` drops the token.
     on_deny: Literal["pending", "wait", "discard"] = "pending"

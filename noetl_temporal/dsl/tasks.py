@@ -1,6 +1,6 @@
 """``step.tool`` in any accepted shape → a list of labeled canonical tasks.
 
-Shapes (DESIGN.md §3 "Pipeline", docs/dialect-aliases.md):
+Shapes (docs/semantics.md "Steps, pipelines and task policies", docs/dialect-aliases.md):
 
 * one mapping ``tool: {kind: python, ...}`` → one task labeled ``name`` if given,
   else ``<step>_task``;

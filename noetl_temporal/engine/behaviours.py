@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE",
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE",
            "TASK_SIDE_RENDERS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
@@ -95,6 +95,13 @@ STORED_RESULT_FIELDS = "stored-result-fields"
 #: (``TRY_CANCEL``) and the closed run showed "Pending Activities 1" in cancel-requested state.
 SETTLED_CLOSE = "settled-close"
 
+#: The workflow shell's: ``settled-close`` for a user's own activity (``kind: activity``,
+#: ``temporal/user_calls.py``): a cancelled call ends once the user's worker acknowledged the
+#: cancel (``WAIT_CANCELLATION_COMPLETED``; a heartbeating activity sees it), so the run closes
+#: with nothing pending. Before: the call resolved at once (``TRY_CANCEL``) and the run could
+#: close while the user's activity still ran.
+SETTLED_USER_ACTIVITY = "settled-user-activity"
+
 #: A template in a tool task's settings that uses a task-only filter or test
 #: (``dsl/template_ops.py``: ``urlize``, ``striptags``, ``wordwrap``, ``pprint``) is left
 #: unrendered by the workflow, like a ``keychain`` or ``_attempt`` one (the names it reads go
@@ -110,11 +117,18 @@ TASK_SIDE_RENDERS = "task-side-renders"
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
-                            SETTLED_CLOSE, TASK_SIDE_RENDERS)
+                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS)
 
+
+#: Listed only by a redrive's input (``temporal/redrive.py``, docs/operations.md), never by a
+#: normal start, whose behaviour it does not change: the engine reuses the recorded results of
+#: the input's ``redrive`` plan. Listed so that a worker that predates redrive refuses the
+#: execution (``unknown``) instead of running it from the start: Temporal's data converter
+#: drops the input's ``redrive`` field it does not know, silently.
+REDRIVE = "redrive"
 
 #: every name this code understands (never remove one while executions may list it)
-KNOWN: frozenset[str] = frozenset(CURRENT)
+KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE}
 
 
 def unknown(names: list[str] | None) -> list[str]:

@@ -1,4 +1,4 @@
-"""What a template can see (DESIGN.md §3), assembled in one place.
+"""What a template can see (docs/semantics.md, "Templates"), assembled in one place.
 
 Names, lowest precedence first (a later layer shadows an earlier one):
 

@@ -1,4 +1,4 @@
-"""The canonical event envelope (seed 001 §2) and the append-only log.
+"""The canonical event envelope (docs/events.md, "Envelope") and the append-only log.
 
 Event ids are ``<execution_id>:<seq>`` with a gap-free ``seq``: replaying a workflow
 rebuilds exactly the same ids, so an idempotent store keyed by

@@ -20,7 +20,7 @@ __all__ = [
     "LEGACY_EVENT_NAMES",
 ]
 
-# Canonical types (seed 001 §4), in the order docs/events.md lists them.
+# Canonical types (docs/events.md, "Canonical types"), in the order docs/events.md lists them.
 EVENT_TYPES: tuple[str, ...] = (
     "playbook.execution.requested", "playbook.request.evaluated", "playbook.started",
     "playbook.paused", "playbook.finished", "playbook.processed",
@@ -32,13 +32,14 @@ EVENT_TYPES: tuple[str, ...] = (
     "loop.iteration.failed", "loop.done",
     "policy.admit.evaluated", "policy.task.evaluated", "next.evaluated",
     "result.stored", "result.manifest.updated", "execution.cancelled",
+    "execution.redriven", "execution.redriven_from",
 )
 
 # Part of the seed's taxonomy and accepted as filters, but nothing in this runtime emits
 # them (results are stored per attempt; there is no manifest to update).
 RESERVED_EVENT_TYPES = frozenset({"result.manifest.updated"})
 
-# Events the data plane emits per seed 001 §5.2 (``source: worker``); the rest are the server's.
+# Events the data plane emits per docs/events.md (``source: worker``); the rest are the server's.
 WORKER_EVENTS = frozenset({
     "step.started", "step.done", "step.failed",
     "task.started", "task.attempt.started", "task.attempt.done", "task.attempt.failed",

@@ -16,13 +16,13 @@ from ..templates import render_value
 from . import budget, pipeline
 from .behaviours import LOOP_FAIL_FAST_FAILS_STEP
 from .common import emit, error_outcome, short, template_context
-from .completions import Completion, FillLoop, StepRunDone
+from .completions import Completion, FillLoop, IterationDone, StepRunDone
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode
 from .messages import CancelTasks, Command
 from .numbers import render_number
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
-from .state_machines import LoopState, move
+from .state_machines import LoopState, PipelineState, move
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "begin_fill", "fill_loop", "iteration_finished"]
 
@@ -57,7 +57,29 @@ def start_loop(state: ExecutionState, run: StepRun, step_def: Step) -> Completio
                        max_in_flight=cap if parallel else 1, results=[None] * len(items))
     emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="in_progress",
          payload={"meta": {"count": len(items), "mode": loop.spec.mode, "max_in_flight": run.loop.max_in_flight}})
+    if state.reuse_iterations:
+        _claim_recorded_iterations(state, run, len(items))
     return _fill_pass(state, run)
+
+
+def _claim_recorded_iterations(state: ExecutionState, run: StepRun, count: int) -> None:
+    """A redrive's first run of a loop step that failed takes the iterations the old run
+    completed (docs/operations.md), if ``loop.in`` rendered as many items as it did then."""
+    recorded = state.reuse_iterations.pop(run.step, None)
+    if isinstance(recorded, dict) and recorded.get("count") == count:
+        state.reuse_iterations[run.id] = dict(recorded.get("results") or {})
+
+
+def _reused_iteration(state: ExecutionState, run: StepRun, pipe: PipelineRun, index: int) -> bool:
+    recorded = state.reuse_iterations.get(run.id)
+    if recorded is None or str(index) not in recorded:
+        return False
+    pipe.prev = recorded.pop(str(index))
+    if not recorded:
+        del state.reuse_iterations[run.id]
+    pipe.reused = True
+    pipe.state = move("pipeline", pipe.state, PipelineState.COMPLETED)
+    return True
 
 
 def begin_fill(state: ExecutionState, run: StepRun) -> FillLoop | None:
@@ -112,6 +134,8 @@ def _start_iteration(state: ExecutionState, run: StepRun, index: int,
          status="in_progress")
     emit(state, "loop.iteration.started", entity_id=run.step, step_run_id=run.id, iteration=index,
          status="in_progress")
+    if state.reuse_iterations and _reused_iteration(state, run, pipe, index):
+        return IterationDone(run.id, index)   # no task: the old execution's result
     return pipeline.run_pipeline(state, run, pipe, commands)
 
 
@@ -128,7 +152,8 @@ def iteration_finished(state: ExecutionState, run: StepRun, index: int,
         loop.failed.append(index)
     emit(state, "loop.iteration.failed" if pipe.failed else "loop.iteration.done", entity_id=run.step,
          step_run_id=run.id, iteration=index, status="error" if pipe.failed else "success",
-         payload={"error": pipe.error.to_dict() if pipe.error is not None else None} if pipe.failed else {"meta": {"result": short(pipe.prev)}})
+         payload={"error": pipe.error.to_dict() if pipe.error is not None else None} if pipe.failed
+         else {"meta": {"result": short(pipe.prev)}, **({"reused": True} if pipe.reused else {})})
     run.iterations.pop(index, None)
     if pipe.failed and not pipe.cancelled and failure_mode(state, run.step) == "fail_fast":
         if LOOP_FAIL_FAST_FAILS_STEP in state.behaviours:

@@ -4,7 +4,7 @@ Pure and deterministic: no Temporal import, no I/O, no clock (time arrives with 
 input). The Temporal workflow feeds inputs and carries out the returned commands; tests
 feed inputs directly.
 
-Life of an execution (seed 004):
+Life of an execution (docs/semantics.md):
 
 1. ``Start``: one token for the entry step.
 2. ``_pump``: tokens pass admission (denied ones wait for a ctx change), joins hold
@@ -156,7 +156,22 @@ def _start(state: ExecutionState, event: Start) -> None:
     state.workflow_status = transition("workflow", state.workflow_status, WorkflowStatus.RUNNING)
     emit(state, "workflow.started", entity_id=state.execution_id, status="in_progress",
          payload={"entry_step": state.graph.entry})
+    if event.redrive is not None:
+        _redriven(state, event.redrive)
     add_token(state, state.graph.entry, {}, source=None)
+
+
+def _redriven(state: ExecutionState, plan: dict[str, Any]) -> None:
+    """A redrive: keep the results it reuses; say where it comes from (docs/operations.md)."""
+    state.redriven_from = str(plan.get("from_execution_id") or "")
+    state.reuse = dict(plan.get("reuse") or {})
+    state.reuse_iterations = dict(plan.get("iterations") or {})
+    emit(state, "execution.redriven_from", entity_id=state.execution_id, status="success",
+         payload={"redriven_from": state.redriven_from, "from_step": plan.get("from_step"),
+                  "definition": plan.get("definition"), "reused_steps": sorted(state.reuse),
+                  "changed_steps": plan.get("changed") or [],
+                  "reused_iterations": {step: len(entry.get("results") or {})
+                                        for step, entry in sorted(state.reuse_iterations.items())}})
 
 
 def _pump(state: ExecutionState, commands: list[Command]) -> None:

@@ -31,6 +31,9 @@ class Start:
     # Behaviour changes this execution runs with (``behaviours.py``): all of them for a new
     # one; the workflow passes only those its history has (replay of older executions).
     behaviours: list[str] = field(default_factory=lambda: list(CURRENT))
+    # A redrive's plan (``redrive.plan``): the recorded results it reuses, by step; None: a
+    # normal start, which runs exactly as before redrive existed.
+    redrive: dict[str, Any] | None = None
 
 
 @dataclass

@@ -49,6 +49,7 @@ def describe(state: ExecutionState) -> str:
     if joins:
         lines.append("waiting at a join: " + _listed(joins[:MAX_LISTED], len(joins)))
     _add_failures(state, lines)
+    _add_redrive(state, lines)
     return "\n\n".join(lines)
 
 
@@ -65,7 +66,15 @@ def _ended(state: ExecutionState) -> str:
         text = str(reason)
         lines.append("reason: " + _cut(text, MAX_REASON))
     _add_failures(state, lines)
+    _add_redrive(state, lines)
     return "\n\n".join(lines)
+
+
+def _add_redrive(state: ExecutionState, lines: list[str]) -> None:
+    """A redrive names the execution it recovers (docs/operations.md; its events say what it
+    reused)."""
+    if state.redriven_from is not None:
+        lines.append(f"redrive of `{state.redriven_from}`")
 
 
 def _add_failures(state: ExecutionState, lines: list[str]) -> None:

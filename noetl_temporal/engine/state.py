@@ -22,7 +22,7 @@ __all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "StepRecord", "Failure"
 
 @dataclass(eq=False)
 class Token:
-    """A unit of control ready to run ``step`` (seed 004 §1.1).
+    """A unit of control ready to run ``step`` (docs/semantics.md, "Entry, tokens, admission").
 
     Compared by identity, as the entity it is (ids are unique): the engine looks tokens up
     in and removes them from ``state.tokens``, and field-by-field equality made that
@@ -67,6 +67,7 @@ class PipelineRun:
     in_flight: str | None = None       # task_run_id of the running task
     state: PipelineState = PipelineState.RUNNING   # moves only by the "pipeline" table
     error: ErrorInfo | None = None
+    reused: bool = False   # a redrive's iteration: the old execution's recorded result, no task
 
     @property
     def finished(self) -> bool:
@@ -109,6 +110,7 @@ class StepRun:
     final: bool = False
     cancelled: bool = False
     timed_out: bool = False
+    reused: bool = False   # a redrive finished it with the old execution's recorded result
 
 
 @dataclass(slots=True)
@@ -196,6 +198,13 @@ class ExecutionState:
     parked_pipelines: list[list[Any]] = field(default_factory=list)   # [step_run_id, iteration]
     parked_loops: list[str] = field(default_factory=list)             # loop step runs to refill
     yield_requested: bool = False
+    # A redrive (``redrive.py``): the old execution's id and the recorded results, by step,
+    # that runs still to start reuse (each once).
+    redriven_from: str | None = None
+    reuse: dict[str, Any] = field(default_factory=dict)
+    # ... and a failed loop step's completed iterations: {step: {count, results: {index: result}}},
+    # moved to the key of its step run when the loop starts (``loops.py``).
+    reuse_iterations: dict[str, Any] = field(default_factory=dict)
     # Derived from the playbook, never snapshotted: each task's invariants by (step, task),
     # built on its first invocation (``task_plans.py``).
     task_plans: dict[tuple[str, str], TaskPlan] = field(default_factory=dict, repr=False, compare=False)

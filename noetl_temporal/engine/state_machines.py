@@ -75,7 +75,7 @@ ENGINE_TABLES: dict[str, dict[tuple[StrEnum, StrEnum], str]] = {
         (_P.RUNNING, _P.FAILED): f"{_A.FAIL} (or {_A.RETRY} exhausted), jump limit, timeout",
         (_P.RUNNING, _P.CANCELLED): "step run cancelled",
     },
-    # A token: a unit of control on its way to a step run (seed 004 §1.1).
+    # A token: a unit of control on its way to a step run (docs/semantics.md, "Entry, tokens, admission").
     "token": {
         (_T.READY, _T.ADMITTED): "step.scheduled",
         (_T.READY, _T.DENIED): "policy.admit.evaluated",             # not allowed; on_deny pending or wait

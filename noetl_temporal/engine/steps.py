@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..status_layers import StepStatus, transition
-from . import budget, loops, pipeline, routing
+from . import budget, loops, pipeline, redrive, routing
 from .common import emit, engine_error, error_outcome, record_failure, short, step_definition
 from .completions import Completion, StepRunDone
 from .envelopes import ErrorInfo, Outcome
@@ -57,8 +57,15 @@ def start_step_run(state: ExecutionState, token: Token, commands: list[Command])
              "token": token.id, "from": token.source, **({"join": token.join} if token.join else {})}})
     run.status = transition("step", run.status, StepStatus.RUNNING)
     run.started_at = state.now
+    reused, recorded = redrive.take(state.reuse, token.step) if state.reuse and not token.final else (False, None)
     emit(state, "step.started", entity_id=token.step, parent_id=state.execution_id, step_run_id=run.id,
-         status="in_progress")
+         status="in_progress", **({"payload": {"reused": True, "redriven_from": state.redriven_from}}
+                                  if reused else {}))
+    if reused:
+        # A redrive reuses what the old execution recorded: no task runs; set and arcs do.
+        run.reused = True
+        return StepRunDone(run.id, ok=True, result=recorded, outcome=Outcome.ok(recorded),
+                           loop_done=step_def.loop is not None)
     bound = step_timeout(state, step_def)
     if bound is not None:
         commands.append(StartTimer(timer_id=f"timeout:{run.id}", seconds=bound[0], step_run_id=run.id))
@@ -90,8 +97,10 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
     run.status = transition("step", run.status, target)
     record_step(state, run.step, target, result)
     # A handled failure keeps the seed's event type and status (`step.failed`, `error`: the
-    # tool did fail; seed 001 has no other status); its payload says it was handled.
+    # tool did fail; docs/events.md has no other status); its payload says it was handled.
     failure = {} if ok else {"handled": target is StepStatus.HANDLED, "meta": {"step_status": target.value}}
+    if run.reused:
+        failure = {**failure, "reused": True, "redriven_from": state.redriven_from}
     emit(state, "step.done" if ok else "step.failed", entity_id=run.step, parent_id=state.execution_id,
          step_run_id=run.id, status="success" if ok else "error",
          payload={"outcome": {"status": "ok" if ok else "error", "result": short(result), "error": error_json},
@@ -122,7 +131,7 @@ def _message(error: ErrorInfo | None) -> str | None:
 
 
 def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | None) -> StepStatus:
-    """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: seed 000
+    """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: docs/status.md
     counts only a failure "without handled recovery" as FAILED) or FAILED."""
     if ok:
         return StepStatus.COMPLETED

@@ -29,7 +29,7 @@ from .legacy import expand_types
 __all__ = ["EventStore", "SqliteEventStore", "PostgresEventStore", "open_event_store",
            "default_event_store_url", "LIFECYCLE_TERMINAL"]
 
-# The only persisted signals that close an execution (seed 000).
+# The only persisted signals that close an execution (docs/status.md).
 LIFECYCLE_TERMINAL = TERMINAL_EVENT_TYPES
 
 

@@ -1,4 +1,4 @@
-"""Event-type filters: canonical names, ``prefix.*`` and legacy NoETL names (seed 001 §4).
+"""Event-type filters: canonical names, ``prefix.*`` and legacy NoETL names (docs/events.md, "Legacy names").
 
 The names themselves live in :mod:`noetl_temporal.engine.event_types`, beside the
 emitter; ``docs/events.md`` prints the legacy table. A legacy name maps to one or more

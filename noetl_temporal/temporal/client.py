@@ -107,7 +107,8 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           execution_timeout_s: float | None = None,
                           continue_as_new_after_events: int = 0, version: int | None = None,
                           api_url: str | None = None, definition: dict[str, Any] | None = None,
-                          digest: str | None = None, persist_events: bool = True) -> WorkflowHandle[Any, Any]:
+                          digest: str | None = None, persist_events: bool = True,
+                          redrive: dict[str, Any] | None = None) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
     ``search_attributes``: set ours (a namespace without them registered: a warning, and the
@@ -121,6 +122,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     a relative file path is recorded absolute, against this process's working directory.
     ``persist_events=False``: the execution writes no events to the event store (they stay
     readable live, from the workflow, while it runs): a diagnostic of what storing them costs.
+    ``redrive``: a redrive's plan (``temporal/redrive.py`` builds it and calls this).
     """
     refused = payload_refusal(payload)
     if refused is not None:   # the workflow could not decode it in one activation
@@ -138,7 +140,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                            digest=digest, version=version, api_url=link,
                            heartbeat_timeout_s=heartbeat_timeout_s,
                            continue_as_new_after_events=continue_as_new_after_events,
-                           persist_events=persist_events)
+                           persist_events=persist_events, redrive=redrive)
 
     async def start(options: dict[str, Any]) -> WorkflowHandle[Any, Any]:
         return await client.start_workflow(WORKFLOW_NAME, plan.input, task_queue=task_queue, **options)

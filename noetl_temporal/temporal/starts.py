@@ -48,17 +48,19 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
                     timeout_s: float | None = None, digest: str | None = None, version: int | None = None,
                     api_url: str | None = None, parent: str | None = None, summary: str | None = None,
                     heartbeat_timeout_s: float = 30.0, continue_as_new_after_events: int = 0,
-                    persist_events: bool = True) -> ExecutionStart:
+                    persist_events: bool = True, redrive: dict[str, Any] | None = None) -> ExecutionStart:
     """The input and start options of one execution of ``definition`` (normalized,
     ``playbook_definition``). ``timeout_s``: the execution timeout, default the playbook's
     own; ``parent``: the starting workflow's id, shown in the details and search attributes;
-    ``api_url``: a link to the execution in the API, shown in the details."""
+    ``api_url``: a link to the execution in the API, shown in the details; ``redrive``: the plan
+    of a redrive (``engine/redrive.py``), its old execution named in the memo and details."""
     digest = digest or labels.definition_hash(definition)
     inp = RunInput(execution_id=execution_id, playbook=definition, payload=payload or {}, source=source,
                    parent_execution_id=parent,
                    heartbeat_timeout_s=heartbeat_timeout_s,
                    continue_as_new_after_events=continue_as_new_after_events,
-                   behaviours=list(behaviours.CURRENT), persist_events=persist_events)
+                   behaviours=[*behaviours.CURRENT, *([behaviours.REDRIVE] if redrive is not None else [])],
+                   persist_events=persist_events, redrive=redrive)
     timeout = timeout_s or definition_timeout_s(definition)
     options: dict[str, Any] = {
         "id": execution_id,
@@ -68,6 +70,10 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
         "memo": labels.memo(definition, source, digest=digest),
         "execution_timeout": timedelta(seconds=timeout) if timeout else None,
     }
+    if redrive is not None:
+        old = str(redrive.get("from_execution_id"))
+        options["memo"] = {**options["memo"], "noetl.redriven_from": old}
+        options["static_details"] = f"{options['static_details']}\n\n**redrive of** `{old}`"
     if search_attributes:
         options["search_attributes"] = labels.search_attributes(definition, source, parent=parent)
     return ExecutionStart(input=inp, options=options)

@@ -45,3 +45,7 @@ class RunInput:
     behaviours: list[str] | None = None
     # Set by a run that continued as new: the engine state and the work to restart.
     resume: dict[str, Any] | None = None
+    # A redrive of an earlier execution (engine/redrive.py, docs/operations.md): its id and the
+    # recorded step results to reuse. None: a normal start. A worker that predates the field
+    # cannot decode such an input: upgrade workers before clients redrive.
+    redrive: dict[str, Any] | None = None

@@ -21,7 +21,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, ChildWorkflowError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
-from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
+from temporalio.workflow import ActivityCancellationType, ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from ..engine.context import deep_merge
@@ -81,8 +81,13 @@ def _seconds(value: Any) -> timedelta | None:
     return timedelta(seconds=float(value)) if isinstance(value, int | float) and value > 0 else None
 
 
-async def activity_outcome(cmd: RunTask) -> Outcome:
-    """``kind: activity``: the user's activity by type name; its return value is the result."""
+async def activity_outcome(cmd: RunTask, settled: bool = False) -> Outcome:
+    """``kind: activity``: the user's activity by type name; its return value is the result.
+
+    ``settled`` (the execution's ``settled-user-activity`` behaviour): a cancelled call ends
+    once the user's worker acknowledged the cancel, as our own tasks do (``task_runs.py``), so
+    the run never closes with the activity pending. Only an activity that heartbeats sees the
+    cancel; one that does not runs until it returns or its timeout (docs/tools.md)."""
     config = settings(cmd)
     try:
         result = await workflow.execute_activity(
@@ -92,6 +97,8 @@ async def activity_outcome(cmd: RunTask) -> Outcome:
             or timedelta(seconds=cmd.timeout or DEFAULT_START_TO_CLOSE_S),
             heartbeat_timeout=_seconds(config.get("heartbeat_timeout")),
             retry_policy=retry_policy(cmd),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED if settled
+            else ActivityCancellationType.TRY_CANCEL,
             summary=f"{cmd.step} / {cmd.task} (activity {config['name']})")
     except ActivityError as err:
         return Outcome.failed(error_of(err.cause, "activity", config["name"]))

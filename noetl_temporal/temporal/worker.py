@@ -14,7 +14,7 @@ and recorded histories replay under both runners (``tests/temporal/test_replay.p
 The sandbox costs CPU on every activation and, in SDK 1.35, on every payload the worker
 visits (it re-enters the sandbox to find each payload's serialization context): 16-29%
 of the worker's CPU on the parallel benchmarks (docs/performance.md). Ask for it with
-``build_worker(sandboxed=True)`` or ``NOETL_WORKFLOW_SANDBOX=1`` (``sandboxed.py``).
+``build_worker(sandboxed=True)`` or ``NOETL_WORKFLOW_SANDBOX=1`` (``registration.sandbox_requested``).
 """
 
 from __future__ import annotations

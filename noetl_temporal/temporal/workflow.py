@@ -144,7 +144,7 @@ class PlaybookWorkflow:
             self._state = machine.new_state(playbook, inp.execution_id, graph)
             self._feed(Start(execution_id=inp.execution_id, now=_now(), payload=inp.payload,
                              parent_execution_id=inp.parent_execution_id, source=inp.source,
-                             behaviours=behaviours.of_input(inp.behaviours)))
+                             behaviours=behaviours.of_input(inp.behaviours), redrive=inp.redrive))
             self._mark_state()
         self._events.flushed_seq = self._stored_before = self.engine.log.base
         self._show_progress()
@@ -394,7 +394,8 @@ class PlaybookWorkflow:
         assert inp is not None
         try:
             if cmd.kind == "activity":
-                outcome = await user_calls.activity_outcome(cmd)
+                outcome = await user_calls.activity_outcome(
+                    cmd, settled=self._started_with(behaviours.SETTLED_USER_ACTIVITY))
             elif cmd.kind == "workflow":
                 outcome = await user_calls.workflow_outcome(cmd, inp.execution_id)
             else:

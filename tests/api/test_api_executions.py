@@ -72,7 +72,7 @@ async def test_submit_follow_events_and_complete(api):
         ("step.started", "done"), ("end", None)]
 
     status = (await api.get(f"/executions/{execution_id}/status")).json()
-    assert tuple(status) == STATUS_FIELDS  # exactly the minimal model of seed 000
+    assert tuple(status) == STATUS_FIELDS  # exactly the minimal model of docs/status.md
     assert status["state"] == "COMPLETED" and status["terminal_event"] == "playbook.finished"
     assert status["completion_inferred"] is False
     assert "ctx" not in json.dumps(status) and "hunter2" not in json.dumps(status)

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "noetl_temporal"
 DOCS = (REPO / "docs" / "events.md").read_text()
 GOLDEN = sorted((REPO / "tests" / "golden").glob("*/playbook.yaml"))
-_NAME = re.compile(r"^[a-z]+(\.[a-z]+)+$")
+_NAME = re.compile(r"^[a-z]+(\.[a-z_]+)+$")
 
 
 def _is_emitting(call: ast.Call) -> bool:

@@ -1,4 +1,4 @@
-"""Tokens versus joins (seed 004 §1.1/§4.3/§4.4, issue 10): one token per step run; a step
+"""Tokens versus joins (docs/semantics.md "Tokens versus joins", issue 10): one token per step run; a step
 is a join only for upstreams that can run concurrently (docs/semantics.md)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Entry, admission, routing, joins, quiescence, final_step and final status (seed 004/002)."""
+"""Entry, admission, routing, joins, quiescence, final_step and final status (docs/semantics.md)."""
 
 from __future__ import annotations
 
@@ -313,7 +313,7 @@ def test_handled_vs_unhandled_failures(arcs, started, status, step_state):
     assert failed[0]["step"] == "fetch"
     assert failed[0]["handled"] is (step_state == "HANDLED")
     assert r.state.result["failed_steps_count"] == 1
-    # seed 000: only a failure without handled recovery is a FAILED step
+    # docs/status.md: only a failure without handled recovery is a FAILED step
     assert r.state.steps["fetch"].status == step_state
     (event,) = [e for e in r.events if e["event_type"] == "step.failed"]
     assert event["status"] == "error"
@@ -422,7 +422,7 @@ def test_pause_holds_new_tokens_and_resume_continues():
 
 
 def test_step_done_on_last_visible_step_does_not_complete_while_work_remains():
-    # seed 000 negative case: a step finishing is never evidence of completion
+    # docs/status.md negative case: a step finishing is never evidence of completion
     r = run(FANOUT, hold=lambda c: c.step == "enrich")
     assert any(e["event_type"] == "step.done" and e["entity_id"] == "normalize" for e in r.events)
     assert r.status == "RUNNING" and r.finish is None

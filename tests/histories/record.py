@@ -63,16 +63,22 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "task_renders": HERE / "task_renders.yaml", "task_renders_patched": HERE / "task_renders.yaml",
              # a user's own activity and workflow (`kind: activity`, `kind: workflow`), run by
              # a worker of the user's code (user_code.py) beside ours
-             "user_calls": HERE / "user_calls.yaml"}
+             "user_calls": HERE / "user_calls.yaml",
+             # before and after the shell change `settled-user-activity` (user_calls.py)
+             "user_cancel": HERE / "user_cancel.yaml", "user_cancel_patched": HERE / "user_cancel.yaml",
+             # a redrive (temporal/redrive.py): the history kept is the redrive's, not the failed run's
+             "redrive": HERE / "redrive.yaml"}
 # Recorded with the user's worker of user_code.py running (its results are in the history).
-USER_CODE = {"user_calls"}
+USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
+# Recorded as the redrive of a run that failed first (``_redriven``).
+REDRIVEN = {"redrive"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
           "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
           "noetl_text": ("noetl-text",),
           "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
-          "task_renders": ("task-side-renders",)}
+          "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
@@ -102,8 +108,11 @@ async def record(names: list[str]) -> None:
                     await stack.enter_async_context(Worker(env.client, task_queue=user_code.USER_QUEUE,
                                                            activities=user_code.ACTIVITIES,
                                                            workflows=user_code.WORKFLOWS))
-                report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
-                                               execution_id=f"replay-{name}", source=str(path))
+                if name in REDRIVEN:
+                    report = await _redriven(env.client, playbook, name, path)
+                else:
+                    report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
+                                                   execution_id=f"replay-{name}", source=str(path))
             history = await env.client.get_workflow_handle(report.execution_id).fetch_history()
             events = report.events
             if name in FIRST_RUN:
@@ -114,6 +123,31 @@ async def record(names: list[str]) -> None:
             else:
                 (HERE / f"{name}.events.json").write_text(json.dumps(events, indent=1, sort_keys=True))
             print(f"{name}: {report.state}, {len(events)} events")
+
+
+async def _redriven(client: Any, playbook: Any, name: str, path: Path) -> Any:
+    """Run the playbook, which fails while ``<dir>/flag`` is missing; create the flag; redrive
+    it and wait: the redrive's report (the history kept is the redrive's)."""
+    from types import SimpleNamespace
+
+    from noetl_temporal.store.event_store import open_event_store
+    from noetl_temporal.temporal.playbook_result import workflow_output
+    from noetl_temporal.temporal.redrive import redrive
+    from noetl_temporal.temporal.worker import build_worker
+
+    scratch = Path(tempfile.mkdtemp(prefix="noetl-record-redrive-"))
+    queue = f"record-{uuid.uuid4().hex[:8]}"
+    failed = await run_with_client(client, playbook, task_queue=queue, execution_id=f"replay-{name}-failed",
+                                   source=str(path), payload={"dir": str(scratch)})
+    assert failed.state == "FAILED", failed.state
+    (scratch / "flag").write_text("fixed")
+    store = open_event_store()
+    async with build_worker(client, task_queue=queue, event_store=store):
+        started = await redrive(client, failed.execution_id, task_queue=queue, event_store=store)
+        output = await workflow_output(client.get_workflow_handle(started["execution_id"]))
+    assert output["state"] == "COMPLETED", output
+    return SimpleNamespace(execution_id=started["execution_id"], state=output["state"],
+                           events=store.read(started["execution_id"], limit=10_000))
 
 
 async def _first_run(client: Any, last: Any, events: list) -> tuple[Any, list]:

@@ -1,9 +1,10 @@
-"""A user's own activities and workflow, called by ``user_calls.yaml`` (``kind: activity``,
-``kind: workflow``) while ``record`` records its history, on the queue ``USER_QUEUE``.
+"""A user's own activities and workflow, called by ``user_calls.yaml`` and ``user_cancel.yaml``
+(``kind: activity``, ``kind: workflow``) while ``record`` records its history, on the queue ``USER_QUEUE``.
 Replaying needs none of them: their results are in the history."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from temporalio import activity, workflow
@@ -24,6 +25,14 @@ async def refuse(order: dict[str, Any]) -> None:
     raise ApplicationError(f"order {order['id']} refused", type="Bad", non_retryable=True)
 
 
+@activity.defn(name="history_wait")
+async def wait() -> None:
+    """Heartbeats until cancelled (``user_cancel.yaml``)."""
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(0.2)
+
+
 @workflow.defn(name="HistoryGreet", sandboxed=False)
 class Greet:
     @workflow.run
@@ -31,5 +40,5 @@ class Greet:
         return f"hello {request['who']}"
 
 
-ACTIVITIES = [charge, refuse]
+ACTIVITIES = [charge, refuse, wait]
 WORKFLOWS = [Greet]

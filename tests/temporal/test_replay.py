@@ -15,7 +15,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import ActivityCancellationType
 
 from noetl_temporal.engine import behaviours, machine
-from noetl_temporal.temporal import task_runs
+from noetl_temporal.temporal import task_runs, user_calls
 from noetl_temporal.temporal.event_flush import EventFlusher
 from noetl_temporal.temporal.patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
 from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
@@ -38,7 +38,8 @@ def _workflow(sandboxed: bool) -> type:
                                   "noetl_text", "noetl_text_patched",
                                   "subplaybook_missing", "subplaybook_missing_patched",
                                   "stored_fields", "stored_fields_patched", "user_calls",
-                                  "settled_close", "settled_close_patched", "task_renders", "task_renders_patched"])
+                                  "settled_close", "settled_close_patched", "user_cancel", "user_cancel_patched", "redrive",
+                                  "task_renders", "task_renders_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -307,6 +308,19 @@ async def test_the_settled_close_is_what_keeps_the_old_history_replaying(monkeyp
     error, which is why the wait is a behaviour of new executions only."""
     history = WorkflowHistory.from_json("replay-settled_close", (HISTORIES / "settled_close.history.json").read_text())
     monkeypatch.setattr(task_runs, "_cancellation", lambda inp: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED)
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+async def test_the_settled_user_activity_is_what_keeps_the_old_history_replaying(monkeypatch):
+    """``user_cancel`` was recorded before ``settled-user-activity``: fail_fast's cancel of the
+    user's heartbeating activity resolved at once. ``user_cancel_patched`` after (the run waited
+    for ``ActivityTaskCanceled``); each replays above because its input says which. Waiting on
+    the old history is a nondeterminism error, so the wait is a behaviour of new executions only."""
+    history = WorkflowHistory.from_json("replay-user_cancel", (HISTORIES / "user_cancel.history.json").read_text())
+    real = user_calls.activity_outcome
+    monkeypatch.setattr(user_calls, "activity_outcome", lambda cmd, settled=False: real(cmd, settled=True))
     replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)

@@ -24,7 +24,9 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_asyncio
+from temporalio.client import Client
 
+import noetl_temporal
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.dsl.models import playbook_definition
 from noetl_temporal.runner import run_with_client
@@ -32,7 +34,7 @@ from noetl_temporal.store.catalog import Catalog
 from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal import labels
 from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.devserver import EmbeddedTemporal
+from noetl_temporal.temporal.devserver import DEV_SERVER_ARGS, EmbeddedTemporal, free_port
 from noetl_temporal.temporal.search_attributes import (
     NOETL_STATE,
     PARENT_EXECUTION_ID,
@@ -41,6 +43,9 @@ from noetl_temporal.temporal.search_attributes import (
 from noetl_temporal.temporal.worker import build_worker
 from tests.api.conftest import app_client, make_settings, wait_for
 from tests.cli.test_cli_control import cli
+from tests.support.codec_server import CODEC, CodecServer
+from tests.support.user_codec import EncryptingCodec
+from tests.support.webdriver import Browser
 
 pytestmark = pytest.mark.temporal
 
@@ -325,3 +330,70 @@ async def test_a_failed_playbook_is_failed_in_the_temporal_ui(ui, task_queue, tm
     badges = [re.sub(r"<!--.*?-->|<[^>]+>", " ", dom[m.end():m.end() + 400]).split()[:1]
               for m in re.finditer(r'data-testid="execution-status"[^>]*>', dom)]
     assert badges == [["Failed"]], badges   # the badge's first word
+
+
+SECRET_REPORT = """
+metadata: {name: secret-report, path: demo/secret-report}
+workflow:
+  - step: greet
+    tool: {kind: python, code: "result = {'said': 'hello ' + who}", input: {who: "{{ workload.who }}"}}
+"""
+
+
+async def test_the_ui_reads_an_encrypted_run_through_the_codec_server(tmp_path):
+    """A run whose payloads the user's codec encrypted: the Temporal UI, configured with the
+    codec endpoint (``--ui-codec-endpoint``), shows ciphertext and no summary until
+    ``noetl-temporal codec-server`` runs, then the input, result and summary as plaintext.
+    The screenshots (summary tab, history) are kept as test artifacts: in the test's tmp_path, and
+    at ``$NOETL_KEEP_SCREENSHOT`` with ``-codec`` / ``-codec-history`` before ``.png``."""
+    reason = Browser.skip_reason()
+    if reason and not os.environ.get("CI"):
+        pytest.skip(reason)
+    secret = "plaintext-marker-4711"
+    codec_port, ui_port = free_port(), free_port()
+    server_args = (*DEV_SERVER_ARGS, "--ui-codec-endpoint", f"http://127.0.0.1:{codec_port}")
+    async with EmbeddedTemporal(ui=True, ui_port=ui_port, server_args=server_args) as env:
+        client = await Client.connect(env.address, namespace=env.namespace,
+                                      data_converter=noetl_temporal.data_converter(EncryptingCodec()))
+        playbook = load_playbook_text(textwrap.dedent(SECRET_REPORT)).playbook
+        report = await run_with_client(client, playbook, task_queue=f"tq-{uuid.uuid4().hex[:10]}",
+                                       payload={"who": secret}, search_attributes=True, execution_timeout_s=60)
+        assert report.state == "COMPLETED", report.error
+        run_id = (await client.get_workflow_handle(report.workflow_id).describe()).run_id
+        page = f"{env.ui_url}/namespaces/{env.namespace}/workflows/{report.workflow_id}/{run_id}"
+        summary = "NoETL playbook secret-report (demo/secret-report)"
+        text = "return document.body.innerText"
+        with Browser(1400, 1000) as browser:
+            browser.open(f"{page}/history")   # the codec server is not running yet
+            browser.wait_js(f"{text}.includes('Codec Server could not connect')", timeout=60,
+                            what="the UI's codec error")
+            seen = browser.js(text)
+            assert secret not in seen and summary not in seen   # ciphertext, no summary
+            codec_server = CodecServer("--codec", CODEC, "--cors-origin", env.ui_url, port=codec_port)
+            try:
+                browser.open(f"{page}/history")
+                browser.wait_js(f"{text}.includes('hello {secret}')", timeout=60, what="the decoded result")
+                browser.wait_js(f"{text}.includes({json.dumps(summary)})", timeout=60, what="the decoded summary")
+                seen = browser.js(text)
+                assert f'"who": "{secret}"' in seen   # the input
+                assert "greet / greet_task (python)" in seen   # an activity's summary
+                browser.screenshot(tmp_path / "codec-history.png")   # the input and result, readable
+                # The summary and details tab: the UI renders each as markdown in a frame of its own.
+                browser.open(f"{page}/user-metadata")
+                frames = ("[...document.querySelectorAll('iframe')].map(f => { try { return f.contentDocument.body"
+                          ".innerText } catch (e) { return '' } }).join(' ')")
+                browser.wait_js(f"return ({frames}).includes({json.dumps(summary)})", timeout=60,
+                                what="the summary tab")
+                framed = browser.js(f"return {frames}")
+                assert "demo/secret-report" in framed and "sha256" in framed   # the details
+                shot = tmp_path / "codec.png"
+                browser.screenshot(shot)
+            finally:
+                log = codec_server.stop()
+    assert "Traceback" not in log
+    if os.environ.get("NOETL_KEEP_SCREENSHOT"):
+        shutil.copy(shot, os.environ["NOETL_KEEP_SCREENSHOT"].replace(".png", "-codec.png"))
+        shutil.copy(tmp_path / "codec-history.png", os.environ["NOETL_KEEP_SCREENSHOT"].replace(".png", "-codec-history.png"))
+    width, height, raw = png_pixels(shot.read_bytes())
+    assert width == 1400 and height > 600   # the window less the browser's own bars
+    assert len(set(raw)) > 50   # drawn, not blank

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
@@ -201,9 +202,17 @@ workflow:
                                        execution_timeout_s=60)
         await _until(lambda: key in STARTED)
         await cancel(temporal.client, handle.id, reason="enough waiting")
-        await _until(lambda: key in CANCELLED)   # the user's activity saw the cancel
         await _until_closed(handle)
-        assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+        assert key in CANCELLED   # the user's activity saw the cancel, before the run closed
+        description = await handle.describe()
+        assert description.status == WorkflowExecutionStatus.CANCELED
+        assert list(description.raw_description.pending_activities) == []   # nothing left pending
+        # The run waited for the acknowledgement (WAIT_CANCELLATION_COMPLETED): the activity's
+        # cancellation is in history before the close.
+        kinds = [e.event_type for e in (await handle.fetch_history()).events]
+        assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED in kinds
+        assert kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED) < \
+            kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED)
 
 
 async def _until(condition: Any, seconds: float = 20.0) -> None:

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Body, Request, Response
 
 from noetl_temporal.redact import redact
 from noetl_temporal.temporal import control
 
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
-from ..models import CancelRequest, CancelResponse, ControlResponse, CtxPatch, CtxResponse, PauseRequest
+from ..models import (
+    CancelRequest,
+    CancelResponse,
+    ControlResponse,
+    CtxPatch,
+    CtxResponse,
+    PauseRequest,
+    RedriveRequest,
+    RedriveResponse,
+)
 
 router = APIRouter(tags=["control"])
 
@@ -57,3 +66,26 @@ async def patch_ctx(body: CtxPatch, execution_id: ExecutionId,
     ctx = await control.patch_ctx(client, execution_id, body.patch)
     hidden: list[str] = []
     return CtxResponse(execution_id=execution_id, ctx=redact(ctx or {}, path="ctx", hidden=hidden), redacted=hidden)
+
+
+@router.post("/executions/{execution_id}/redrive", response_model=RedriveResponse, status_code=201,
+             responses=responses(404, 409, 413, 422, 503),
+             summary="Redrive an ended execution: a new one reuses the results of the steps it completed "
+                     "and reruns the rest (docs/operations.md)")
+async def redrive(execution_id: ExecutionId, request: Request, response: Response, client: ClientDep,
+                  settings: SettingsDep, body: Annotated[RedriveRequest | None, Body()] = None) -> RedriveResponse:
+    from noetl_temporal.temporal.redrive import redrive as start_redrive
+
+    from ..playbooks import load_for_start
+
+    body = body or RedriveRequest()
+    playbook = None
+    if body.playbook is not None:
+        playbook = (await load_for_start(request.app.state.playbooks, body.playbook, "<request>")).playbook
+    started = await start_redrive(client, execution_id, from_step=body.from_step, playbook=playbook,
+                                  latest=body.latest, playbook_source="inline" if playbook else None,
+                                  event_store=settings.event_store,
+                                  search_attributes=await request.app.state.link.path_attribute(),
+                                  api_url=str(request.base_url))
+    response.headers["Location"] = f"/executions/{started['execution_id']}"
+    return RedriveResponse(**started)

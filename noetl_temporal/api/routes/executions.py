@@ -1,6 +1,6 @@
 """Start, list and inspect executions: ``/executions``, ``/{id}``, ``/{id}/status``, ``/{id}/variables``.
 
-Why status and variables are separate routes: the status contract (seed 000) says a
+Why status and variables are separate routes: the status contract (docs/status.md) says a
 status answer carries lifecycle state only, never execution variables; the variables
 view exists for debugging, and hides secrets.
 """
@@ -173,7 +173,7 @@ async def detail(execution_id: ExecutionId,
 
 
 @router.get("/executions/{execution_id}/status", response_model=Status, responses=responses(404, 503),
-            summary="The minimal status model (seed 000): lifecycle state only, never variables")
+            summary="The minimal status model (docs/status.md): lifecycle state only, never variables")
 async def status(execution_id: ExecutionId, client: ClientDep, settings: SettingsDep) -> Status:
     return Status(**await read_status(client, execution_id, settings.event_store))
 
