@@ -21,20 +21,27 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ToolError
+from .. import template_limits as limits
+from ..errors import TemplateError, ToolError
 from ..template_limits import MAX_VALUE_SIZE
+from ..templates import NeedsIsolation, render, small_inputs_only
 from ._proc import die_with_parent
 
 __all__ = ["CPU_SECONDS", "MEMORY_BYTES", "WALL_SECONDS", "render_in_child", "positions"]
 
-#: CPU seconds a render child may use (its rlimit; the kernel ends it past this)
-CPU_SECONDS = 5
+#: CPU seconds a render child may use (its rlimit; the kernel ends it past this). The template
+#: budgets hold any render to about a CPU second; only a task-only filter's C call goes past.
+CPU_SECONDS = 3
 #: the child's address space (its rlimit): the interpreter and Jinja take some 60 MB, the
 #: rest is for what the templates build (at most ``MAX_VALUE_SIZE`` characters together)
 MEMORY_BYTES = 1 << 30
 #: wall-clock seconds before the child is killed whatever its CPU use (a loaded machine
 #: gives it less than a core)
-WALL_SECONDS = 25
+WALL_SECONDS = 20
+#: what the gated filters may cost in the worker's process, as their inputs' squared sizes
+#: added up (characters or items): 2,000 characters of the worst input for ``urlize`` take
+#: about 0.06 CPU-s. A larger input renders in a child.
+IN_PROCESS_BUDGET = 2000 * 2000
 #: the most the parent reads of the child's answer: the rendered values as JSON
 MAX_ANSWER_BYTES = 8 * MAX_VALUE_SIZE + (1 << 20)
 _MAX_STDERR = 4000
@@ -86,6 +93,9 @@ async def render_in_child(config: dict[str, Any], predicate: Callable[[str], boo
     found = positions(config, predicate)
     if not found:
         return config, []
+    values = _render_here(found, context, where)
+    if values is not None:
+        return _substituted(config, found, values)
     request = json.dumps({"strings": [[_where(where, p), text] for p, text in found], "context": dict(context)},
                          default=str).encode()
     answer = await _run_child(request)
@@ -94,11 +104,7 @@ async def render_in_child(config: dict[str, Any], predicate: Callable[[str], boo
     if isinstance(at, int) and 0 <= at < len(found):
         text_at, where_at = found[at][1], _where(where, found[at][0])
     if "values" in answer:
-        values = answer["values"]
-        rendered: Any = config
-        for (path, _), value in zip(found, values, strict=True):
-            rendered = _replaced(rendered, path, value)
-        return rendered, [(text, value) for (_, text), value in zip(found, values, strict=True)]
+        return _substituted(config, found, answer["values"])
     limit = answer.get("limit")
     if limit == "memory":
         limit = f"memory limit ({MEMORY_BYTES >> 20} MiB)"
@@ -116,6 +122,33 @@ def _answers(out: bytes) -> list[dict[str, Any]]:
         with contextlib.suppress(ValueError):
             answers.append(json.loads(line))
     return answers
+
+
+def _render_here(found: list[tuple[Path, str]], context: Mapping[str, Any], where: str) -> list[Any] | None:
+    """The values, rendered in this process when every gated filter's input is small (the
+    usual ``{{ name | wordwrap(40) }}``: no child to start); None when one is not."""
+    budget = limits.ValueBudget()
+    values = []
+    try:
+        with small_inputs_only(IN_PROCESS_BUDGET):
+            for path, text in found:
+                values.append(budget.add(render(text, context, where=_where(where, path))))
+    except NeedsIsolation:
+        return None
+    except TemplateError as exc:
+        raise ToolError(str(exc), kind="template", retryable=False) from None
+    except limits.LimitExceeded as exc:
+        raise ToolError(f"{where}: not allowed in playbook templates: {exc}", kind="template",
+                        retryable=False) from None
+    return values
+
+
+def _substituted(config: dict[str, Any], found: list[tuple[Path, str]],
+                 values: list[Any]) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    rendered: Any = config
+    for (path, _), value in zip(found, values, strict=True):
+        rendered = _replaced(rendered, path, value)
+    return rendered, [(text, value) for (_, text), value in zip(found, values, strict=True)]
 
 
 async def _run_child(request: bytes) -> dict[str, Any]:

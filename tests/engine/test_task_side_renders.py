@@ -48,3 +48,13 @@ def test_which_templates_use_a_task_only_operation():
     assert not uses_task_only("{{ x | upper }}")
     assert not uses_task_only("urlize")                 # not a template
     assert not uses_task_only("{{ urlize }}")          # a name, not the filter
+
+
+def test_the_gated_filters_are_the_task_only_ones():
+    """``templates.GATED_FILTERS`` (what the activity renders in the worker's process only for
+    small inputs) is ``dsl/template_ops.py``'s task-only filters: the helper cannot import the DSL."""
+    from noetl_temporal.dsl.template_ops import OPERATIONS, TASK
+    from noetl_temporal.templates import GATED_FILTERS
+
+    assert GATED_FILTERS == {name for (kind, name), op in OPERATIONS.items() if op.allowed == TASK and kind == "filter"}
+    assert not [name for (kind, name), op in OPERATIONS.items() if op.allowed == TASK and kind == "test"]

@@ -10,9 +10,10 @@ each render in its own forked child under ``RLIMIT_AS`` and ``RLIMIT_CPU``
 * task-only: a playbook that uses it where the workflow renders is refused at validation
   (NTL706); in a task's settings a render ends cleanly or is killed by the CPU limit (what
   a task-side render's process boundary is for), never by anything unclean. The same
-  renders also go through the activity's own path (``tools/task_renders.py``, the render
-  child a task's settings use): each ends with its value or a located ``ToolError``
-  (a limit named in it), within the child's wall-clock bound.
+  renders also go through the activity's own path (``tools/task_renders.py``: in the worker's
+  process under the gate of small inputs, else in the render child): each ends with its value
+  or a located ``ToolError`` (a limit named in it), within the child's wall-clock bound, and
+  the worker's own process spends under 1 CPU second on any of them.
 
 Long (a few minutes on a loaded 2-core machine): under the ``scale`` tier (``fuzz/``).
 """
@@ -135,7 +136,18 @@ async def _task_side(text: str) -> tuple[str, str, float]:
     return outcome, message, time.monotonic() - started
 
 
-async def test_task_only_operations_in_a_task_s_settings_end_cleanly_through_the_render_child():
+async def test_task_only_operations_in_a_task_s_settings_end_cleanly_through_the_render_child(monkeypatch):
+    here: list[tuple[float, str]] = []   # CPU the worker's process spent rendering, per template
+    real = task_renders._render_here
+
+    def timed(found, context, where):
+        started = time.thread_time()
+        try:
+            return real(found, context, where)
+        finally:
+            here.append((time.thread_time() - started, found[0][1]))
+
+    monkeypatch.setattr(task_renders, "_render_here", timed)
     texts = [f"{{{{ {value} | {name}{args} }}}}" for (kind, name), op in sorted(OPERATIONS.items())
              if kind == "filter" and op.allowed != WORKFLOW for value in INPUTS for args in TASK_ARGS]
     gate = asyncio.Semaphore(2)
@@ -151,3 +163,4 @@ async def test_task_only_operations_in_a_task_s_settings_end_cleanly_through_the
         if not ok or wall > task_renders.WALL_SECONDS + 10:
             broken.append(f"{text}: {outcome} wall={wall:.1f}s {message[:200]}")
     assert not broken, f"{len(broken)} of {len(texts)} task-side renders broke the bounds:\n" + "\n".join(broken)
+    assert len(here) == len(texts) and max(here)[0] < CPU_BOUND, max(here)

@@ -1,6 +1,7 @@
-"""The render child (``tools/task_renders.py``): a task's task-only templates rendered in a
-process of their own. The bombs themselves (CPU limit, a cancel, the worker's neighbours)
-are in tests/fuzz/test_task_side_renders.py."""
+"""Task-side renders (``tools/task_renders.py``): a task's task-only templates rendered in the
+worker's process when every gated filter's input is small, else in a render child. The bombs
+themselves (CPU limit, a cancel, the worker's neighbours) are in
+tests/fuzz/test_task_side_renders.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,22 @@ from noetl_temporal.errors import ToolError
 from noetl_temporal.tools import task_renders
 
 
-async def test_only_the_picked_strings_render_in_the_child_with_the_context():
+@pytest.fixture
+def no_child(monkeypatch):
+    async def refuse(request):
+        raise AssertionError("a render child was started")
+
+    monkeypatch.setattr(task_renders, "_run_child", refuse)
+
+
+@pytest.fixture
+def child_only(monkeypatch):
+    monkeypatch.setattr(task_renders, "IN_PROCESS_BUDGET", -1)
+
+
+@pytest.mark.parametrize("where", ["here", "child"])
+async def test_only_the_picked_strings_render_with_the_context(where, request):
+    request.getfixturevalue("no_child" if where == "here" else "child_only")
     config = {"cmd": "echo {{ text | urlize }}", "env": {"A": "{{ keep }}", "B": ["{{ words | wordwrap(7) }}"]},
               "n": 3}
     rendered, values = await task_renders.render_in_child(
@@ -22,16 +38,14 @@ async def test_only_the_picked_strings_render_in_the_child_with_the_context():
     assert config["env"]["B"] == ["{{ words | wordwrap(7) }}"]   # the command's own config is not touched
 
 
-async def test_a_config_without_task_only_templates_starts_no_child(monkeypatch):
-    async def no_child(request):
-        raise AssertionError("a render child was started")
-
-    monkeypatch.setattr(task_renders, "_run_child", no_child)
+async def test_a_config_without_task_only_templates_starts_no_child(no_child):
     config = {"cmd": "echo {{ text | upper }}"}
     assert await task_renders.render_in_child(config, uses_task_only, {}, "s.tool.t") == (config, [])
 
 
-async def test_a_render_error_is_located_at_the_setting():
+@pytest.mark.parametrize("where", ["here", "child"])
+async def test_a_render_error_is_located_at_the_setting(where, request):
+    request.getfixturevalue("no_child" if where == "here" else "child_only")
     with pytest.raises(ToolError) as raised:
         await task_renders.render_in_child({"input": {"text": "{{ 'abc' | wordwrap(0) }}"}}, uses_task_only, {},
                                            "s.tool.t")
@@ -46,3 +60,17 @@ async def test_the_memory_limit_fails_the_task_located(monkeypatch):
         await task_renders.render_in_child({"cmd": "{{ big | wordwrap(5) }}"}, uses_task_only,
                                            {"big": "x " * (30 << 20)}, "s.tool.t")
     assert str(raised.value).startswith("s.tool.t: the render went over the task-side render's memory limit (80 MiB)")
+
+
+async def test_a_large_input_renders_in_the_child(monkeypatch):
+    started = []
+    real = task_renders._run_child
+
+    async def spy(request):
+        started.append(request)
+        return await real(request)
+
+    monkeypatch.setattr(task_renders, "_run_child", spy)
+    rendered, _ = await task_renders.render_in_child({"cmd": "{{ ('a ' * 5000) | wordwrap(4) }}"}, uses_task_only,
+                                                     {}, "s.tool.t")
+    assert len(started) == 1 and rendered["cmd"].count("\n") == 2499   # "a a" a line
