@@ -236,8 +236,9 @@ class NeedsIsolation(TemplateError):
 @contextlib.contextmanager
 def small_inputs_only(budget: int) -> Iterator[None]:
     """Renders in here may call the gated filters on inputs whose squared sizes (characters,
-    or items) add up to at most ``budget`` (their cost is at worst quadratic in it, so this
-    bounds their time before they run); past it they raise :class:`NeedsIsolation`."""
+    or items, of the value and its arguments) add up to at most ``budget`` (their cost is at
+    worst quadratic in it, so this bounds their time and output before they run); past it
+    they raise :class:`NeedsIsolation`."""
     token = _GATE.set([budget])
     try:
         yield
@@ -251,8 +252,9 @@ def _gated(func: Callable[..., Any]) -> Callable[..., Any]:
 
     def gated(*args: Any, **kwargs: Any) -> Any:
         left = _GATE.get()
-        if left is not None and len(args) > at:
-            size = limits.weight(args[at], 1 << 20, paid=False)
+        if left is not None:
+            # the input and every argument: a small text linked with a 9 MB ``target`` is large
+            size = sum(limits.weight(a, 1 << 20, paid=False) for a in (*args[at:], *kwargs.values()))
             left[0] -= size * size
             if left[0] < 0:
                 raise NeedsIsolation("a task-only filter's input is too large to render here")

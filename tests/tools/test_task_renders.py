@@ -74,3 +74,19 @@ async def test_a_large_input_renders_in_the_child(monkeypatch):
     rendered, _ = await task_renders.render_in_child({"cmd": "{{ ('a ' * 5000) | wordwrap(4) }}"}, uses_task_only,
                                                      {}, "s.tool.t")
     assert len(started) == 1 and rendered["cmd"].count("\n") == 2499   # "a a" a line
+
+
+async def test_a_large_argument_renders_in_the_child_too(monkeypatch):
+    """A short text linked with a 9 MB ``target`` builds gigabytes: the gate weighs arguments too."""
+    started = []
+    real = task_renders._run_child
+
+    async def spy(request):
+        started.append(request)
+        return await real(request)
+
+    monkeypatch.setattr(task_renders, "_run_child", spy)
+    with pytest.raises(ToolError) as raised:
+        await task_renders.render_in_child({"cmd": "{{ ('www.a.com ' * 300) | urlize(target='x' * 9000000) }}"},
+                                           uses_task_only, {}, "s.tool.t")
+    assert len(started) == 1 and str(raised.value).startswith("s.tool.t.cmd: "), str(raised.value)[:300]
