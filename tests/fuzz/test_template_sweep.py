@@ -122,7 +122,8 @@ def test_task_only_filters_are_refused_where_the_workflow_renders(name):
 
 
 TASK_WHERE = "s.tool.t"
-TASK_ARGS = ["", "(999999999)", "('x' * 9000000)"]   # the task-only filters' arguments that matter
+# the task-only filters' arguments that matter (urlize's `target` is repeated per link)
+TASK_ARGS = ["", "(999999999)", "('x' * 9000000)", "(target='x' * 9000000)"]
 
 
 async def _task_side(text: str) -> tuple[str, str, float]:
