@@ -105,9 +105,10 @@ SETTLED_USER_ACTIVITY = "settled-user-activity"
 #: A template in a tool task's settings that uses a task-only filter or test
 #: (``dsl/template_ops.py``: ``urlize``, ``striptags``, ``wordwrap``, ``pprint``) is left
 #: unrendered by the workflow, like a ``keychain`` or ``_attempt`` one (the names it reads go
-#: to the activity as plain values), and the activity renders it in a child process under
-#: CPU and memory rlimits (``tools/task_renders.py``; docs/durability.md, "Task-side
-#: renders"): a render bomb kills the child and fails the task, located. Before: the
+#: to the activity as plain values), and the activity renders it: in its own process when the
+#: filters' inputs are small enough to bound their cost before they run, else in a child
+#: process under CPU and memory rlimits (``tools/task_renders.py``; docs/durability.md,
+#: "Task-side renders"): a render bomb kills the child and fails the task, located. Before: the
 #: workflow rendered it on the worker's main process, where one quadratic regex held the GIL
 #: and froze every execution the worker served. Its ``RunTask`` carries the template, and a
 #: render error fails the task in its activity rather than before it is scheduled.

@@ -185,8 +185,9 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
         config, scrubber = prepared.config, prepared.scrubber
     else:
         config, scrubber = dict(cmd.config), _NO_SECRETS
-    # Templates using a task-only filter (`urlize`...) render in a child under rlimits, never
-    # here: one C call of such a filter can hold the GIL for minutes (docs/durability.md).
+    # Templates using a task-only filter (`urlize`...) render here only on small inputs, else in
+    # a child under rlimits: one C call of such a filter can hold the GIL for minutes
+    # (docs/durability.md, "Task-side renders").
     # A render error is scrubbed by the caller (call.secrets holds the entries' values).
     scope = dict(context, keychain=call.keychain) if call.keychain else context
     config, rendered_by_child = await task_renders.render_in_child(config, uses_task_only, scope,

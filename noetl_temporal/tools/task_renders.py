@@ -1,13 +1,14 @@
 """Task-side renders: a task's templates that use a task-only filter or test (``urlize``,
-``striptags``, ``wordwrap``, ``pprint``: ``dsl/template_ops.py``) are rendered in a child
-process under CPU and memory rlimits (the program ``noetl_temporal/template_child.py``),
-never on the worker's main process (docs/durability.md, "Task-side renders").
+``striptags``, ``wordwrap``, ``pprint``: ``dsl/template_ops.py``) are rendered in the
+worker's process only while their inputs are small enough to bound their cost before they
+run (``templates.small_inputs_only``), else in a child process under CPU and memory rlimits
+(the program ``noetl_temporal/template_child.py``) (docs/durability.md, "Task-side renders").
 
 ``urlize``'s URL regex is quadratic in one C call that holds the GIL: no budget checked in
 Python can interrupt it, and on the worker's process it froze every execution the worker
 served. In a child, the kernel ends it at the CPU limit, the task fails with a located error,
 and a cancel of the activity kills the child at once. A configuration with no such template
-(the usual task) never starts a child.
+(the usual task), or with small inputs only, never starts a child.
 """
 
 from __future__ import annotations
