@@ -13,7 +13,7 @@ sandbox only loads what it needs)::
     output = await noetl_temporal.workflow.execute_playbook("etl/nightly", payload={...})  # in your workflow
 
     import noetl_temporal                      # NoETL's `noetl.run`, same call and envelope
-    outcome = noetl_temporal.run("p.yaml", variables={"region": "west"})
+    outcome = noetl_temporal.run("p.yaml", variables={"region": "west"})   # raise_on_failure=True: NoETL's raise
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = [
     # observing and controlling
     "read_status", "read_events", "follow_events", "open_event_store",
     # errors
-    "NoetlError", "PlaybookInvalid", "TemplateError", "ConfigError", "NotFound", "InvalidTransition",
+    "NoetlError", "PlaybookInvalid", "TemplateError", "ConfigError", "NotFound", "InvalidTransition", "RunFailed",
     # the installed version
     "__version__", "package_version",
 ]
@@ -54,7 +54,7 @@ _WHERE = {
     "read_status": "observe", "read_events": "observe", "follow_events": "observe",
     "open_event_store": "store.event_store",
     "NoetlError": "errors", "PlaybookInvalid": "errors", "TemplateError": "errors", "ConfigError": "errors",
-    "NotFound": "errors", "InvalidTransition": "errors",
+    "NotFound": "errors", "InvalidTransition": "errors", "RunFailed": "errors",
 }
 
 

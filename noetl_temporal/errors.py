@@ -15,10 +15,13 @@
     │   ├── KeychainError           keychain: an entry cannot be resolved (not retryable)
     │   └── ResultRefError          store.large_results: a result reference cannot be read
     ├── ConfigError                 the runtime (CLI/API/worker) is misconfigured
+    ├── RunFailed                   compat: run(raise_on_failure=True) did not complete (a RuntimeError too)
     ├── NotFound                    no execution (or catalog entry) with that id
     ├── ExecutionFinished           temporal.control: the execution already ended (HTTP 409)
     ├── Rejected                    temporal.control: a refused ctx patch, or redrive (HTTP 422)
     ├── StillRunning                temporal.redrive: the execution to redrive has not ended (HTTP 409)
+    ├── ScheduleExists              temporal.schedules: a schedule of that name exists (HTTP 409)
+    ├── ScheduleInvalid             temporal.schedules: a bad cron, duration, policy or time (HTTP 422)
     ├── BadRequest                  api.errors: a request that parses but makes no sense (HTTP 422)
     └── TooLarge                    api.limits: a request past its size limit once parsed (HTTP 413)
 
@@ -140,3 +143,14 @@ class ConfigError(NoetlError):
 
 class NotFound(NoetlError):
     pass
+
+
+class RunFailed(NoetlError, RuntimeError):
+    """``noetl_temporal.run(..., raise_on_failure=True)``: the run ended FAILED or CANCELLED.
+
+    A ``RuntimeError`` too, because NoETL's ``noetl.run`` raises one for a failed run and its
+    users catch that; ``outcome`` is the envelope the call would have returned."""
+
+    def __init__(self, message: str, *, outcome: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.outcome = outcome

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,9 +73,11 @@ class ProgressPrinter:
     """Turns canonical events into short progress lines on a stream (stderr)."""
 
     def __init__(self, stream: TextIO | None = None,
-                 locate: Callable[[str], str] | None = None) -> None:
+                 locate: Callable[[str], str] | None = None, *, verbose: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.locate = locate or (lambda message: message)  # an engine `where` -> file:line:col
+        # verbose (NoETL's `run -v`): every event, a finished task or step with its result
+        self.verbose = verbose
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["event_type"]
@@ -82,7 +85,7 @@ class ProgressPrinter:
             # a template rendered an undefined value: never silent (docs/semantics.md)
             print(f"[{event['seq']:>4}] warning: {self.locate(str(warning.get('message')))}",
                   file=self.stream, flush=True)
-        if kind not in _PROGRESS:
+        if kind not in _PROGRESS and not self.verbose:
             return
         where = event.get("entity_id") or ""
         extra = ""
@@ -96,6 +99,8 @@ class ProgressPrinter:
                 where = f"{where} attempt {event.get('attempt')}"
         elif kind == "loop.started":
             extra = f"  {((event.get('payload') or {}).get('meta') or {}).get('count', '?')} items"
+        elif self.verbose and event.get("payload"):
+            extra = "  " + one_line(json.dumps(event["payload"], default=str), limit=200)
         print(f"[{event['seq']:>4}] {kind:<20} {where}{extra}", file=self.stream, flush=True)
 
 

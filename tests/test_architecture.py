@@ -57,6 +57,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "observe": ("noetl_temporal.observe",),
     "runner": ("noetl_temporal.runner", "noetl_temporal.compat"),
     "api": ("noetl_temporal.api",),
+    "playtest": ("noetl_temporal.playtest",),
     "cli": ("noetl_temporal.cli",),
 }
 
@@ -79,8 +80,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
                          "observe"}),
     "api": frozenset({"dsl", "engine", "helpers", "files", "keychain", "store", "temporal", "tools",
                       "observe", "runner", "graphview"}),
+    "playtest": frozenset({"dsl", "engine", "helpers", "files", "keychain", "store", "temporal", "tools",
+                           "observe", "runner"}),
     "cli": frozenset({"package", "dsl", "engine", "helpers", "files", "keychain", "store", "temporal",
-                      "tools", "observe", "runner", "graphview", "api"}),
+                      "tools", "observe", "runner", "graphview", "api", "playtest"}),
 }
 
 #: Single modules a part may import from a part it may not import otherwise, and why.

@@ -16,7 +16,7 @@ from .errors import install_error_handlers, responses
 from .limits import EXPANSION, BodyLimit
 from .methods import install_method_not_allowed
 from .playbooks import PlaybookCache
-from .routes import catalog, control, events, executions, health, view
+from .routes import catalog, control, events, executions, health, schedules, view
 from .security import bearer_auth
 from .settings import Settings, TemporalLink
 
@@ -42,7 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.token:
         protected = {"dependencies": [Depends(bearer_auth(settings.token))], "responses": responses(401)}
     app.include_router(health.router)
-    for module in (executions, events, control, catalog, view):
+    for module in (executions, events, control, catalog, view, schedules):
         app.include_router(module.router, **protected)
     install_error_handlers(app)
     install_method_not_allowed(app)

@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from noetl_temporal.errors import ConfigError, NoetlError, PlaybookInvalid
 from noetl_temporal.temporal.control import ExecutionFinished, NotFound, Rejected
 from noetl_temporal.temporal.redrive import StillRunning
+from noetl_temporal.temporal.schedules import ScheduleExists, ScheduleInvalid
 
 from .limits import TooLarge
 from .models import ErrorBody
@@ -56,6 +57,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Rejected)
     async def _rejected(_: Request, exc: Rejected) -> JSONResponse:
+        return _json(422, str(exc))
+
+    @app.exception_handler(ScheduleExists)
+    async def _exists(_: Request, exc: ScheduleExists) -> JSONResponse:
+        return _json(409, str(exc))
+
+    @app.exception_handler(ScheduleInvalid)
+    async def _schedule_invalid(_: Request, exc: ScheduleInvalid) -> JSONResponse:
         return _json(422, str(exc))
 
     @app.exception_handler(PlaybookInvalid)
@@ -107,8 +116,8 @@ def _database_errors() -> list[type[Exception]]:
 
 _DESCRIPTIONS = {
     401: "missing or wrong API token",
-    404: "no such execution, playbook or version",
-    409: "the execution already finished (its state is in the body)",
+    404: "no such execution, playbook, version or schedule",
+    409: "the execution already finished (its state is in the body), or a schedule of that name exists",
     413: "request body too large, or larger than allowed once parsed (YAML aliases)",
     422: "malformed request, invalid playbook (with located errors) or a rejected ctx patch",
     503: "Temporal or the catalog database is unreachable",

@@ -118,6 +118,9 @@ class ExecutionSummary(BaseModel):
     state: State
     temporal_status: str
     playbook_path: str | None = None
+    playbook_name: str | None = None
+    playbook_version: str | None = Field(default=None, description="metadata.version, else the catalog version")
+    playbook_sha256: str | None = Field(default=None, description="hash of the definition it runs (pinned at start)")
     started_at: str | None = None
     ended_at: str | None = None
 
@@ -132,6 +135,9 @@ class PlaybookRef(BaseModel):
     name: str | None = None
     source: str | None = Field(default=None, description="'inline', or 'catalog:<path>@<version>'")
     catalog_version: int | None = None
+    version: str | None = Field(default=None, description="metadata.version, else the catalog version")
+    sha256: str | None = Field(default=None, description="SHA-256 of the normalized definition this execution runs: "
+                                                         "the one it started with, carried in its input (pinned)")
 
 
 class TemporalRef(BaseModel):
@@ -308,3 +314,120 @@ class Ready(BaseModel):
     namespace: str | None = None
     catalog: str | None = None
     detail: str | None = None
+
+
+# ------------------------------------------------------------------ schedules
+
+#: ``temporal.schedules.OVERLAP_POLICIES``' keys (tests/api/test_api_schedules.py holds them equal)
+Overlap = Literal["skip", "buffer_one", "buffer_all", "cancel_other", "terminate_other", "allow_all"]
+#: a schedule name: its Temporal schedule id and a URL path segment
+SCHEDULE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+_DURATION_DOC = "a duration: seconds as a number, or text such as 30s, 500ms, 10m, 2h, 1d, 1h30m"
+
+
+class _ScheduleTimes(_Request):
+    name: str = Field(pattern=SCHEDULE_NAME_PATTERN, description="schedule name (its Temporal schedule id; each "
+                                                                  "run's execution id is <name>-<scheduled time>)")
+    cron: list[str] = Field(default_factory=list, max_length=20,
+                            description="cron expressions (five fields, or @hourly, @daily ...)")
+    every: str | float | None = Field(default=None, description=f"interval between runs: {_DURATION_DOC}")
+    overlap: Overlap = Field(default="skip", description="when a run is due while the last one still runs")
+    catchup_window: str | float | None = Field(
+        default=None, description=f"runs missed while Temporal was down start if at most this late: {_DURATION_DOC}")
+    jitter: str | float | None = Field(default=None, description=f"start each run up to this much later: {_DURATION_DOC}")
+    time_zone: str | None = Field(default=None, max_length=100, description="time zone of the cron expressions")
+    paused: bool = False
+    note: str | None = Field(default=None, max_length=1000)
+    payload: dict[str, Any] = Field(default_factory=dict,
+                                    description="payload of every run, deep-merged over the playbook's workload")
+
+
+class ScheduleInline(_ScheduleTimes):
+    """Schedule playbook YAML sent with the request (validated now; pinned to the schedule)."""
+
+    playbook: str = Field(max_length=MAX_PLAYBOOK_CHARS, description="playbook YAML text")
+
+
+class ScheduleFromCatalog(_ScheduleTimes):
+    """Schedule a registered playbook: the latest version, or ``version`` (pinned to the schedule)."""
+
+    path: str = Field(pattern=PATH_PATTERN, max_length=MAX_PATH_CHARS, description="catalog path of a registered playbook")
+    version: int | None = Field(default=None, ge=1, le=MAX_INT, description="catalog version (default: latest)")
+
+
+#: the body of POST /schedules: exactly one of the two shapes (unknown fields are refused)
+CreateSchedule = ScheduleInline | ScheduleFromCatalog
+
+
+class ScheduleRun(BaseModel):
+    execution_id: str | None = None
+    scheduled_at: str | None = None
+    started_at: str | None = None
+
+
+class ScheduleSummary(BaseModel):
+    name: str
+    playbook_name: str | None = None
+    playbook_path: str | None = None
+    playbook_version: str | None = None
+    cron: list[str] = Field(default_factory=list)
+    every_s: list[float] = Field(default_factory=list)
+    jitter_s: float | None = None
+    time_zone: str | None = None
+    paused: bool = False
+    note: str | None = None
+    recent: list[str | None] = Field(default_factory=list, description="scheduled times of the latest runs")
+    next: list[str | None] = Field(default_factory=list, description="the next scheduled times")
+
+
+class ScheduleList(BaseModel):
+    items: list[ScheduleSummary]
+
+
+class ScheduleDetail(BaseModel):
+    """A schedule: what it runs (pinned when it was created), when, its policies and runs."""
+
+    name: str
+    playbook_name: str | None = None
+    playbook_path: str | None = None
+    playbook_version: str | None = Field(default=None, description="metadata.version, else the catalog version")
+    playbook_sha256: str | None = Field(default=None, description="hash of the normalized definition every run gets")
+    source: str | None = None
+    payload: dict[str, Any] | None = None
+    task_queue: str | None = None
+    cron: list[str] = Field(default_factory=list)
+    every_s: list[float] = Field(default_factory=list)
+    jitter_s: float | None = None
+    time_zone: str | None = None
+    overlap: str
+    catchup_window_s: float | None = None
+    paused: bool = False
+    note: str | None = None
+    actions: int = Field(default=0, description="runs started so far")
+    skipped_overlap: int = 0
+    missed_catchup_window: int = 0
+    running: list[str] = Field(default_factory=list, description="execution ids of its runs still running")
+    recent: list[ScheduleRun] = Field(default_factory=list)
+    next: list[str | None] = Field(default_factory=list)
+    created_at: str | None = None
+
+
+class ScheduleNote(_Request):
+    note: str | None = Field(default=None, max_length=1000, description="why (shown with the schedule)")
+
+
+class TriggerSchedule(_Request):
+    overlap: Overlap | None = Field(default=None, description="overlap policy of this run (default: the schedule's)")
+
+
+class BackfillSchedule(_Request):
+    start: str = Field(description="RFC 3339 date-time, e.g. 2026-01-31T00:00:00Z (no offset means UTC)")
+    end: str = Field(description="RFC 3339 date-time after start")
+    overlap: Overlap = Field(default="allow_all",
+                             description="overlap policy of the backfilled runs (they start together)")
+
+
+class ScheduleAccepted(BaseModel):
+    name: str
+    accepted: bool = True
+    runs: str = Field(description="where the schedule's runs are listed")

@@ -35,7 +35,7 @@ def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an origin of a Temporal UI that may call it from a browser, e.g. "
                              "https://temporal.example.com (repeatable; '*' any, without credentials; "
                              f"default: the dev server's UI, {' and '.join(DEFAULT_UI_ORIGINS)})")
-    parser.add_argument("--namespace", dest="namespaces", action="append", metavar="NS",
+    parser.add_argument("--only-namespace", dest="namespaces", action="append", metavar="NS",
                         help="serve only this namespace (the X-Namespace header the UI and CLI send; "
                              "repeatable; default: any)")
     parser.add_argument("--payload-store", metavar="DIR|DSN",

@@ -1,6 +1,6 @@
 """The Temporal connection flags, defined once for every command that talks to Temporal.
 
-``run``, ``status``/``events``, ``cancel``/``pause``/``resume``/``ctx``, ``worker`` and
+``run``, ``status``/``events``, ``cancel``/``pause``/``resume``/``ctx``, ``schedule ...``, ``worker`` and
 ``api``/``dev`` all take the same flags with the same meaning; :func:`target_of` turns
 them into a :class:`~noetl_temporal.temporal.client.Target` the same way for all of them
 (flag, else Temporal's environment and config profile, see ``resolve_target``).
@@ -14,12 +14,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, not for --help
     from temporalio.client import Client
 
+    from ..store.catalog import Catalog
     from ..temporal.client import Target
 
-__all__ = ["add_connection_arguments", "target_of", "connect_to", "CONNECTION_FLAGS"]
+__all__ = ["add_connection_arguments", "target_of", "connect_to", "CONNECTION_FLAGS", "CATALOG_FLAGS",
+           "add_catalog_arguments", "catalog_of"]
 
 #: every flag :func:`add_connection_arguments` can add
 CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue", "--codec")
+#: the flags naming the playbook catalog (:func:`add_catalog_arguments`)
+CATALOG_FLAGS = ("--catalog-dsn", "--catalog-path")
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser, *, without_address: str | None = None,
@@ -73,3 +77,31 @@ async def connect_to(args: argparse.Namespace, *, needs: str) -> tuple[Target, C
     if target.address is None:
         raise ConfigError(needs, fix="pass --address HOST:PORT (and --namespace) or set TEMPORAL_ADDRESS")
     return target, await connect(target)
+
+
+def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    """The catalog flags, for every command that reads or writes the playbook catalog
+    (``api``, ``dev``, ``run``, ``register``, ``catalog``)."""
+    parser.add_argument("--catalog-dsn", metavar="DSN",
+                        help="PostgreSQL DSN for the catalog (default: $NOETL_CATALOG_DSN, else SQLite)")
+    parser.add_argument("--catalog-path", metavar="FILE",
+                        help="SQLite catalog file (default: $NOETL_CATALOG_PATH or "
+                             "~/.local/share/noetl-temporal/catalog.db)")
+
+
+def catalog_of(args: argparse.Namespace, *, export: bool = False) -> Catalog:
+    """The catalog the catalog flags name (flag, else environment, else the default file).
+
+    ``export``: also make the flags this process's ``NOETL_CATALOG_DSN``/``NOETL_CATALOG_PATH``,
+    so the in-process worker of a ``run`` resolves sub-playbooks in the same catalog."""
+    import os
+
+    from ..store.catalog import Catalog
+
+    dsn, path = getattr(args, "catalog_dsn", None), getattr(args, "catalog_path", None)
+    catalog = Catalog.from_config(dsn, path)
+    if export:
+        for name, value in (("NOETL_CATALOG_DSN", dsn), ("NOETL_CATALOG_PATH", path)):
+            if value:
+                os.environ[name] = value
+    return catalog

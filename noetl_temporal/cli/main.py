@@ -157,14 +157,27 @@ COMMANDS: list[Command] = [
     Command("setup", "prepare a namespace of an existing cluster: register our search attributes "
                      "(idempotent: only the missing ones)",
             _lazy("setup", "add_setup_arguments"), _lazy("setup", "setup_command")),
+    Command("schedule", "playbook schedules as Temporal Schedules: create (--cron/--every), list, describe, "
+                        "pause, unpause, trigger, backfill, delete",
+            _lazy("schedule", "add_schedule_arguments"), _lazy("schedule", "schedule_command")),
     Command("replay", "replay stored workflow histories (`temporal workflow show --output json`) against the "
                       "installed version, unsandboxed and sandboxed, before you upgrade workers; no server; "
                       "exit 0 all replay, 1 any diverges, 2 a bad file",
             _lazy("replay", "add_replay_arguments"), _lazy("replay", "replay_command")),
+    Command("register", "validate playbook files and store each in the catalog under its metadata.path as the "
+                        "next version (as POST /catalog; NoETL's `register playbook`); exit 2 if any is refused",
+            _lazy("catalog", "add_register_arguments"), _lazy("catalog", "register_command")),
+    Command("catalog", "the playbook catalog: `list`, `show PATH` (NoETL's `get`), `register FILE...`",
+            _lazy("catalog", "add_catalog_command_arguments"), _lazy("catalog", "catalog_command")),
     Command("codec-server", "serve your codec (--codec) to the Temporal UI and `temporal --codec-endpoint`: "
                             "POST /encode and /decode, CORS for the UI's origins, claim-check references "
                             "resolved, so history reads as plaintext; runs until Ctrl-C",
             _lazy("codec_server", "add_codec_server_arguments"), _lazy("codec_server", "codec_server_command")),
+    Command("test", "run playbook test files (*.test.yaml: cases with a payload, mocked tools and expectations) "
+                    "on the engine in virtual time, no server (--temporal: through the real workflow on the embedded "
+                    "dev server); pytest-like report, --junit-xml; exit 0 all "
+                    "passed, 1 a case failed, 2 an invalid test file or no test file",
+            _lazy("playtest", "add_test_arguments"), _lazy("playtest", "test_command")),
     Command("dev", "one-command local setup: embedded Temporal dev server with its UI, a worker and the API; "
                    "prints the three URLs and runs until Ctrl-C",
             _lazy("serve", "add_dev_arguments"), _lazy("serve", "dev_command")),

@@ -33,6 +33,9 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
 def add_status_arguments(parser: argparse.ArgumentParser) -> None:
     _connection_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the status object as JSON")
+    parser.add_argument("--playbook", action="store_true",
+                        help="also print the definition the execution runs, pinned at its start: playbook name, "
+                             "path, version, sha256, source (needs Temporal; JSON: a `playbook` object)")
 
 
 def add_events_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,17 +89,34 @@ def status_command(args: argparse.Namespace) -> int:
     from ..observe import read_status_view
 
     async def go() -> int:
-        status, liveness = await read_status_view(await _client(args), args.execution_id, _store(args))
+        client = await _client(args)
+        status, liveness = await read_status_view(client, args.execution_id, _store(args))
+        if args.playbook:
+            status = {**status, "playbook": await _pinned(client, args.execution_id)}
         if args.json:
             print(json.dumps(status, indent=2))
         else:
             for key, value in status.items():
-                print(f"{key:<20} {_plain(value)}")
+                if key == "playbook":   # --playbook: one line per field, as playbook.<field>
+                    for field, text in value.items():
+                        print(f"{'playbook.' + field:<20} {_plain(text)}")
+                else:
+                    print(f"{key:<20} {_plain(value)}")
         if liveness is not None and liveness.workers_polling == 0:
             _warn_no_worker(liveness)
         return 0
 
     return _run(go())
+
+
+async def _pinned(client: Any, execution_id: str) -> dict[str, Any]:
+    """What ``--playbook`` adds: read from the workflow's input, which carries the definition."""
+    from ..temporal import control
+
+    if client is None:
+        raise ConfigError("--playbook reads the execution's input from Temporal",
+                          fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
+    return control.pinned_playbook(await control.read_input(client, execution_id))
 
 
 def _plain(value: Any) -> str:

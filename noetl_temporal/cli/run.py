@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from ..engine.payload_size import PAYLOAD_FIX, payload_refusal
-from ..errors import ConfigError, NoetlError, PlaybookInvalid
-from .connection import add_connection_arguments, target_of
+from ..errors import ConfigError, NoetlError, NotFound, PlaybookInvalid
+from .connection import add_catalog_arguments, add_connection_arguments, catalog_of, target_of
 
 __all__ = ["add_run_arguments", "run_command", "parse_payload", "started_lines", "afterwards_line"]
 
@@ -29,7 +29,17 @@ JSON_EVENTS_MAX = 1_000
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("playbook", metavar="PLAYBOOK", help="playbook YAML file")
+    parser.add_argument("playbook", metavar="PLAYBOOK",
+                        help="playbook YAML file, or a catalog entry as NoETL names it: catalog://PATH[@N], or "
+                             "a catalog path (a leading '/' is the catalog root: /team/daily) when no such "
+                             "file exists")
+    parser.add_argument("--target", "-t", metavar="STEP",
+                        help="start at this step instead of the playbook's entry step (NoETL's --target)")
+    parser.add_argument("--input", "-i", dest="input_file", metavar="FILE",
+                        help="a JSON file with a payload object (NoETL's --input); --payload and --set "
+                             "apply over it")
+    parser.add_argument("--version", "-V", dest="catalog_version", type=int, metavar="N",
+                        help="with a catalog reference: run version N (default: the latest, or PATH@N)")
     parser.add_argument("--payload", metavar="JSON",
                         help="request payload deep-merged over the workload: a JSON object, or @FILE "
                              "(at most 2,000,000 characters or items: pass big data by reference)")
@@ -49,6 +59,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-worker", action="store_true",
                         help="with --address: do not start an in-process worker (your workers serve the queue)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="progress lines for every event, with its payload on one line (NoETL's -v)")
+    add_catalog_arguments(parser)
     parser.add_argument("--strict", action="store_true",
                         help="a task template that renders an undefined value fails the task (as the "
                              "playbook setting executor.spec.strict_templates: true); without it the "
@@ -58,25 +71,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "run nothing and connect to nothing")
 
 
-def parse_payload(payload: str | None, sets: Sequence[str], strings: Sequence[str] = ()) -> dict[str, Any]:
-    """The request payload from ``--payload``, ``--set`` and ``--set-string`` (``strings``);
-    raises ValueError with the fix."""
+def parse_payload(payload: str | None, sets: Sequence[str], strings: Sequence[str] = (),
+                  input_file: str | None = None) -> dict[str, Any]:
+    """The request payload from ``--input`` (``input_file``), ``--payload``, ``--set`` and
+    ``--set-string`` (``strings``), each applied over the one before; raises ValueError with the fix."""
     data: dict[str, Any] = {}
+    if input_file:
+        data = _json_object(f"@{input_file}", "--input")
     if payload:
-        text = payload
-        if payload.startswith("@"):
-            try:
-                with open(payload[1:], encoding="utf-8") as fh:
-                    text = fh.read()
-            except OSError as exc:
-                raise ValueError(f"--payload {payload}: cannot read file: {exc.strerror}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--payload is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                             f"{exc.msg}); pass an object such as '{{\"n\": 3}}'") from None
-        if not isinstance(data, dict):
-            raise ValueError("--payload must be a JSON object such as '{\"n\": 3}'")
+        data = _deep_merge(data, _json_object(payload, "--payload"))
     for flag, items in (("--set", sets), ("--set-string", strings)):
         for item in items:
             key, sep, raw = item.partition("=")
@@ -86,6 +89,36 @@ def parse_payload(payload: str | None, sets: Sequence[str], strings: Sequence[st
     refused = payload_refusal(data, "--payload/--set")
     if refused is not None:
         raise ValueError(f"{refused} (fix: {PAYLOAD_FIX})")
+    return data
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
+            else value
+    return out
+
+
+def _json_object(payload: str, flag: str) -> dict[str, Any]:
+    """A JSON object given inline or as @FILE; ValueError naming ``flag`` and the fix."""
+    data: Any = {}
+    if payload:
+        text = payload
+        if payload.startswith("@"):
+            try:
+                with open(payload[1:], encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError as exc:
+                shown = payload if flag == "--payload" else payload[1:]
+                raise ValueError(f"{flag} {shown}: cannot read file: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{flag} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                             f"{exc.msg}); pass an object such as '{{\"n\": 3}}'") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{flag} must be a JSON object such as '{{\"n\": 3}}'")
     return data
 
 
@@ -108,20 +141,29 @@ def _put(data: dict[str, Any], parts: list[str], value: Any) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ..dsl import load_playbook
     from ..runner import ProgressPrinter, run_playbook
     try:
-        payload = parse_payload(args.payload, args.sets, args.set_strings)
+        payload = parse_payload(args.payload, args.sets, args.set_strings, args.input_file)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     try:
-        loaded = load_playbook(args.playbook)
+        loaded, source = load_reference(args)
     except PlaybookInvalid as exc:
         for diag in exc.diagnostics:
             print(diag, file=sys.stderr)
         print(f"error: {args.playbook} is not a valid playbook; nothing was run", file=sys.stderr)
         return EXIT_INVALID
+    except (ConfigError, NotFound) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.target is not None:
+        names = [s.step for s in loaded.playbook.workflow]
+        if args.target not in names:
+            print(f"error: --target {args.target!r} is not a step of {args.playbook} (steps: "
+                  f"{', '.join(names[:20])}{' ...' if len(names) > 20 else ''}); nothing was run", file=sys.stderr)
+            return EXIT_INVALID
+        loaded.playbook.executor.spec.entry_step = args.target
     for warning in loaded.warnings:
         if not args.quiet:
             print(warning, file=sys.stderr)
@@ -161,10 +203,10 @@ def run_command(args: argparse.Namespace) -> int:
         if embedded and started and not args.quiet:
             print(afterwards_line(started[0]), file=sys.stderr)
 
-    printer = None if args.quiet else ProgressPrinter(sys.stderr, locate=_locator(loaded))
+    printer = None if args.quiet else ProgressPrinter(sys.stderr, locate=_locator(loaded), verbose=args.verbose)
     try:
         report = asyncio.run(run_playbook(loaded.playbook, target=target, payload=payload,
-                                          source=args.playbook, worker=not args.no_worker,
+                                          source=source, worker=not args.no_worker,
                                           on_event=printer, on_ready=on_ready, on_start=on_start,
                                           events_limit=JSON_EVENTS_MAX if args.json else 0))
     except KeyboardInterrupt:
@@ -184,6 +226,41 @@ def run_command(args: argparse.Namespace) -> int:
         _print_human(report)
     afterwards()
     return EXIT_COMPLETED if report.state == "COMPLETED" else EXIT_FAILED
+
+
+def load_reference(args: argparse.Namespace) -> tuple[Any, str]:
+    """The playbook ``run`` names, and the source its execution records.
+
+    A file when one exists (or the name ends in .yaml/.yml); otherwise NoETL's catalog
+    references: ``catalog://PATH[@N]``, a catalog path with or without NoETL's leading ``/``.
+    A catalog run's source is ``catalog:PATH@N``, so its sub-playbooks are looked up next to
+    it in the catalog, as the API's starts by reference do. The catalog flags become this
+    process's catalog settings either way, for the in-process worker's sub-playbooks."""
+    import os
+
+    from ..dsl import load_playbook, load_playbook_text
+    from .catalog import split_reference
+
+    reference = args.playbook
+    is_file = os.path.exists(reference) or reference.endswith((".yaml", ".yml"))
+    if is_file and not reference.startswith("catalog://"):
+        if args.catalog_version is not None:
+            raise ConfigError(f"--version {args.catalog_version} names a catalog version, but {reference} is a file",
+                              fix="drop --version, or name the catalog entry (catalog://PATH)")
+        if args.catalog_dsn or args.catalog_path:
+            catalog_of(args, export=True)   # its sub-playbooks may come from that catalog
+        return load_playbook(reference), reference
+    catalog = catalog_of(args, export=True)
+    path, version = split_reference(reference)
+    version = args.catalog_version if args.catalog_version is not None else version
+    try:
+        entry = catalog.get_entry(path, version)
+    except NotFound as exc:
+        raise NotFound(f"{reference!r} is no file, and {exc.message} ({catalog.describe()})",
+                       fix="give the playbook's file, register it (`noetl-temporal register FILE`), or name "
+                           "the catalog with --catalog-path/--catalog-dsn") from None
+    source = f"catalog:{entry['path']}@{entry['version']}"
+    return load_playbook_text(entry["content"], source=source), source
 
 
 def _locator(loaded: Any) -> Callable[[str], str]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from . import hardstop
-from .connection import add_connection_arguments, target_of
+from .connection import add_catalog_arguments, add_connection_arguments, catalog_of, target_of
 from .telemetry import add_telemetry_arguments, apply_telemetry_arguments
 
 __all__ = ["add_api_arguments", "api_command", "add_dev_arguments", "dev_command", "bind_socket"]
@@ -38,11 +38,7 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
                         help="require 'Authorization: Bearer TOKEN' (default: $NOETL_API_TOKEN; none = no auth)")
     parser.add_argument("--allow-remote-without-token", action="store_true",
                         help="allow a non-loopback --host without a token (trusted networks only)")
-    parser.add_argument("--catalog-dsn", metavar="DSN",
-                        help="PostgreSQL DSN for the catalog (default: $NOETL_CATALOG_DSN, else SQLite)")
-    parser.add_argument("--catalog-path", metavar="FILE",
-                        help="SQLite catalog file (default: $NOETL_CATALOG_PATH or "
-                             "~/.local/share/noetl-temporal/catalog.db)")
+    add_catalog_arguments(parser)
     parser.add_argument("--event-store", metavar="URL",
                         help="event store the workers write (SQLite file or postgresql:// DSN; default: "
                              "$NOETL_EVENT_STORE or ~/.local/share/noetl-temporal/events.db)")
@@ -107,10 +103,9 @@ def _port_or_free(port: int) -> int:
 def _settings(args: argparse.Namespace, **kwargs: Any) -> Any:
     from noetl_temporal.api.settings import Settings
 
-    from ..store.catalog import Catalog
     from ..store.event_store import open_event_store
 
-    return Settings(catalog=Catalog.from_config(args.catalog_dsn, args.catalog_path), token=args.token,
+    return Settings(catalog=catalog_of(args), token=args.token,
                     event_store=open_event_store(args.event_store),
                     max_body_bytes=args.max_body_bytes, read_timeout_s=args.read_timeout,
                     execution_timeout_s=args.execution_timeout,

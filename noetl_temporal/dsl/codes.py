@@ -136,9 +136,9 @@ _TABLE: list[Code] = [
     Code("NTL312", _W, "a NoETL setting noetl-temporal does not act on; it is ignored",
          "`assert:` on a python task", "remove the key: it has no effect here (docs/tools.md says why)"),
     Code("NTL313", _E, "a task's `output:` block asks for what noetl-temporal cannot do",
-         "`output: {store: {kind: kv}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
-         "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db; plain "
-         "JSONPaths"),
+         "`output: {store: {kind: object}}`, `select: [{path: \"$..id\", as: ids}]`, `accumulate:`",
+         "the message says what maps (docs/tools.md \"A task's `output:`\"): store kinds auto, disk, db, kv; "
+         "plain JSONPaths"),
     Code("NTL314", _E, "a python task's code does not compile", "`code: \"result = (1 +\"`",
          "correct the Python at the reported line and column (it would fail there at run time)"),
     Code("NTL315", _E, "a tool setting written under the task's `spec:`, where no tool reads it",
@@ -152,6 +152,33 @@ _TABLE: list[Code] = [
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
          "`kind: snowflake`, `kind: nats`, `kind: container`",
          "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
+    Code("NTL321", _W, "a python task reads NoETL's implicit `context` global: it is given as the task's input "
+                       "`context`, holding exactly the names the code reads",
+         "`code: \"prev = context.get('load', {})\"` with no `context` in `input:`",
+         "nothing to do; to make it explicit, write `input: {context: {load: \"{{ load }}\"}}` (a name that "
+         "is no step, workload key or `execution_id` is left out, so `.get` returns its default)"),
+    Code("NTL322", _W, "a python task reads NoETL's implicit `context` global other than by literal names: "
+                       "here `context` is not defined there, and the code raises NameError at that line",
+         "`code: \"for k in context: ...\"`, `context[name]`, `'a' in context`, `f(context)`",
+         "pass what the code reads as input: `input: {prev: \"{{ load }}\"}` and read `prev`; a python task "
+         "sees only its input (docs/tools.md), the values history records"),
+    Code("NTL323", _W, "SQL writes `{{ execution_id }}` unquoted, where NoETL's numeric id goes: it is given "
+                       "`{{ execution_number }}`, the execution's number",
+         "`INSERT INTO t (execution_id) VALUES ({{ execution_id }})` into a BIGINT column",
+         "nothing to do; write `{{ execution_number }}` to say so, or quote `'{{ execution_id }}'` into a TEXT "
+         "column to keep the id itself (docs/semantics.md, \"execution_number\")"),
+    Code("NTL324", _E, "an arc's `cond:`, an older NoETL spelling that NoETL 5.3.2 ignores (the arc is taken "
+                       "whatever it says)", "`arcs: [{step: cleanup, cond: exit_code == 100}]`",
+         "write the condition as the arc's `when:` template: `when: \"{{ exit_code == 100 }}\"`"),
+    Code("NTL325", _E, "a task's `script:` comes from a source this runtime does not load (`gcs`)",
+         "`script: {uri: \"gs://bucket/x.py\", source: {type: gcs}}`",
+         "put the script in a file the worker reads (`source: {type: file}`), behind an http(s) URL "
+         "(`source: {type: http, endpoint: ...}`) or in S3 (`source: {type: s3}`), or inline it "
+         "(`code:` / `command:`)"),
+    Code("NTL326", _W, "an s3 `script.source.auth` (NoETL's credential by name) is not read",
+         "`source: {type: s3, auth: aws_credentials}`",
+         "give `source: {access_key_id: \"{{ keychain.aws.access_key_id }}\", secret_access_key: "
+         "\"{{ keychain.aws.secret_access_key }}\"}`, or run the worker with an AWS identity"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

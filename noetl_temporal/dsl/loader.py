@@ -22,8 +22,10 @@ from .diagnostics import Diagnostic, Reporter, kind_of
 from .gc_pause import gc_paused
 from .model_errors import validate_model
 from .models import Playbook
+from .noetl_implicit import give_implicit_context, number_sql_execution_id
 from .normalize import normalize
 from .origins import Origins
+from .script_sources import check_script_sources
 from .sources import check_text, decode, read_source
 from .template_check import check_templates
 from .template_names import check_template_names
@@ -89,6 +91,9 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
         return None
     check_semantics(model, reporter)
     check_python_code(model, text, reporter)
+    give_implicit_context(model, reporter)
+    number_sql_execution_id(model, reporter)
+    check_script_sources(model, reporter)
     check_template_names(raw, model, reporter, templates=parsed.templates)
     if reporter.has_errors():
         return None

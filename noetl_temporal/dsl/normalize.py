@@ -248,6 +248,12 @@ class _Normalizer:
         if not isinstance(arc, Mapping):
             return arc  # the model reports the type
         out = {k: v for k, v in arc.items() if k not in ("set", "set_ctx", "set_iter", "args")}
+        if "cond" in out:   # refused by name (NTL324) rather than as an unknown key
+            cond = out.pop("cond")
+            self.reporter.add("NTL324", f"arc `cond: {cond}` is not read: NoETL 5.3.2 ignores it and takes the "
+                                        "arc whatever it says, which is not what the playbook means",
+                              paths.join(src, "cond"),
+                              fix=f"write `when: \"{{{{ {cond} }}}}\"` (a template) instead of `cond:`")
         if "when" in out:
             out["when"] = guard(out["when"])
         out.update(collect_patches(arc, src, src, other="args", reporter=self.reporter, origins=self.origins))

@@ -7,7 +7,9 @@ What maps (docs/tools.md "A task's `output:`"):
 * ``inline_max_bytes`` -> ``spec.result.inline_max_bytes``; ``preview_max_bytes`` ->
   ``spec.result.preview_max_bytes`` (the stored result's preview: its JSON cut to N bytes);
 * ``store.kind``: ``auto`` (the worker's default store), ``disk`` (``fs``: files),
-  ``db`` (``postgres``: the ``noetl_result_store`` table); every other kind is NTL313;
+  ``db`` (``postgres``: the ``noetl_result_store`` table), ``kv`` (NoETL's NATS key-value
+  store behind a ResultRef: here the worker's default store, which a playbook reads the
+  same way, through the reference); every other kind is NTL313;
 * ``select: [{path, as}]``: each simple JSONPath (``$.a.b[0]``) becomes a
   ``spec.result.select`` entry (``extracted.<as>`` of a stored result) and the name ``as``,
   bound for the following tasks of the step (from the value inline, else from ``extracted``);
@@ -32,11 +34,10 @@ from .diagnostics import Reporter, kind_of
 __all__ = ["normalize_output", "STORE_KINDS"]
 
 #: NoETL store kind -> this runtime's result store (None: the worker's default)
-STORE_KINDS: Mapping[str, str | None] = {"auto": None, "disk": "fs", "db": "postgres"}
+STORE_KINDS: Mapping[str, str | None] = {"auto": None, "disk": "fs", "db": "postgres", "kv": None}
 #: NoETL store kinds this runtime has no store for, and why
 _NO_STORE: Mapping[str, str] = {
     "memory": "results are never kept in a worker's memory between tasks (a task may run on any worker)",
-    "kv": "it is NoETL's NATS key-value store, which noetl-temporal does not have",
     "object": "it is NoETL's NATS object store, which noetl-temporal does not have",
     "s3": "results are not written to S3 by the runtime", "gcs": "results are not written to GCS by the runtime",
     "duckdb": "results are not written to a DuckDB file by the runtime",
@@ -107,8 +108,8 @@ class _Output:
                 self.result["store"] = STORE_KINDS[kind]
         elif kind in _NO_STORE:
             self.error(f"`output.store.kind: {kind}` is not available: {_NO_STORE[kind]}", "store", "kind",
-                       fix="use `kind: auto` (the worker's result store), `disk` (files under $NOETL_RESULT_STORE) "
-                           "or `db` (PostgreSQL at $NOETL_RESULT_STORE_DSN)", value=True)
+                       fix="use `kind: auto` or `kv` (the worker's result store), `disk` (files under "
+                           "$NOETL_RESULT_STORE) or `db` (PostgreSQL at $NOETL_RESULT_STORE_DSN)", value=True)
         else:
             self.error(f"unknown `output.store.kind: {kind}`", "store", "kind", value=True,
                        fix=f"use one of {', '.join(STORE_KINDS)}")

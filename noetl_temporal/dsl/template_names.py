@@ -35,7 +35,7 @@ __all__ = ["check_template_names", "RUNTIME_NAMES"]
 #: names every template may read (engine/context.py's reserved names, the keychain the
 #: activity renders, the replay-safe functions, Jinja's globals)
 RUNTIME_NAMES: frozenset[str] = frozenset({
-    "workload", "ctx", "iter", "args", "execution_id", "spec", "event", "output", "outcome",
+    "workload", "ctx", "iter", "args", "execution_id", "execution_number", "spec", "event", "output", "outcome",
     "_prev", "_task", "_attempt", "keychain", "now", "uuid", "random_choice", *DEFAULT_NAMESPACE,
 })
 #: filters and tests that ask whether a value exists: reads under them are deliberate

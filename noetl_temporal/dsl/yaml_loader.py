@@ -16,6 +16,7 @@ diagnostic in the given :class:`~.diagnostics.Reporter`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,17 @@ MAX_EXPANDED_NODES = 200_000
 MAX_EXPANDED_CHARS = 10_000_000
 
 _BASE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# Go-template quoting in a string (``{{`{{json .}}`}}``, docker's and kubectl's --format):
+# not Jinja (a syntax error there), and NoETL 5.3.2 passes it through unchanged, so a shell
+# command receives the text as written. Wrapped in ``{% raw %}`` here, as the file is read,
+# every later pass (template checks, the workflow's render) sees a template that renders
+# back to that same text (docs/migrating-from-noetl.md, "Templates").
+_GO_TEMPLATE = re.compile(r"\{\{`.*?`\}\}", re.S)
+
+
+def _go_literals(value: str) -> str:
+    return _GO_TEMPLATE.sub(lambda m: "{% raw %}" + m.group(0) + "{% endraw %}", value)
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MAP, _SEQ, _MERGE = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:merge"
 _STR = "tag:yaml.org,2002:str"
@@ -140,7 +152,7 @@ class _Builder:
 
     def scalar(self, node: ScalarNode) -> Any:
         if node.tag == _STR:  # most scalars: the text is the value (construct_object's bookkeeping cost 20%)
-            return node.value
+            return _go_literals(node.value) if "{{`" in node.value else node.value
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
@@ -191,6 +203,8 @@ class _Builder:
             value_positions[child_path] = mark.line + 1, mark.column + 1
             if type(value_node) is ScalarNode and value_node.tag == _STR:
                 value = value_node.value
+                if "{{`" in value:
+                    value = _go_literals(value)
                 if ("{{" in value or "{%" in value) and templates is not None:
                     templates.append((child_path, value))
                 out[key] = value

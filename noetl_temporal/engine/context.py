@@ -9,16 +9,23 @@ Names, lowest precedence first (a later layer shadows an earlier one):
 5. pipeline-local names: earlier task results by label and ``set:`` names,
 6. the reserved names: ``workload ctx iter args execution_id spec event output
    outcome _prev _task _attempt``; these always win.
+
+Below all of them, ``execution_number``: NoETL's numeric execution id, for playbooks
+that write it where a number goes (docs/semantics.md, "execution_number"). It is the lowest
+layer so that a workload key or step of that name, in playbooks written before it
+existed, still reads what it did.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from .envelopes import Outcome
 
-__all__ = ["outcome_view", "Scope", "build_context", "set_path", "deep_merge"]
+__all__ = ["outcome_view", "Scope", "build_context", "set_path", "deep_merge", "execution_number"]
 
 RESERVED = ("workload", "ctx", "iter", "args", "execution_id", "spec", "event", "output",
             "outcome", "_prev", "_task", "_attempt")
@@ -115,7 +122,16 @@ def build_context(*, workload: Mapping[str, Any], ctx: Mapping[str, Any], execut
         layers.append(args)
     layers.append(step_results)
     layers.append(workload)
+    layers.append({"execution_number": execution_number(execution_id)})
     return Scope(top, tuple(layers))
+
+
+@lru_cache(maxsize=64)
+def execution_number(execution_id: str) -> int:
+    """A positive 63-bit number for ``execution_id`` (NoETL's ids are numbers that fit a
+    BIGINT): the first 8 bytes of its SHA-256, so the same id always gives the same number,
+    on any worker and on replay. Two executions share one with odds of about 1 in 10^18."""
+    return int.from_bytes(hashlib.sha256(execution_id.encode("utf-8")).digest()[:8], "big") >> 1
 
 
 def set_path(target: dict[str, Any], dotted: str, value: Any) -> None:

@@ -15,8 +15,10 @@ from typing import Any
 from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..errors import ResultFieldUnavailable
 from ..templates import evaluate_condition
+from .envelopes import ErrorInfo
 
-__all__ = ["Decision", "evaluate_policy", "retry_delay", "max_policy_attempts"]
+__all__ = ["Decision", "NextAttempt", "evaluate_policy", "next_attempt", "attempt_delay", "retry_delay",
+           "max_policy_attempts"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +92,42 @@ def max_policy_attempts(rules: list[dict[str, Any]]) -> int:
         if then.get("do") == "retry":
             best = max(best, int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS))
     return best
+
+
+@dataclass(frozen=True)
+class NextAttempt:
+    """What follows an attempt the policy decided on: another attempt after ``delay``
+    seconds (``retry``), or none; ``exhausted`` when a retry rule matched with no attempts
+    left. ``allowed``: the matching retry rule's ``attempts`` (0 when no retry rule matched)."""
+
+    retry: bool = False
+    delay: float = 0.0
+    allowed: int = 0
+    exhausted: bool = False
+
+
+_NO_RETRY = NextAttempt()
+
+
+def next_attempt(rules: list[dict[str, Any]], decision: Decision, attempt: int,
+                 error: ErrorInfo | None) -> NextAttempt:
+    """Whether attempt ``attempt`` (1-based) of a task is followed by another, and after how
+    long: the one rule the task activity and ``noetl-temporal test``'s driver both apply
+    (docs/testing-playbooks.md), so a test sees the retries a worker makes."""
+    if decision.action != "retry" or decision.rule_index is None:
+        return _NO_RETRY
+    then = rules[decision.rule_index].get("then") or {}
+    allowed = int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS)
+    if attempt < allowed:
+        return NextAttempt(retry=True, delay=attempt_delay(then, attempt, error), allowed=allowed)
+    return NextAttempt(allowed=allowed, exhausted=True)
+
+
+def attempt_delay(then: dict[str, Any], attempt: int, error: ErrorInfo | None) -> float:
+    """The rule's backoff, but never shorter than a server's ``Retry-After``."""
+    delay = retry_delay(then, attempt)
+    retry_after = error.retry_after if error is not None else None
+    if isinstance(retry_after, int | float) and retry_after > delay:
+        cap = then.get("max_delay")
+        delay = float(retry_after) if cap is None else min(float(retry_after), float(cap))
+    return delay

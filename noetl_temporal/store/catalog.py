@@ -33,11 +33,11 @@ from typing import Any
 
 from ..errors import ConfigError, NotFound
 from ..paths import data_dir
-from .catalog_paths import MAX_PATH_CHARS, PATH_PATTERN, path_problem
+from .catalog_paths import MAX_PATH_CHARS, PATH_PATTERN, canonical_path, path_problem
 from .catalog_paths import RULE as PATH_RULE
 
 __all__ = ["Catalog", "NotFound", "default_sqlite_path", "PATH_PATTERN", "MAX_PATH_CHARS", "catalog_path_of",
-           "path_problem"]
+           "path_problem", "canonical_path"]
 
 _TABLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 _RETRIES = 5  # concurrent registrations of one path race for the next version number
@@ -49,8 +49,10 @@ def default_sqlite_path() -> Path:
 
 
 def catalog_path_of(metadata: Any) -> str | None:
-    """The catalog path of a playbook: ``metadata.path``, else ``metadata.name``."""
-    return getattr(metadata, "path", None) or getattr(metadata, "name", None)
+    """The catalog path of a playbook: ``metadata.path``, else ``metadata.name``; NoETL's
+    leading ``/`` dropped (``canonical_path``)."""
+    path = getattr(metadata, "path", None) or getattr(metadata, "name", None)
+    return canonical_path(path) if isinstance(path, str) else path
 
 
 def _now() -> str:
@@ -206,6 +208,7 @@ class Catalog:
         return entry["content"], entry["version"]
 
     def get_entry(self, path: str, version: int | None = None) -> dict[str, Any]:
+        path = canonical_path(path)
         cols = "path, version, content, sha256, created_at"
         if version is None:
             rows = self._rows(f"SELECT {cols} FROM {{t}} WHERE path = ? ORDER BY version DESC LIMIT 1", path)
@@ -213,11 +216,12 @@ class Catalog:
             rows = self._rows(f"SELECT {cols} FROM {{t}} WHERE path = ? AND version = ?", path, int(version))
         if not rows:
             what = f"version {version} of playbook {path!r}" if version is not None else f"playbook {path!r}"
-            raise NotFound(f"{what} is not in the catalog", fix="GET /catalog lists what is registered")
+            raise NotFound(f"{what} is not in the catalog", fix="`noetl-temporal catalog list` (or GET /catalog) lists what is registered")
         p, v, content, sha, created_at = rows[0]
         return {"path": p, "version": v, "content": content, "sha256": sha, "created_at": created_at}
 
     def versions(self, path: str) -> list[dict[str, Any]]:
+        path = canonical_path(path)
         rows = self._rows("SELECT version, sha256, created_at FROM {t} WHERE path = ? ORDER BY version", path)
         return [{"version": v, "sha256": s, "created_at": c} for v, s, c in rows]
 

@@ -6,6 +6,11 @@ also mirror the catalog onto files. So it must never climb (``..``), be absolute
 empty or dot segments (``a//b``, ``a/./b``: one playbook under several names) or
 characters that mean something elsewhere (backslashes, control characters, quotes, spaces).
 
+One leading ``/`` is NoETL's way of writing a catalog path (``metadata.path:
+/vars_test/api_test``, a sub-playbook's ``path: /vars_test/api_test``): it names the catalog's
+root, so :func:`canonical_path` drops it and ``/a/b`` is the playbook ``a/b``
+(docs/migrating-from-noetl.md). It never means a file system root here.
+
 The rule is one pattern built from segments, with no lookaround, so pydantic (whose regex
 engine has none) checks the very same pattern in the API's models and its OpenAPI
 document; :func:`path_problem` says in words which part of it a path breaks.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PATH_PATTERN", "MAX_PATH_CHARS", "path_problem"]
+__all__ = ["PATH_PATTERN", "MAX_PATH_CHARS", "path_problem", "canonical_path"]
 
 #: one segment: starts with a letter, digit or '_', and never holds two dots in a row or
 #: ends with one (so neither '.', '..' nor 'a..b' can appear)
@@ -29,6 +34,12 @@ _ALLOWED = re.compile(r"[A-Za-z0-9_.\-/]")
 #: what a path must look like, for every message that refuses one
 RULE = ("use segments of letters, digits, '_', '-' and single dots, each starting with a "
         f"letter, digit or '_', joined by single '/' (up to {MAX_PATH_CHARS} characters), e.g. team/daily_load")
+
+
+def canonical_path(path: str) -> str:
+    """``path`` as the catalog stores it: NoETL's one leading ``/`` (the catalog root) dropped.
+    Two or more stay, so ``//a`` is still refused for its empty segment."""
+    return path[1:] if path.startswith("/") and not path.startswith("//") else path
 
 
 def path_problem(path: str) -> str | None:

@@ -45,7 +45,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -53,12 +53,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from .. import keychain
-from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import READS_KEYCHAIN, render_attempt, uses_task_only
 from ..engine.messages import RunTask
-from ..engine.policy_evaluation import evaluate_policy, retry_delay
+from ..engine.policy_evaluation import evaluate_policy, next_attempt
 from ..errors import TemplateError, ToolError
 from ..store import large_results
 from ..tool_kinds import CREDENTIAL_KINDS, READS_RESULT_REFS
@@ -70,7 +69,7 @@ from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 
 log = logging.getLogger(__name__)
 
-__all__ = ["run_task", "run_task_local", "execute", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
+__all__ = ["run_task", "run_task_local", "execute", "set_test_hook", "ACTIVITIES", "POLICY_RETRY", "INTERNAL_ERROR"]
 
 POLICY_RETRY = "PolicyRetry"
 INTERNAL_ERROR = "NoetlInternalError"
@@ -230,8 +229,24 @@ async def execute(cmd: RunTask, call: ToolCall) -> Outcome:
     return (await _execute(cmd, call))[0]
 
 
+#: ``noetl-temporal test --temporal`` only: answers a task's attempt in place of its tool
+#: (None: the tool runs). Set by the test session in its own process, for its own worker;
+#: never set on a real worker (docs/testing-playbooks.md, "The Temporal mode").
+TestHook = Callable[[RunTask, int], Awaitable[Outcome | None]]
+_test_hook: TestHook | None = None
+
+
+def set_test_hook(hook: TestHook | None) -> None:
+    global _test_hook
+    _test_hook = hook
+
+
 async def _execute(cmd: RunTask, call: ToolCall) -> tuple[Outcome, Any]:
     """The outcome to return, and the result as the tool gave it (before it was stored)."""
+    if _test_hook is not None:
+        mocked = await _test_hook(cmd, call.attempt)
+        if mocked is not None:
+            return mocked, mocked.result
     started = time.time()
     try:
         config, scrubber = await _prepare(cmd, call)
@@ -305,25 +320,23 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     record = Attempt(attempt=attempt, status=outcome.status, started_at=started.isoformat().replace("+00:00", "Z"),
                      duration_ms=int((time.monotonic() - clock) * 1000), error=outcome.error,
                      action=decision.action, rule_index=decision.rule_index)
-    exhausted = False
-    if decision.action == "retry" and decision.rule_index is not None:
-        then = cmd.rules[decision.rule_index].get("then") or {}
-        allowed = int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS)
-        if attempt < allowed:
-            delay = _delay(then, attempt, outcome.error)
-            history.append(dataclasses.replace(record, next_delay_s=delay).to_dict())   # heartbeat JSON
-            if not info.is_local:
-                activity.heartbeat(history)
-            raise ApplicationError(
-                f"policy retry {attempt}/{allowed} of task '{cmd.task}': "
-                f"{(outcome.error.message if outcome.error is not None else None) or outcome.status}",
-                history, type=POLICY_RETRY, next_retry_delay=timedelta(seconds=delay),
-                # an expected retry, not a worker problem: no stack trace in the worker log
-                category=ApplicationErrorCategory.BENIGN)
-        exhausted = True
+    following = next_attempt(cmd.rules, decision, attempt, outcome.error)
+    if following.retry:
+        delay = following.delay
+        history.append(dataclasses.replace(record, next_delay_s=delay).to_dict())   # heartbeat JSON
+        if not info.is_local:
+            activity.heartbeat(history)
+        raise ApplicationError(
+            f"policy retry {attempt}/{following.allowed} of task '{cmd.task}': "
+            f"{(outcome.error.message if outcome.error is not None else None) or outcome.status}",
+            history, type=POLICY_RETRY,
+            # a test run's clock (docs/testing-playbooks.md): the backoff is recorded, not waited
+            next_retry_delay=timedelta(seconds=delay if _test_hook is None else 0.001),
+            # an expected retry, not a worker problem: no stack trace in the worker log
+            category=ApplicationErrorCategory.BENIGN)
     attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
     return TaskResult(outcome=outcome, attempts=attempts, rule_index=decision.rule_index,
-                      action=decision.action, exhausted=exhausted)
+                      action=decision.action, exhausted=following.exhausted)
 
 
 def _judged(cmd: RunTask, outcome: Outcome, returned: Outcome, whole: Any) -> Outcome:
@@ -374,16 +387,6 @@ def _local_attempt(info: activity.Info, local: dict[str, Any] | None) -> tuple[i
     a local activity (a timeout, a lost worker) repeat the same policy attempt."""
     local = local or {}
     return int(local.get("attempt") or 1), list(local.get("history") or [])
-
-
-def _delay(then: dict[str, Any], attempt: int, error: ErrorInfo | None) -> float:
-    """The rule's backoff, but never shorter than a server's ``Retry-After``."""
-    delay = retry_delay(then, attempt)
-    retry_after = error.retry_after if error is not None else None
-    if isinstance(retry_after, int | float) and retry_after > delay:
-        cap = then.get("max_delay")
-        delay = float(retry_after) if cap is None else min(float(retry_after), float(cap))
-    return delay
 
 
 # Typed: mypy would join the two signatures to `function`, which a Worker does not accept.

@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from .naming import child_execution_id
     from .patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
     from .playbook_result import output_in
-    from .search_attributes import PLAYBOOK_NAME, has_attribute
+    from .search_attributes import PLAYBOOK_HASH, PLAYBOOK_NAME, has_attribute
     from .subplaybooks import (
         MAX_DEPTH,
         RESOLVE_PLAYBOOK_ACTIVITY,
@@ -107,8 +107,11 @@ def _child_labels(cmd: RunTask, inp: RunInput, resolved: dict[str, Any], path: A
         "static_details": labels.details(child, source=source, version=resolved.get("version"),
                                          parent=inp.execution_id),
         "memo": labels.memo(child, source)}
-    if has_attribute(workflow.info().typed_search_attributes, PLAYBOOK_NAME):  # all of ours are registered
-        out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id)
+    ours = workflow.info().typed_search_attributes
+    if has_attribute(ours, PLAYBOOK_NAME):  # all of ours are registered (the version and hash: if the parent has them)
+        out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id,
+                                                            version=resolved.get("version"),
+                                                            pinned=has_attribute(ours, PLAYBOOK_HASH))
     return out
 
 

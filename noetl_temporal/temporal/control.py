@@ -26,15 +26,22 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..engine.envelopes import RunOutput
 from ..errors import NoetlError, NotFound
+from . import labels
 from .client import normalized_state
 from .close_status import TERMINAL_STATES, WITH_OUTPUT
 from .playbook_result import workflow_output
-from .search_attributes import PLAYBOOK_PATH, SEARCH_ATTRIBUTES
+from .search_attributes import (
+    PLAYBOOK_HASH,
+    PLAYBOOK_NAME,
+    PLAYBOOK_PATH,
+    PLAYBOOK_VERSION,
+    SEARCH_ATTRIBUTES,
+)
 from .types import WORKFLOW_NAME, RunInput
 
 __all__ = ["NotFound", "ExecutionFinished", "Rejected", "ExecutionInfo", "TERMINAL_STATES",
            "describe", "cancel", "pause", "resume", "patch_ctx", "list_executions", "read_input",
-           "read_detail", "search_attributes_available", "visibility_query"]
+           "read_detail", "search_attributes_available", "visibility_query", "pinned_playbook"]
 
 #: bound on calls that need a worker (queries of closed executions): never hang a request
 QUERY_TIMEOUT = timedelta(seconds=3)
@@ -223,26 +230,33 @@ _STATE_QUERY = {
 
 
 def _quote(value: str) -> str:
-    if "'" in value or "\\" in value or "\n" in value:
-        raise ValueError(f"{value!r}: quotes, backslashes and newlines are not allowed in a filter")
+    if "'" in value or "\\" in value or any(ord(c) < 0x20 or ord(c) == 0x7f for c in value):
+        raise ValueError(f"{value!r}: quotes, backslashes and control characters are not allowed in a filter")
     return f"'{value}'"
 
 
 def visibility_query(*, state: str | None = None, playbook_path: str | None = None,
                      started_after: datetime | None = None, started_before: datetime | None = None,
-                     with_path_attribute: bool = True) -> str:
-    """The Temporal visibility query for a filter (only playbook executions)."""
+                     with_path_attribute: bool = True, playbook_version: str | None = None,
+                     playbook_hash: str | None = None, schedule: str | None = None) -> str:
+    """The Temporal visibility query for a filter (only playbook executions).
+    ``with_path_attribute``: the namespace has all our search attributes registered."""
     parts = [f"WorkflowType = {_quote(WORKFLOW_NAME)}"]
     if state:
         if state not in _STATE_QUERY:
             raise ValueError(f"unknown state {state!r}: use one of {', '.join(_STATE_QUERY)}")
         parts.append(_STATE_QUERY[state])
-    if playbook_path:
+    for key, value in ((PLAYBOOK_PATH, playbook_path), (PLAYBOOK_VERSION, playbook_version),
+                       (PLAYBOOK_HASH, playbook_hash)):
+        if not value:
+            continue
         if not with_path_attribute:
-            raise ValueError("filtering by playbook path needs the NoetlPlaybookPath search attribute on "
-                             "this Temporal server: temporal operator search-attribute create "
-                             "--name NoetlPlaybookPath --type Keyword")
-        parts.append(f"{PLAYBOOK_PATH.name} = {_quote(playbook_path)}")
+            raise ValueError(f"filtering by {key.name} needs our search attributes on this Temporal server: "
+                             "register them with `noetl-temporal setup` (or temporal operator search-attribute "
+                             f"create --name {key.name} --type Keyword)")
+        parts.append(f"{key.name} = {_quote(value)}")
+    if schedule:   # Temporal's own attribute on the runs a schedule starts (docs/schedules.md)
+        parts.append(f"TemporalScheduledById = {_quote(schedule)}")
     for op, when in ((">=", started_after), ("<=", started_before)):
         if when is not None:
             if when.tzinfo is None:
@@ -266,7 +280,9 @@ async def search_attributes_available(client: Client) -> bool:
 async def list_executions(client: Client, *, state: str | None = None, playbook_path: str | None = None,
                           started_after: datetime | None = None, started_before: datetime | None = None,
                           page_size: int = 20, page_token: bytes | None = None,
-                          with_path_attribute: bool = True) -> tuple[list[dict[str, Any]], bytes | None]:
+                          with_path_attribute: bool = True, playbook_version: str | None = None,
+                          playbook_hash: str | None = None,
+                          schedule: str | None = None) -> tuple[list[dict[str, Any]], bytes | None]:
     """One page of executions, newest first, and the token of the next page (or None).
 
     Uses Temporal visibility (eventually consistent: a just-started execution can take
@@ -274,7 +290,8 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
     page filtered by one of them can hold fewer than ``page_size`` items.
     """
     query = visibility_query(state=state, playbook_path=playbook_path, started_after=started_after,
-                             started_before=started_before, with_path_attribute=with_path_attribute)
+                             started_before=started_before, with_path_attribute=with_path_attribute,
+                             playbook_version=playbook_version, playbook_hash=playbook_hash, schedule=schedule)
     iterator = client.list_workflows(query, page_size=page_size, next_page_token=page_token,
                                      rpc_timeout=RPC_TIMEOUT)
     await iterator.fetch_next_page()
@@ -289,7 +306,10 @@ async def list_executions(client: Client, *, state: str | None = None, playbook_
                 result_state, _ = await _result_state(_handle(client, wf.id))
         return {"execution_id": wf.id, "state": normalized_state(status, result_state),
                 "temporal_status": status.name, "started_at": _iso(wf.start_time),
-                "ended_at": _iso(wf.close_time), "playbook_path": wf.typed_search_attributes.get(PLAYBOOK_PATH)}
+                "ended_at": _iso(wf.close_time), "playbook_path": wf.typed_search_attributes.get(PLAYBOOK_PATH),
+                "playbook_name": wf.typed_search_attributes.get(PLAYBOOK_NAME),
+                "playbook_version": wf.typed_search_attributes.get(PLAYBOOK_VERSION),
+                "playbook_sha256": wf.typed_search_attributes.get(PLAYBOOK_HASH)}
 
     items = await asyncio.gather(*(item(wf) for wf in page))
     if state in ("COMPLETED", "FAILED"):
@@ -313,6 +333,20 @@ async def read_input(client: Client, execution_id: str) -> RunInput:
             raise _not_found(execution_id) from None
         raise
     raise _not_found(execution_id)
+
+
+def pinned_playbook(inp: RunInput) -> dict[str, Any]:
+    """The definition an execution runs, from its input: the one it started with, whatever
+    happened to the file or the catalog since (docs/schedules.md, "Versions")."""
+    definition = inp.playbook or {}
+    meta = definition.get("metadata") or {}
+    catalog_version = None
+    if inp.source and inp.source.startswith("catalog:") and "@" in inp.source:
+        tail = inp.source.rsplit("@", 1)[1]
+        catalog_version = int(tail) if tail.isdigit() else None
+    return {"name": meta.get("name"), "path": meta.get("path") or meta.get("name"), "source": inp.source,
+            "catalog_version": catalog_version, "version": labels.playbook_version(definition, catalog_version),
+            "sha256": labels.definition_hash(definition)}
 
 
 def shown_state(info: ExecutionInfo, detail: dict[str, Any]) -> str:

@@ -15,11 +15,20 @@ from typing import Any
 
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from .search_attributes import NOETL_STATE, PARENT_EXECUTION_ID, PLAYBOOK_NAME, PLAYBOOK_PATH
+from .search_attributes import (
+    NOETL_STATE,
+    PARENT_EXECUTION_ID,
+    PLAYBOOK_HASH,
+    PLAYBOOK_NAME,
+    PLAYBOOK_PATH,
+    PLAYBOOK_VERSION,
+)
 
-__all__ = ["definition_hash", "playbook_label", "summary", "details", "memo", "search_attributes"]
+__all__ = ["definition_hash", "playbook_label", "playbook_version", "summary", "details", "memo",
+           "search_attributes", "playbook_attributes"]
 
 HASH_MEMO = "noetl.playbook_sha256"
+VERSION_MEMO = "noetl.playbook_version"
 
 
 def definition_hash(playbook: dict[str, Any]) -> str:
@@ -36,6 +45,15 @@ def playbook_label(playbook: dict[str, Any], source: str | None = None) -> tuple
     return str(name), str(path)
 
 
+def playbook_version(playbook: dict[str, Any], catalog_version: int | None = None) -> str | None:
+    """The version an execution reports: the playbook's own ``metadata.version``, else the
+    catalog version it was registered as, else none (docs/schedules.md, "Versions")."""
+    declared = (playbook.get("metadata") or {}).get("version")
+    if declared is not None and declared != "":
+        return str(declared)
+    return str(catalog_version) if catalog_version is not None else None
+
+
 def summary(playbook: dict[str, Any], source: str | None = None) -> str:
     name, path = playbook_label(playbook, source)
     return f"NoETL playbook {name}" + (f" ({path})" if path != name else "")
@@ -49,7 +67,9 @@ def details(playbook: dict[str, Any], *, source: str | None = None, version: int
     if source:
         lines.append(f"**source** `{source}`" + (f" · catalog version {version}" if version else ""))
     digest = digest or definition_hash(playbook)
-    lines.append(f"**definition** sha256 `{digest[:16]}` (pinned for this execution)")
+    shown = playbook_version(playbook, version)
+    lines.append(f"**definition** sha256 `{digest[:16]}`" + (f" · version `{shown}`" if shown else "")
+                 + " (pinned for this execution)")
     if parent:
         lines.append(f"**parent execution** `{parent}`")
     if api_url:
@@ -57,16 +77,39 @@ def details(playbook: dict[str, Any], *, source: str | None = None, version: int
     return "\n\n".join(lines)
 
 
-def memo(playbook: dict[str, Any], source: str | None = None, *, digest: str | None = None) -> dict[str, Any]:
+def memo(playbook: dict[str, Any], source: str | None = None, *, digest: str | None = None,
+         version: int | None = None) -> dict[str, Any]:
     name, path = playbook_label(playbook, source)
-    return {HASH_MEMO: digest or definition_hash(playbook), "noetl.playbook_path": path, "noetl.playbook_name": name}
+    out = {HASH_MEMO: digest or definition_hash(playbook), "noetl.playbook_path": path, "noetl.playbook_name": name}
+    shown = playbook_version(playbook, version)
+    if shown is not None:
+        out[VERSION_MEMO] = shown
+    return out
+
+
+def playbook_attributes(playbook: dict[str, Any], source: str | None = None, *, digest: str | None = None,
+                        version: int | None = None) -> list[SearchAttributePair[Any]]:
+    """Name, path, version (when known) and hash of the definition: what an execution is
+    pinned to, and what a schedule starts."""
+    name, path = playbook_label(playbook, source)
+    pairs: list[SearchAttributePair[Any]] = [SearchAttributePair(PLAYBOOK_PATH, path),
+                                             SearchAttributePair(PLAYBOOK_NAME, name),
+                                             SearchAttributePair(PLAYBOOK_HASH, digest or definition_hash(playbook))]
+    shown = playbook_version(playbook, version)
+    if shown is not None:
+        pairs.append(SearchAttributePair(PLAYBOOK_VERSION, shown))
+    return pairs
 
 
 def search_attributes(playbook: dict[str, Any], source: str | None = None,
-                      parent: str | None = None) -> TypedSearchAttributes:
-    name, path = playbook_label(playbook, source)
-    pairs = [SearchAttributePair(PLAYBOOK_PATH, path), SearchAttributePair(PLAYBOOK_NAME, name),
-             SearchAttributePair(NOETL_STATE, "PENDING")]
+                      parent: str | None = None, *, digest: str | None = None, version: int | None = None,
+                      pinned: bool = True) -> TypedSearchAttributes:
+    """An execution's search attributes. ``pinned=False``: without the version and hash
+    (a parent started where only the first four were registered: its children stay so)."""
+    pairs = playbook_attributes(playbook, source, digest=digest, version=version)
+    if not pinned:
+        pairs = [pair for pair in pairs if pair.key in (PLAYBOOK_PATH, PLAYBOOK_NAME)]
+    pairs.append(SearchAttributePair(NOETL_STATE, "PENDING"))
     if parent:
         pairs.append(SearchAttributePair(PARENT_EXECUTION_ID, parent))
     return TypedSearchAttributes(pairs)

@@ -7,8 +7,12 @@ cluster register them once per namespace (docs/deployment.md)::
     temporal operator search-attribute create --namespace NS --name NoetlPlaybookName --type Keyword
     temporal operator search-attribute create --namespace NS --name NoetlState --type Keyword
     temporal operator search-attribute create --namespace NS --name NoetlParentExecutionId --type Keyword
+    temporal operator search-attribute create --namespace NS --name NoetlPlaybookVersion --type Keyword
+    temporal operator search-attribute create --namespace NS --name NoetlPlaybookHash --type Keyword
 
 Until all of them exist, executions start without search attributes (nothing fails).
+``NoetlPlaybookVersion`` and ``NoetlPlaybookHash`` name the definition an execution is pinned
+to (docs/schedules.md, "Versions"); they are set at start and never change.
 """
 
 from __future__ import annotations
@@ -17,14 +21,19 @@ from typing import Any
 
 from temporalio.common import SearchAttributeKey, TypedSearchAttributes
 
-__all__ = ["PLAYBOOK_PATH", "PLAYBOOK_NAME", "NOETL_STATE", "PARENT_EXECUTION_ID", "SEARCH_ATTRIBUTES",
-           "has_attribute"]
+__all__ = ["PLAYBOOK_PATH", "PLAYBOOK_NAME", "NOETL_STATE", "PARENT_EXECUTION_ID", "PLAYBOOK_VERSION",
+           "PLAYBOOK_HASH", "SEARCH_ATTRIBUTES", "has_attribute"]
 
 PLAYBOOK_PATH = SearchAttributeKey.for_keyword("NoetlPlaybookPath")
 PLAYBOOK_NAME = SearchAttributeKey.for_keyword("NoetlPlaybookName")
 NOETL_STATE = SearchAttributeKey.for_keyword("NoetlState")        # normalized: docs/status.md
 PARENT_EXECUTION_ID = SearchAttributeKey.for_keyword("NoetlParentExecutionId")
-SEARCH_ATTRIBUTES = [PLAYBOOK_PATH, PLAYBOOK_NAME, NOETL_STATE, PARENT_EXECUTION_ID]
+#: ``metadata.version``, else the catalog version (labels.playbook_version)
+PLAYBOOK_VERSION = SearchAttributeKey.for_keyword("NoetlPlaybookVersion")
+#: SHA-256 of the normalized definition the execution runs (labels.definition_hash)
+PLAYBOOK_HASH = SearchAttributeKey.for_keyword("NoetlPlaybookHash")
+SEARCH_ATTRIBUTES = [PLAYBOOK_PATH, PLAYBOOK_NAME, NOETL_STATE, PARENT_EXECUTION_ID, PLAYBOOK_VERSION,
+                     PLAYBOOK_HASH]
 
 
 def has_attribute(attributes: TypedSearchAttributes, key: SearchAttributeKey[Any]) -> bool:

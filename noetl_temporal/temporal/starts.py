@@ -67,7 +67,7 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
         "static_summary": summary or labels.summary(definition, source),
         "static_details": labels.details(definition, source=source, version=version, api_url=api_url,
                                          parent=parent, digest=digest),
-        "memo": labels.memo(definition, source, digest=digest),
+        "memo": labels.memo(definition, source, digest=digest, version=version),
         "execution_timeout": timedelta(seconds=timeout) if timeout else None,
     }
     if redrive is not None:
@@ -75,5 +75,6 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
         options["memo"] = {**options["memo"], "noetl.redriven_from": old}
         options["static_details"] = f"{options['static_details']}\n\n**redrive of** `{old}`"
     if search_attributes:
-        options["search_attributes"] = labels.search_attributes(definition, source, parent=parent)
+        options["search_attributes"] = labels.search_attributes(definition, source, parent=parent, digest=digest,
+                                                                version=version)
     return ExecutionStart(input=inp, options=options)

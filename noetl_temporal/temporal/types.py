@@ -9,12 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RunInput", "WORKFLOW_NAME", "RUN_TASK_ACTIVITY", "RUN_TASK_LOCAL_ACTIVITY", "DEFAULT_TASK_QUEUE"]
+__all__ = ["RunInput", "EXECUTION_ID_FROM_WORKFLOW", "WORKFLOW_NAME", "RUN_TASK_ACTIVITY", "RUN_TASK_LOCAL_ACTIVITY", "DEFAULT_TASK_QUEUE"]
 
 WORKFLOW_NAME = "NoetlPlaybook"
 RUN_TASK_ACTIVITY = "noetl.run_task"
 RUN_TASK_LOCAL_ACTIVITY = "noetl.run_task_local"  # the fast path (spec.local): a local activity
 DEFAULT_TASK_QUEUE = "noetl-playbooks"
+#: ``RunInput.execution_id`` of a schedule's action: one input starts every run, so each run
+#: takes its workflow id (``<schedule>-<time>``) as its execution id (docs/schedules.md)
+EXECUTION_ID_FROM_WORKFLOW = ""
 
 
 @dataclass

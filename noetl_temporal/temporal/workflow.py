@@ -59,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
     from .playbook_result import playbook_failed
     from .run_length import work_is_long
     from .search_attributes import NOETL_STATE, PLAYBOOK_NAME, PLAYBOOK_PATH, has_attribute
-    from .types import WORKFLOW_NAME, RunInput
+    from .types import EXECUTION_ID_FROM_WORKFLOW, WORKFLOW_NAME, RunInput
 
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
 from . import child_runs, task_runs, user_calls
@@ -124,6 +124,10 @@ class PlaybookWorkflow:
 
     @workflow.run
     async def run(self, inp: RunInput) -> dict[str, Any]:
+        if inp.execution_id == EXECUTION_ID_FROM_WORKFLOW:
+            # A schedule's start: each run's id is the workflow id Temporal gives it
+            # (docs/schedules.md). Recorded inputs always carry an id: they replay as before.
+            inp = dataclasses.replace(inp, execution_id=workflow.info().workflow_id)
         self._input = inp
         newer = behaviours.unknown(inp.behaviours)
         if newer:  # not a workflow failure: the task is retried until a newer worker takes it

@@ -20,6 +20,8 @@ HTTP = ToolKind(
         Setting("headers", ("mapping",), "values sent as text (`true`, JSON); `null` drops the header"),
         Setting("json", ("any",), "JSON body"),
         Setting("payload", ("any",), "JSON body when a mapping/list (NoETL's worker key), else as `body`"),
+        Setting("form", ("mapping",), "NoETL's form body: sent form-encoded "
+                                      "(`application/x-www-form-urlencoded`), values as text"),
         Setting("body", ("any",), "text/bytes as is; a mapping is form-encoded unless `Content-Type` says "
                                   "JSON; a list is JSON", aliases=("data",)),
         TIMEOUT,

@@ -79,11 +79,16 @@ def _mapping(config: dict, key: str) -> dict:
 
 
 def _request_kwargs(config: dict, headers: dict[str, str]) -> dict[str, Any]:
-    """Body selection: ``json`` > ``payload`` (NoETL: JSON) > ``body``/``data``."""
+    """Body selection: ``json`` > ``payload`` (NoETL: JSON) > ``form`` > ``body``/``data``."""
     if config.get("json") is not None:
         return {"json": config["json"]}
     if config.get("payload") is not None and not isinstance(config["payload"], str):
         return {"json": config["payload"]}
+    form = config.get("form")
+    if form is not None:
+        if not isinstance(form, dict):
+            raise ToolConfigError(f"http 'form' must be a mapping of fields, got {type(form).__name__}")
+        return {"data": {str(k): _form_value(v) for k, v in form.items() if v is not None}}
     body = next((config[k] for k in ("body", "data", "payload") if config.get(k) is not None), None)
     if body is None:
         return {}

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import ToolConfigError, ToolError, ToolTimeout
 from ..tool_kinds.postgres import POSTGRES
 from . import _sql
+from ._scripts import script_text
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout
 
 #: SQLSTATEs worth another attempt: serialization failure, deadlock, admin shutdown;
@@ -123,6 +124,9 @@ class PostgresTool:
 
     async def run(self, config: dict, call: ToolCall) -> Any:
         psycopg = _sql.data_driver("psycopg", "postgres", "psycopg 3")
+        loaded = await script_text(config, self.kind)   # NoETL's `script:` (tools/_scripts.py)
+        if loaded is not None:
+            config = {**config, "command": loaded}
         sql = _sql.statements(config, self.kind)
         params = _sql.params(config, sql, self.kind)
         autocommit = _sql.flag(config.get("autocommit"))

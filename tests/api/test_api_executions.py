@@ -81,7 +81,10 @@ async def test_submit_follow_events_and_complete(api):
     assert detail["state"] == "COMPLETED"
     assert detail["steps"]["greet"]["result"] == {"greeting": "hello ada"}
     assert detail["summary"]["failed_steps_count"] == 0
-    assert detail["playbook"] == {"path": "tests/hello", "name": "hello", "source": "inline", "catalog_version": None}
+    pinned = detail["playbook"].pop("sha256")
+    assert len(pinned) == 64 and int(pinned, 16) >= 0   # the definition it runs (docs/schedules.md)
+    assert detail["playbook"] == {"path": "tests/hello", "name": "hello", "source": "inline", "catalog_version": None,
+                                  "version": None}
     assert detail["temporal"]["status"] == "COMPLETED" and detail["started_at"] and detail["ended_at"]
     assert "ctx" not in detail
 

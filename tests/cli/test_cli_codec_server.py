@@ -142,7 +142,7 @@ def test_cors_answers_the_uis_preflight_and_only_for_its_origins(codec_server):
 
 
 def test_a_namespace_list_refuses_other_namespaces_and_bad_requests_say_why():
-    server = CodecServer("--codec", CODEC, "--namespace", "payments", "--cors-origin", "https://ui.example")
+    server = CodecServer("--codec", CODEC, "--only-namespace", "payments", "--cors-origin", "https://ui.example")
     try:
         ok = httpx.post(f"{server.url}/decode", json={"payloads": []}, headers={"X-Namespace": "payments"})
         assert ok.status_code == 200 and ok.json() == {}   # protobuf JSON leaves an empty list out

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.cli.connection import CONNECTION_FLAGS, add_connection_arguments, target_of
+from noetl_temporal.cli.connection import (
+    CATALOG_FLAGS,
+    CONNECTION_FLAGS,
+    add_catalog_arguments,
+    add_connection_arguments,
+    target_of,
+)
 from noetl_temporal.cli.main import build_parser
 from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
 
@@ -22,14 +28,31 @@ EXPECTED = {
     "dev": {"--task-queue", "--codec"},
     "replay": {"--codec"},   # replays a history file: no server, the codec that reads it
     "setup": SERVER,
+    "redrive": SERVER | {"--task-queue"},
+    "codec-server": {"--codec"},   # serves codec requests: no server of its own to reach (--only-namespace filters)
+    "schedule": set(),   # its subcommands take them:
+    "schedule create": SERVER | {"--task-queue"},
+    **{f"schedule {name}": SERVER
+       for name in ("list", "describe", "pause", "unpause", "trigger", "backfill", "delete")},
     "validate": set(), "schema": set(), "graph": set(),
+    "test": set(),   # no server, or (--temporal) the embedded dev server it starts itself
+    "register": set(), "catalog": set(),   # the catalog's own flags (CATALOG below), no Temporal
+    **{f"catalog {name}": set() for name in ("list", "show", "get", "register")},
 }
+#: commands that read or write the playbook catalog take its flags (`catalog ACTION`: each action)
+CATALOG = {"run", "api", "dev", "register", "catalog list", "catalog show", "catalog register"}
 
 
-def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(sub.choices)
+def _subparsers(parser: argparse.ArgumentParser | None = None, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser by name, a subcommand's as "command sub" (``schedule create``)."""
+    parser = parser or build_parser()
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found[prefix + name] = child
+                found.update(_subparsers(child, f"{prefix}{name} "))
+    return found
 
 
 def _flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -44,7 +67,24 @@ def test_every_command_has_its_connection_flags():
         assert set(_flags(parser)) == EXPECTED[name], name
 
 
-@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay"])
+def test_the_catalog_flags_are_on_every_command_that_uses_the_catalog():
+    reference = argparse.ArgumentParser()
+    add_catalog_arguments(reference)
+    helps = {a.option_strings[0]: a.help for a in reference._actions if a.option_strings[0] in CATALOG_FLAGS}
+    having = set()
+    for name, parser in _subparsers().items():
+        if name == "catalog get":   # `show`'s alias: the same parser
+            continue
+        flags = {opt: a for a in parser._actions for opt in a.option_strings if opt in CATALOG_FLAGS}
+        if flags:
+            having.add(name)
+            assert set(flags) == set(CATALOG_FLAGS), name
+            assert {opt: a.help for opt, a in flags.items()} == helps, name
+    assert having == CATALOG
+
+
+@pytest.mark.parametrize("name", ["run", "status", "cancel", "worker", "api", "dev", "replay", "schedule create",
+                                  "schedule backfill"])
 def test_the_flags_mean_the_same_everywhere(name):
     reference = argparse.ArgumentParser()
     add_connection_arguments(reference)
@@ -63,7 +103,7 @@ def test_only_the_connection_module_defines_them():
         if path.name == "connection.py":
             continue
         text = path.read_text()
-        for flag in CONNECTION_FLAGS:
+        for flag in CONNECTION_FLAGS + CATALOG_FLAGS:
             assert f'add_argument("{flag}"' not in text, (path.name, flag)
 
 

@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 65
+RUNNABLE_COUNT = 68
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,12 @@ def _local(reason: str, expect: str = COMPLETED, basis: str = "", **kw: Any) -> 
 
 
 _NONE_STATED = "none stated: a correct run completes"
-_NO_CONTEXT = "NameError: name 'context' is not defined"
-_CONTEXT = ("its python code reads NoETL's implicit `context` global (every step result); a python task "
-            "here sees only its `input`/`args`, the values history records (docs/tools.md)")
 _SHORT = "the delays that outlast NoETL's 120 s NATS lease are cut to 1 s"
 
 P = "fixtures/playbooks/"
+#: our stand-ins for the script files two fixtures load, relative to the repository root,
+#: where the tests run (the worker resolves a relative `script` file from its working directory)
+_SCRIPTS = "tests/support/noetl_scripts/"
 
 #: every valid file (relative to tests/corpus/noetl-e2e) -> what it needs
 NEEDS: dict[str, Need] = {
@@ -186,10 +186,11 @@ NEEDS: dict[str, Need] = {
         "http on the paginated stand-in: parallel probes overlap"),
     P + "pagination/cursor/test_pagination_cursor.yaml": _local("http on the paginated stand-in: cursor paging"),
     P + "pagination/loop_with_pagination/test_loop_with_pagination.yaml": _local(
-        "http on the paginated stand-in and postgres", basis=_NONE_STATED,
-        differs="its SQL writes `{{ execution_id }}` unquoted into a BIGINT column: NoETL's execution ids "
-                "are numbers, here they are strings (`<playbook>-<hex>`, docs/semantics.md)",
-        fails_with="postgres error 42601: syntax error"),
+        "http on the paginated stand-in and postgres; its SQL writes `{{ execution_id }}` unquoted into a BIGINT "
+        "column, given the execution's number (NTL323)", basis=_NONE_STATED,
+        differs="its check step reads `{{ validate_results.data.command_0.rows }}`: NoETL's step envelope `data`, "
+                "which a step result here does not have (read `validate_results.command_0.rows`, docs/semantics.md)",
+        fails_with="Expected list of rows, got <class 'NoneType'>"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
     P + "pagination/offset/test_pagination_offset.yaml": _local("http on the paginated stand-in: offset paging"),
@@ -232,12 +233,32 @@ NEEDS: dict[str, Need] = {
     P + "root_scripts/test_implicit_end_routing.yaml": _local("python only", basis=_NONE_STATED),
     P + "root_scripts/test_keychain.yaml": _local(
         "python only: declares keychain entries no task reads, so none is resolved", basis=_NONE_STATED),
+    P + "root_scripts/test_script_loading.yaml": _local(
+        "python with NoETL's inline `script:` (`source: {type: inline, code: ...}`)", basis=_NONE_STATED,
+        differs="its end step reads `{{ result }}`, which names nothing this playbook defines (NTL702 warns); "
+                "its start step, the script loading, completes",
+        fails_with="AttributeError: 'NoneType' object has no attribute 'get'"),
     P + "root_scripts/test_simple_loop.yaml": _local("python only: a loop", basis=_NONE_STATED),
     P + "save_storage_test/create_tables.yaml": _local("postgres only: creates the save-test tables",
                                                        basis=_NONE_STATED),
     P + "save_storage_test/save_all_storage_types.yaml": _local(
-        "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",), differs=_CONTEXT, fails_with=_NO_CONTEXT),
+        "python, postgres and duckdb; its code reads NoETL's `context` by name, given as input (NTL321)",
+        setup=(P + "save_storage_test/create_tables.yaml",)),
     P + "save_storage_test/save_delegation_test.yaml": Need(INTERNET, "httpbin.org"),
+    P + "script_execution/postgres_file_example.yaml": _local(
+        "postgres with its SQL from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
+        payload={"script_path": _SCRIPTS + "create_test_table.sql"}),
+    P + "script_execution/postgres_s3_example.yaml": Need(
+        CLOUD, "an AWS S3 bucket (noetl-sql-scripts) and AWS credentials for its SQL (`script:` from s3, which "
+               "runs here on a local S3 server: tests/tools)"),
+    P + "script_execution/python_file_example.yaml": _local(
+        "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
+        payload={"script_path": _SCRIPTS + "hello_world.py"},
+        differs="its verify step reads `{{ run_python_from_file.data }}`: NoETL's step envelope `data`, which a "
+                "step result here does not have (read `{{ run_python_from_file }}`, docs/semantics.md)",
+        fails_with="'NoneType' object is not subscriptable"),
+    P + "script_execution/python_http_example.yaml": Need(
+        INTERNET, "raw.githubusercontent.com for its code (`script:` over http, which runs here: tests/tools)"),
     P + "save_storage_test/save_edge_cases.yaml": _local(
         "python, postgres and duckdb", setup=(P + "save_storage_test/create_tables.yaml",)),
     P + "save_storage_test/save_simple_test.yaml": _local(
@@ -269,7 +290,8 @@ NEEDS: dict[str, Need] = {
     P + "vars_test/test_vars_api.yaml": _local("python only: vars"),
     P + "vars_test/test_vars_block.yaml": _local("python only: a vars block"),
     P + "vars_test/test_vars_simple.yaml": _local("python only: vars"),
-    P + "vars_test/test_vars_template_access.yaml": _local("python only: vars in templates", differs=_CONTEXT, fails_with=_NO_CONTEXT),
+    P + "vars_test/test_vars_template_access.yaml": _local(
+        "python only: vars in templates; its code reads NoETL's `context` by name, given as input (NTL321)"),
     "fixtures/subscription/handle_webhook.yaml": _local("python only: a webhook handler", basis=_NONE_STATED),
     "fixtures/subscription/handle_webhook_priority.yaml": _local("python only: a webhook handler",
                                                                  basis=_NONE_STATED),

@@ -13,7 +13,7 @@ HEAD = "apiVersion: noetl.io/v2\nkind: Playbook\nmetadata: {name: t}\n"
 TOOL_SETTINGS = [
     pytest.param(
         'workflow:\n  - step: s\n    tool: {kind: python, input: {a: 1}}\n',
-        ["pb.yaml:6:5: NTL309 python task 's_task' has no `code` or `code_b64` or `code_base64` (workflow[0].tool) — fix: add `code:` to the task (Python that sets `result` or defines `main(...)`)"],
+        ["pb.yaml:6:5: NTL309 python task 's_task' has no `code` or `code_b64` or `code_base64` or `script` (workflow[0].tool) — fix: add `code:` to the task (Python that sets `result` or defines `main(...)`)"],
         id='python-without-code'),
     pytest.param(
         'workflow:\n  - step: s\n    tool:\n      kind: http\n      method: POST\n',
@@ -25,7 +25,7 @@ TOOL_SETTINGS = [
         id='http-url-from-a-step-default'),
     pytest.param(
         "workflow:\n  - step: s\n    tool: {kind: http, url: 'http://x', metod: POST}\n",
-        ["pb.yaml:6:41: NTL310 http tasks have no setting `metod` (did you mean 'method'?); known: url, endpoint, method, params, headers, json, payload, body, data, timeout, verify, verify_ssl, follow_redirects, input, args (workflow[0].tool.metod) — fix: correct the spelling or remove the key; docs/tools.md lists each kind's settings"],
+        ["pb.yaml:6:41: NTL310 http tasks have no setting `metod` (did you mean 'method'?); known: url, endpoint, method, params, headers, json, payload, form, body, data, timeout, verify, verify_ssl, follow_redirects, input, args (workflow[0].tool.metod) — fix: correct the spelling or remove the key; docs/tools.md lists each kind's settings"],
         id='misspelt-key'),
     pytest.param(
         'workflow:\n  - step: s\n    tool: {kind: noop, x: 1}\n',
@@ -55,7 +55,7 @@ TOOL_SETTINGS = [
         id='shell-without-command'),
     pytest.param(
         'workbook:\n  - name: w\n    tool: {kind: python}\nworkflow:\n  - step: s\n    tool: {kind: workbook, name: w}\n',
-        ["pb.yaml:9:5: NTL309 python task 'w' has no `code` or `code_b64` or `code_base64` (workflow[0].tool) — fix: add `code:` to the task (Python that sets `result` or defines `main(...)`)"],
+        ["pb.yaml:9:5: NTL309 python task 'w' has no `code` or `code_b64` or `code_base64` or `script` (workflow[0].tool) — fix: add `code:` to the task (Python that sets `result` or defines `main(...)`)"],
         id='workbook-entry-without-code'),
 ]
 
@@ -63,7 +63,7 @@ TOOL_SETTINGS.append(pytest.param(
     "workbook:\n  - name: w\n    tool: {kind: python, code: x, cod_b64: y}\nworkflow:\n  - step: s\n"
     "    tool: {kind: workbook, name: w}\n",
     ["pb.yaml:6:35: NTL310 python tasks have no setting `cod_b64` (did you mean 'code_b64'?); known: code, "
-     "code_b64, code_base64, libs, env, timeout, in_worker, input, args (workbook[0].tool.cod_b64) — fix: "
+     "code_b64, code_base64, script, libs, env, timeout, in_worker, input, args (workbook[0].tool.cod_b64) — fix: "
      "correct the spelling or remove the key; docs/tools.md lists each kind's settings"],
     id="misspelt-key-in-a-workbook-entry-is-located-there"))
 
@@ -84,10 +84,10 @@ TOOL_SETTINGS += [
         "workflow:\n  - step: s\n    tool: {kind: http, url: 'http://x', metod: POST}\n"
         "    next: {arcs: [{step: t}]}\n  - step: t\n    tool: {kind: python}\n",
         ["pb.yaml:6:41: NTL310 http tasks have no setting `metod` (did you mean 'method'?); known: url, endpoint, "
-         "method, params, headers, json, payload, body, data, timeout, verify, verify_ssl, follow_redirects, input, "
+         "method, params, headers, json, payload, form, body, data, timeout, verify, verify_ssl, follow_redirects, input, "
          "args (workflow[0].tool.metod) — fix: correct the spelling or remove the key; docs/tools.md lists each "
          "kind's settings",
-         "pb.yaml:9:5: NTL309 python task 't_task' has no `code` or `code_b64` or `code_base64` (workflow[1].tool) "
+         "pb.yaml:9:5: NTL309 python task 't_task' has no `code` or `code_b64` or `code_base64` or `script` (workflow[1].tool) "
          "— fix: add `code:` to the task (Python that sets `result` or defines `main(...)`)"],
         id="an-unknown-key-and-a-missing-setting-in-one-run"),
 ]

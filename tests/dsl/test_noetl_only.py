@@ -83,8 +83,11 @@ def test_templated_retry_numbers_validate(key, value):
     assert [d.code for d in errors(text)] == []
 
 
-def test_go_template_quoting_gets_a_jinja_fix_that_validates():
+def test_go_template_quoting_passes_and_a_broken_one_gets_a_jinja_fix_that_validates():
+    # NoETL 5.3.2 passes {{`...`}} through unchanged, and so does the file reader here
     cmd = "docker system df --format '{{`{{json .}}`}}'"
+    assert errors(playbook(f'workflow:\n  - step: a\n    tool: {{kind: shell, cmds: ["{cmd}"]}}\n')) == []
+    cmd = "docker system df --format '{{`{{json .}}'"      # the closing `}} is missing
     (diag,) = errors(playbook(f'workflow:\n  - step: a\n    tool: {{kind: shell, cmds: ["{cmd}"]}}\n'))
     assert diag.code == "NTL701" and "Go-template quoting" in diag.fix
     fixed = "docker system df --format {{ '{{json .}}' }}"

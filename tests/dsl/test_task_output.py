@@ -26,7 +26,7 @@ def test_what_maps_becomes_the_result_spec_and_names():
 
 
 @pytest.mark.parametrize("output, at, says", [
-    ("{store: {kind: kv}}", "kv", "NATS key-value store"),
+    ("{store: {kind: object}}", "object", "NATS object store"),
     ("{store: {kind: s3}}", "s3", "not written to S3"),
     ('{select: [{path: "$..id", as: ids}]}', '"$..id', "not a plain JSONPath"),
     ('{select: [{path: "$.items[*]", as: ids}]}', '"$.items', "not a plain JSONPath"),
@@ -43,6 +43,15 @@ def test_what_does_not_map_is_one_located_error(output, at, says):
     (diag,) = errors(text)
     assert diag.code == "NTL313" and says in diag.message, diag.message
     assert (diag.line, diag.col) == find(text, at)
+
+
+def test_noetls_kv_store_is_the_workers_result_store():
+    """NoETL's `kv` holds the stored result behind its reference; here the worker's default
+    store does, and templates read it through the reference the same way."""
+    (t,) = load_playbook_text(task("{store: {kind: kv}, inline_max_bytes: 0}")).playbook.workflow[0].tool
+    assert t.spec.result is not None
+    assert (t.spec.result.store, t.spec.result.inline_max_bytes) == (None, 0)
+    assert errors(task("{store: {kind: kv}}")) == []
 
 
 def test_object_store_settings_are_warned_not_silently_dropped():

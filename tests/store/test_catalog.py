@@ -110,3 +110,16 @@ def test_configuration(monkeypatch, tmp_path):
         Catalog.from_config(dsn="mysql://x")
     with pytest.raises(ConfigError):
         Catalog(sqlite_path=tmp_path / "c.db", table="x; drop table y")
+
+
+def test_noetls_leading_slash_names_the_catalog_root(any_catalog):
+    """NoETL writes catalog paths from the root (`metadata.path: /vars_test/api_test`): the
+    same entry as `vars_test/api_test`, whichever way it is registered or read."""
+    first = any_catalog.register(V1.replace("path: team/daily", "path: /team/daily"))
+    assert (first["path"], first["version"]) == ("team/daily", 1)
+    assert any_catalog.register(V1)["path"] == "team/daily"    # the same entry: its version 2
+    assert any_catalog.get("/team/daily") == any_catalog.get("team/daily") == (V1, 2)
+    assert [v["version"] for v in any_catalog.versions("/team/daily")] == [1, 2]
+    with pytest.raises(PlaybookInvalid) as info:               # two slashes: still an empty segment
+        any_catalog.register(V1.replace("path: team/daily", "path: //team/daily"))
+    assert info.value.diagnostics[0].code == "CATALOG002"

@@ -63,7 +63,7 @@ def e2e_services(tmp_path_factory, e2e_database) -> Iterator[None]:
         for path in valid_files():
             try:
                 catalog.register((E2E / path).read_text(encoding="utf-8"), source=str(E2E / path))
-            except PlaybookInvalid:  # a path the catalog refuses ('/vars_test/api_test'): no one calls it
+            except PlaybookInvalid:  # a path the catalog refuses: no one calls it
                 pass
         yield
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from noetl_temporal.compat import run_async
-from noetl_temporal.errors import PlaybookInvalid
+from noetl_temporal.errors import PlaybookInvalid, RunFailed
 
 pytestmark = pytest.mark.temporal
 
@@ -95,23 +96,41 @@ def test_noetl_style_run_returns_the_outcome_envelope(tmp_path):
                           timeout=180, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.splitlines()[-1])
-    assert {k: out[k] for k in ("status", "playbook_name", "playbook_path", "state", "error")} == {
-        "status": "ok", "playbook_name": "greet", "playbook_path": str(path), "state": "COMPLETED", "error": None}
+    assert {k: out[k] for k in ("status", "playbook_name", "playbook_path", "state")} == {
+        "status": "ok", "playbook_name": "greet", "playbook_path": str(path), "state": "COMPLETED"}
+    assert "error" not in out          # NoETL's envelope has `error` only when the run failed
+    assert "step.started" not in proc.stderr   # quiet=True, NoETL's default: no progress
     assert out["executed_steps"][0] == "start" and out["executed_steps"][-1] == "total"
     assert sorted(out["executed_steps"]) == ["each", "side", "start", "total"]
     assert out["step_results"]["start"] == {"greeting": "hi ada"}          # variables over the workload
     assert out["step_results"]["each"]["results"] == [2, 4, 6]
     assert out["final_result"] == 12 == out["step_results"]["total"]
     assert out["started_at"] <= out["completed_at"] and 0 < out["duration_seconds"] < 120
+    # NoETL's precision and format: UTC to the second (`2026-11-27T14:50:13Z`)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", out["started_at"]), out["started_at"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", out["completed_at"]), out["completed_at"]
     assert sorted(mark.read_text().split()) == ["1", "2", "3"]
 
 
-async def test_a_failed_run_is_an_envelope_with_the_error(temporal, task_queue, tmp_path):
+async def test_a_failed_run_is_an_envelope_with_the_error(temporal, task_queue, tmp_path, capsys):
     path, _ = write(tmp_path, PLAYBOOK.replace("result = sum(r or [])", "raise ValueError('no total')"))
-    out = await run_async(path, variables={"items": [5]}, address=temporal.address, task_queue=task_queue)
+    out = await run_async(path, variables={"items": [5]}, address=temporal.address, task_queue=task_queue,
+                          quiet=False)
     assert (out["status"], out["state"]) == ("error", "FAILED")
     assert "ValueError: no total" in out["error"]
     assert "total" in out["executed_steps"] and out["step_results"]["each"]["results"] == [10]
+    progress = capsys.readouterr().err      # quiet=False: the progress lines of `run`, not every event
+    assert "step.failed" in progress and "task.attempt.started" not in progress
+
+    # NoETL's way: a failed run raises RuntimeError (ours carries the envelope); verbose prints every event
+    with pytest.raises(RuntimeError, match="ended FAILED: .*no total") as raised:
+        await run_async(path, variables={"items": [5]}, address=temporal.address, task_queue=task_queue,
+                        raise_on_failure=True, verbose=True, runtime="distributed", facts_out=tmp_path / "f")
+    assert isinstance(raised.value, RunFailed) and raised.value.outcome["status"] == "error"
+    assert "task.attempt.started" in capsys.readouterr().err
+    assert not (tmp_path / "f").exists()     # no provider facts here
+    with pytest.raises(ValueError, match="runtime='k8s' is not one of NoETL's runtimes"):
+        await run_async(path, runtime="k8s", address=temporal.address, task_queue=task_queue)
 
 
 async def test_target_starts_at_that_step_and_an_unknown_one_is_refused(temporal, task_queue, tmp_path):
@@ -125,3 +144,50 @@ async def test_target_starts_at_that_step_and_an_unknown_one_is_refused(temporal
     (tmp_path / "bad.yaml").write_text("workflow: []\n")
     with pytest.raises(PlaybookInvalid):
         await run_async(tmp_path / "bad.yaml", address=temporal.address, task_queue=task_queue)
+
+
+async def test_noetls_implicit_context_and_numeric_execution_id_run_unedited(run_yaml):
+    """A python task reading NoETL's `context` global by name, SQL writing `{{ execution_id }}`
+    unquoted into a BIGINT column: both run as written (NTL321, NTL323)."""
+    from tests.dsl.test_noetl_implicit import PLAYBOOK
+
+    report = await run_yaml(PLAYBOOK)
+    assert report.state == "COMPLETED", report.error
+    use = report.steps["use"]["result"]
+    assert use == {"n": 1, "rid": report.execution_id, "where": "west", "missing": "dflt"}
+    [row] = report.steps["save"]["result"]["rows"]
+    assert row["name"] == report.execution_id
+    assert isinstance(row["id"], int) and 0 < row["id"] < 2 ** 63     # BIGINT: NoETL's kind of id
+    again = await run_yaml(PLAYBOOK)
+    assert again.steps["save"]["result"]["rows"][0]["id"] != row["id"]  # one number per execution
+
+
+async def test_go_template_quoting_reaches_the_shell_as_written(run_yaml):
+    report = await run_yaml("""
+        workload: {n: 3}
+        workflow:
+          - step: df
+            tool: {kind: shell, cmds: ["printf '%s' '{{`{{json .}}`}} {{ workload.n }}'"]}
+    """)
+    assert report.state == "COMPLETED", report.error
+    assert report.steps["df"]["result"]["stdout"] == "{{`{{json .}}`}} 3"
+
+
+async def test_output_store_kv_keeps_the_result_behind_a_reference(run_yaml):
+    """NoETL's `output.store: kv` (the fetch_load fixture): the result is stored by reference
+    in the worker's result store and a later step reads it through the reference."""
+    report = await run_yaml("""
+        workflow:
+          - step: load
+            tool:
+              kind: python
+              code: "result = {'count': 3, 'rows': [1, 2, 3]}"
+              output: {store: {kind: kv}, inline_max_bytes: 0}
+            next: {arcs: [{step: check}]}
+          - step: check
+            tool: {kind: python, input: {n: "{{ load.count }}", rows: "{{ load }}"}, code: "result = [n, rows]"}
+    """)
+    assert report.state == "COMPLETED", report.error
+    stored = report.steps["load"]["result"]
+    assert stored["kind"] == "result_ref" and "rows" not in stored, stored   # a reference, not the body
+    assert report.steps["check"]["result"] == [3, {"count": 3, "rows": [1, 2, 3]}]

@@ -397,3 +397,30 @@ async def test_the_ui_reads_an_encrypted_run_through_the_codec_server(tmp_path):
     width, height, raw = png_pixels(shot.read_bytes())
     assert width == 1400 and height > 600   # the window less the browser's own bars
     assert len(set(raw)) > 50   # drawn, not blank
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="chromium is not installed (apt-get install chromium); CI installs it")
+async def test_a_playbook_schedule_is_on_the_temporal_ui_schedules_page(ui, task_queue, tmp_path):
+    """`noetl-temporal schedule create` makes a real Temporal Schedule: the UI's API lists it
+    with its spec and the UI's schedules page draws it (docs/schedules.md)."""
+    assert CHROMIUM, "chromium is required in CI (.ci/run installs it)"
+    path = tmp_path / "hourly.yaml"
+    path.write_text("metadata: {name: ui-hourly}\nworkflow:\n  - step: start\n    tool: {kind: noop}\n")
+    name = f"ui-hourly-{uuid.uuid4().hex[:6]}"
+    code, out, err = await cli("schedule", "create", name, str(path), "--cron", "0 * * * *", "--paused",
+                               "--address", ui.address, "--task-queue", task_queue)
+    assert code == 0, err
+    try:
+        async def listed():
+            body = await ui_get(ui, "/schedules")
+            return [s for s in body.get("schedules") or [] if s["scheduleId"] == name]
+
+        [entry] = await wait_for(listed, timeout=30, what="the schedule in the UI's list")
+        assert entry["info"]["workflowType"]["name"] == "NoetlPlaybook" and entry["info"]["paused"], entry
+        assert all(t.endswith(":00:00Z") for t in entry["info"]["futureActionTimes"]), entry   # on the hour
+        dom = (await _chromium(tmp_path, f"{ui.ui_url}/namespaces/{ui.namespace}/schedules", "--dump-dom"))[0]
+        assert name in dom.decode(), "the schedules page does not show the schedule"
+    finally:
+        code, out, err = await cli("schedule", "delete", name, "--address", ui.address)
+        assert code == 0, err

@@ -57,6 +57,15 @@ async def test_post_json_form_and_raw_bodies(call: ToolCall, http_server: HTTPTe
     assert form["body"] == "a=1&b=true"
     assert form["headers"]["content-type"] == "application/x-www-form-urlencoded"
 
+    # NoETL's `form:` (amadeus_ai_api's OAuth token request): form-encoded, null fields left out
+    form = (await http(call, url=url, method="POST", form={"grant_type": "client_credentials", "n": 2,
+                                                           "skip": None},
+                       headers={"Content-Type": "application/x-www-form-urlencoded"}))["result"]["data"]
+    assert form["body"] == "grant_type=client_credentials&n=2"
+    assert form["headers"]["content-type"] == "application/x-www-form-urlencoded"
+    bad = await http(call, url=url, method="POST", form=["a"])
+    assert bad["status"] == "error" and "'form' must be a mapping" in bad["error"]["message"]
+
     as_json = (await http(call, url=url, method="POST", body={"a": 1},
                           headers={"Content-Type": "application/json"}))["result"]["data"]
     assert as_json["json"] == {"a": 1}

@@ -25,6 +25,7 @@ from ..deps import ClientDep, ExecutionId, LinkDep, SettingsDep
 from ..errors import BadRequest, responses
 from ..limits import TooLarge, check_expanded
 from ..models import (
+    SCHEDULE_NAME_PATTERN,
     ExecutionDetail,
     ExecutionList,
     ExecutionSummary,
@@ -109,12 +110,15 @@ def _utc(value: str | None, name: str) -> datetime | None:
 
 
 @router.get("/executions", response_model=ExecutionList, responses=responses(422, 503),
-            summary="List executions, newest first (filter by state, playbook path, start time)")
+            summary="List executions, newest first (filter by state, playbook path, version or hash, schedule, start time)")
 async def list_executions(
     settings: SettingsDep,
     link: LinkDep,
     state: Annotated[State | None, Query(description="only executions in this state")] = None,
     playbook_path: Annotated[str | None, Query(pattern=PATH_PATTERN, max_length=MAX_PATH_CHARS, description="catalog path / metadata path")] = None,
+    playbook_version: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+:-]{0,99}$", description="metadata.version, else the catalog version, the execution started with (letters, digits, . _ + : -)")] = None,
+    schedule: Annotated[str | None, Query(pattern=SCHEDULE_NAME_PATTERN, description="only the runs this schedule started")] = None,
+    playbook_sha256: Annotated[str | None, Query(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the definition the execution runs (`playbook.sha256` of its detail)")] = None,
     started_after: Timestamp = None,
     started_before: Timestamp = None,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
@@ -125,27 +129,23 @@ async def list_executions(
     with_path = await link.path_attribute()
     try:
         query = control.visibility_query(state=state, playbook_path=playbook_path, started_after=after,
-                                         started_before=before, with_path_attribute=with_path)
+                                         started_before=before, with_path_attribute=with_path,
+                                         playbook_version=playbook_version, playbook_hash=playbook_sha256,
+                                         schedule=schedule)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     raw = decode_token(page_token, query=f"{query}|{page_size}", secret=settings.page_secret)
     items, next_raw = await control.list_executions(
         client, state=state, playbook_path=playbook_path, started_after=after, started_before=before,
-        page_size=page_size, page_token=raw, with_path_attribute=with_path)
+        page_size=page_size, page_token=raw, with_path_attribute=with_path, playbook_version=playbook_version,
+        playbook_hash=playbook_sha256, schedule=schedule)
     return ExecutionList(items=[ExecutionSummary(**i) for i in items],
                          next_page_token=encode_token(next_raw, query=f"{query}|{page_size}",
                                                       secret=settings.page_secret))
 
 
 def _playbook_ref(inp: Any) -> PlaybookRef:
-    meta = (inp.playbook or {}).get("metadata") or {}
-    version = None
-    source = inp.source
-    if source and source.startswith("catalog:") and "@" in source:
-        tail = source.rsplit("@", 1)[1]
-        version = int(tail) if tail.isdigit() else None
-    return PlaybookRef(path=meta.get("path") or meta.get("name"), name=meta.get("name"), source=source,
-                       catalog_version=version)
+    return PlaybookRef(**control.pinned_playbook(inp))
 
 
 @router.get("/executions/{execution_id}", response_model=ExecutionDetail, responses=responses(404, 503),

@@ -31,6 +31,7 @@ from ...errors import ToolConfigError, ToolError, ToolTimeout
 from ...store import large_results
 from ...tool_kinds.python import PYTHON
 from .. import _proc, _workdirs
+from .._scripts import script_text
 from ..base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber, to_jsonable
 from . import forkserver, inworker, spawn
 from .runner.failures import MESSAGE_CHARS, TRACEBACK_CHARS
@@ -127,7 +128,8 @@ class PythonTool:
     kind = declaration.kind
 
     async def run(self, config: dict, call: ToolCall) -> Any:
-        code = _code(config)
+        loaded = await script_text(config, self.kind)   # NoETL's `script:` (tools/_scripts.py)
+        code = loaded if loaded is not None else _code(config)
         request = {
             "code": code,
             "filename": f"<python {call.step}.{call.task}>",

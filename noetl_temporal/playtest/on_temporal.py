@@ -1,0 +1,114 @@
+"""``noetl-temporal test --temporal``: the same cases through the real workflow and task
+activity, on the embedded Temporal dev server (docs/testing-playbooks.md, "The Temporal mode").
+
+The session starts the dev server as ``noetl-temporal run`` does and hosts one worker in
+this process; the mocks reach the tools through the task activity's test hook
+(``temporal.activities.set_test_hook``), which this session alone sets, for its own worker.
+The hook answers each attempt from the case's mocks, so the activity still evaluates the
+policy, records the attempts and raises its ``PolicyRetry``; with the hook set the retry's
+backoff is recorded (``next_delay_s``, the events) but not waited for, and a mock's
+``delay`` is not slept. Workflow timers (a step's ``spec.timeout``, a fast-path retry's
+wait) take real time: there is no offline time-skipping server (the SDK's downloads one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from ..engine.envelopes import ErrorInfo, Outcome
+from ..engine.messages import RunTask
+from .driver import Actual, attempts_in, load
+from .spec import Case, Mock
+
+__all__ = ["TemporalRunner", "UNSUPPORTED_KINDS"]
+
+#: kinds the workflow runs itself (no activity, so no hook): their mocks cannot apply here
+UNSUPPORTED_KINDS = frozenset({"playbook", "activity", "workflow"})
+#: a case's execution may run this long before it counts as stuck
+EXECUTION_TIMEOUT_S = 300.0
+TASK_QUEUE = "noetl-playtest"
+
+
+class TemporalRunner:
+    """A :data:`session.CaseRunner` on a dev server it starts and stops (``with``)."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.Runner()
+        self._stack = contextlib.AsyncExitStack()
+        self._client: Any = None
+        self._problems: list[str] = []
+        self._case: Case | None = None
+
+    def __enter__(self) -> TemporalRunner:
+        self._loop.run(self._start())
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from ..temporal.activities import set_test_hook
+
+        try:
+            self._loop.run(self._stack.aclose())
+        finally:
+            set_test_hook(None)
+            self._loop.close()
+
+    async def _start(self) -> None:
+        from ..temporal.activities import set_test_hook
+        from ..temporal.devserver import EmbeddedTemporal
+        from ..temporal.hosting import hosted_worker
+
+        embedded = await self._stack.enter_async_context(EmbeddedTemporal(ui=False))
+        self._client = embedded.client
+        await self._stack.enter_async_context(hosted_worker(self._client, task_queue=TASK_QUEUE, owns_tools=True))
+        set_test_hook(self._answer)
+
+    def __call__(self, case: Case, playbook_file: str) -> tuple[Any, str | None]:
+        return self._loop.run(self._run(case, playbook_file))
+
+    async def _run(self, case: Case, playbook_file: str) -> tuple[Any, str | None]:
+        from ..runner import run_with_client
+
+        playbook, source = load(playbook_file)
+        unsupported = sorted([k for k in case.kinds if k in UNSUPPORTED_KINDS] +
+                             [k for k in case.mocks if _kinds_of(playbook, k) & UNSUPPORTED_KINDS])
+        if unsupported:
+            return None, (f"mocks of tasks the workflow runs itself ({', '.join(unsupported)}: kind playbook, "
+                          "activity or workflow) apply in the default mode only; run this case without --temporal")
+        self._case, self._problems = case, []
+        report = await run_with_client(self._client, playbook, task_queue=TASK_QUEUE, payload=dict(case.payload),
+                                       source=source, worker=False, execution_timeout_s=EXECUTION_TIMEOUT_S)
+        self._case = None
+        actual = Actual(status=report.state, ctx=dict(report.ctx), steps=dict(report.steps), events=report.events,
+                        result=report.summary or ({"reason": report.error} if report.error else None),
+                        attempts=attempts_in(report.events))
+        return actual, (self._problems[0] if self._problems else None)
+
+    async def _answer(self, cmd: RunTask, attempt: int) -> Outcome | None:
+        """The task activity's test hook: the mock's answer for this attempt, None to run the
+        tool itself (``real:``), a failed outcome (and the case's problem) when unmocked."""
+        case = self._case
+        if case is None:
+            return None
+        mock: Mock | None = case.mocks.get(f"{cmd.step}.{cmd.task}") or case.mocks.get(cmd.step) or \
+            case.kinds.get(cmd.kind)
+        if mock is None:
+            if cmd.kind in case.real:
+                return None
+            from .driver import _unmocked
+
+            self._problems.append(_unmocked(cmd))
+            return Outcome.failed(ErrorInfo(kind="unmocked", message=_unmocked(cmd)))
+        from .driver import _outcome
+
+        return _outcome(mock.answer(attempt), attempt)
+
+
+def _kinds_of(playbook: Any, key: str) -> set[str]:
+    """The kinds of the tasks a ``mocks:`` key (``step`` or ``step.task``) names."""
+    step_name, _, task = key.partition(".")
+    step = playbook.step_by_name().get(step_name)
+    if step is None:
+        return set()
+    return {t.kind for t in step.tool if not task or t.name == task}
