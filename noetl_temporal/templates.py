@@ -21,10 +21,12 @@ compiled-template cache, which is a pure function of the template text.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import random as _random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -52,6 +54,9 @@ __all__ = [
     "reads_name",
     "is_template",
     "TemplateError",
+    "NeedsIsolation",
+    "small_inputs_only",
+    "GATED_FILTERS",
 ]
 
 _SINGLE_EXPR = re.compile(r"^\s*\{\{(?P<expr>.*)\}\}\s*$", re.DOTALL)
@@ -216,6 +221,50 @@ def _json_default(value: Any) -> Any:
     return value.in_text() if isinstance(value, HeldPart) else str(value)
 
 
+#: The filters whose cost grows faster than their input (``dsl/template_ops.py``'s task-only
+#: rows; a test keeps the two equal): rendered outside a child only under a budget.
+GATED_FILTERS = frozenset({"urlize", "striptags", "wordwrap", "pprint"})
+# The squared input sizes a render may still spend on them in this process (None: no gate).
+_GATE: ContextVar[list[int] | None] = ContextVar("gated_filter_budget", default=None)
+
+
+class NeedsIsolation(TemplateError):
+    """A gated filter's input is past what :func:`small_inputs_only` allows in this process:
+    render the template in a render child instead (docs/durability.md, "Task-side renders")."""
+
+
+@contextlib.contextmanager
+def small_inputs_only(budget: int) -> Iterator[None]:
+    """Renders in here may call the gated filters on inputs whose squared sizes (characters,
+    or items, of the value and its arguments) add up to at most ``budget`` (their cost is at
+    worst quadratic in it, so this bounds their time and output before they run); past it
+    they raise :class:`NeedsIsolation`."""
+    token = _GATE.set([budget])
+    try:
+        yield
+    finally:
+        _GATE.reset(token)
+
+
+def _gated(func: Callable[..., Any]) -> Callable[..., Any]:
+    # a pass_context / pass_eval_context filter gets Jinja's context first, then its input
+    at = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
+
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        left = _GATE.get()
+        if left is not None:
+            # the input and every argument: a small text linked with a 9 MB ``target`` is large
+            size = sum(limits.weight(a, 1 << 20, paid=False) for a in (*args[at:], *kwargs.values()))
+            left[0] -= size * size
+            if left[0] < 0:
+                raise NeedsIsolation("a task-only filter's input is too large to render here")
+        return func(*args, **kwargs)
+
+    if at:
+        gated.jinja_pass_arg = func.jinja_pass_arg  # type: ignore[attr-defined]
+    return gated
+
+
 def _make_env(finalize: Callable[[Any], Any]) -> _Environment:
     env = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True,
                        finalize=finalize)
@@ -230,6 +279,8 @@ def _make_env(finalize: Callable[[Any], Any]) -> _Environment:
     env.filters.pop("random", None)
     limits.guard_filters(env.filters)
     limits.guard_tests(env.tests)
+    for name in GATED_FILTERS:   # outermost: the gate is asked before anything runs
+        env.filters[name] = _gated(env.filters[name])
     return env
 
 

@@ -42,7 +42,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "package": ("noetl_temporal",),  # the lazy public API (__init__: importlib, no imports)
     "helpers": ("noetl_temporal.errors", "noetl_temporal.status_layers", "noetl_temporal.templates",
                 "noetl_temporal.template_limits", "noetl_temporal.template_undefined", "noetl_temporal.template_text",
-                "noetl_temporal.locations",
+                "noetl_temporal.template_child", "noetl_temporal.locations",
                 "noetl_temporal.redact",
                 "noetl_temporal.tool_kinds", "noetl_temporal.oneline"),
     "files": ("noetl_temporal.paths", "noetl_temporal.pgschema", "noetl_temporal.sealing"),

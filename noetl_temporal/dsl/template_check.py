@@ -128,7 +128,7 @@ def _check_operations(value: str, where: str, reporter: Reporter, raw: Any) -> N
         return
     in_workflow_kind = _runs_in_workflow(raw, where)
     if _secrets_allowed(where) and not in_workflow_kind:
-        return   # a task's own settings: rendered in its activity
+        return   # a task's own settings: rendered by its activity (docs/durability.md, "Task-side renders")
     for kind, name, op in used:
         reporter.add("NTL706", f"`{name}` is not allowed in {_place(where, in_workflow_kind)}: it renders "
                                f"inside the workflow, and this {kind} is task-only ({op.reason})", where,

@@ -17,7 +17,7 @@ from __future__ import annotations
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE",
-           "CURRENT", "KNOWN", "of_input", "unknown"]
+           "TASK_SIDE_RENDERS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -102,11 +102,23 @@ SETTLED_CLOSE = "settled-close"
 #: close while the user's activity still ran.
 SETTLED_USER_ACTIVITY = "settled-user-activity"
 
+#: A template in a tool task's settings that uses a task-only filter or test
+#: (``dsl/template_ops.py``: ``urlize``, ``striptags``, ``wordwrap``, ``pprint``) is left
+#: unrendered by the workflow, like a ``keychain`` or ``_attempt`` one (the names it reads go
+#: to the activity as plain values), and the activity renders it: in its own process when the
+#: filters' inputs are small enough to bound their cost before they run, else in a child
+#: process under CPU and memory rlimits (``tools/task_renders.py``; docs/durability.md,
+#: "Task-side renders"): a render bomb kills the child and fails the task, located. Before: the
+#: workflow rendered it on the worker's main process, where one quadratic regex held the GIL
+#: and froze every execution the worker served. Its ``RunTask`` carries the template, and a
+#: render error fails the task in its activity rather than before it is scheduled.
+TASK_SIDE_RENDERS = "task-side-renders"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
-                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY)
+                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS)
 
 
 #: Listed only by a redrive's input (``temporal/redrive.py``, docs/operations.md), never by a

@@ -11,7 +11,7 @@ from typing import Any
 from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..templates import render_value
-from .behaviours import STORED_RESULT_FIELDS
+from .behaviours import STORED_RESULT_FIELDS, TASK_SIDE_RENDERS
 from .common import plain
 from .context import Scope
 from .failure import task_timeout_default
@@ -20,9 +20,9 @@ from .numbers import render_retry_numbers
 from .policy_evaluation import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
 from .stored_results import lazy_parts
-from .task_plans import READS_KEYCHAIN, TaskPlan, deferred_strings, reads_attempt, task_plan
+from .task_plans import READS_KEYCHAIN, TaskPlan, deferred_strings, reads_attempt, task_plan, uses_task_only
 
-__all__ = ["render_config", "render_attempt", "reads_attempt", "run_task_command", "task_rules"]
+__all__ = ["render_config", "render_attempt", "reads_attempt", "uses_task_only", "READS_KEYCHAIN", "run_task_command", "task_rules"]
 
 
 def render_config(state: ExecutionState, step_def: Step, task: Task,
@@ -34,9 +34,11 @@ def render_config(state: ExecutionState, step_def: Step, task: Task,
     each attempt (Temporal retries included). The workflow never renders them, so replay
     stays deterministic. The other names those templates read are handed over as plain
     values. A task that runs in the workflow (inline kinds, sub-playbooks) has exactly
-    one attempt: its ``_attempt`` templates render here as 1 (``task_plans``).
+    one attempt: its ``_attempt`` templates render here as 1 (``task_plans``). With
+    ``behaviours.TASK_SIDE_RENDERS`` templates that use a task-only filter or test wait
+    too: the activity renders them in a child process (docs/durability.md).
     """
-    plan = task_plan(state.task_plans, state.playbook, step_def, task)
+    plan = _plan(state, step_def, task)
     where = f"{step_def.step}.tool.{task.name}"
     if task.kind in tool_kinds.IN_WORKFLOW_KINDS or STORED_RESULT_FIELDS not in state.behaviours:
         rendered = render_value(plan.config, context, where=where, defer=plan.defer)
@@ -49,14 +51,20 @@ def render_config(state: ExecutionState, step_def: Step, task: Task,
     return rendered, secret_context
 
 
+def _plan(state: ExecutionState, step_def: Step, task: Task) -> TaskPlan:
+    return task_plan(state.task_plans, state.playbook, step_def, task, TASK_SIDE_RENDERS in state.behaviours)
+
+
 def render_attempt(config: dict[str, Any], context: dict[str, Any], attempt: int) -> dict[str, Any]:
     """Inside the activity: render the deferred strings that read ``_attempt`` (and not
-    ``keychain``: the keychain step renders those, with ``_attempt`` in its context)."""
+    ``keychain``: the keychain step renders those, with ``_attempt`` in its context; nor
+    those that use a task-only operation: the render child does, ``tools/task_renders.py``)."""
     if not deferred_strings(config, reads_attempt):
         return config
     scope = dict(context, _attempt=attempt)
-    rendered: dict[str, Any] = render_value(config, scope, where="tool",
-                                            defer=lambda text: READS_KEYCHAIN(text) or not reads_attempt(text))
+    rendered: dict[str, Any] = render_value(
+        config, scope, where="tool",
+        defer=lambda text: READS_KEYCHAIN(text) or not reads_attempt(text) or uses_task_only(text))
     return rendered
 
 
@@ -64,14 +72,14 @@ def task_rules(state: ExecutionState, run: StepRun, step_def: Step, task: Task,
                context: Scope) -> list[dict[str, Any]]:
     """The task's policy rules as the activity gets them, templated retry numbers rendered
     (once per task run: every attempt sees the same numbers). Raises ``TemplateError``."""
-    rules = task_plan(state.task_plans, state.playbook, step_def, task).rules
+    rules = _plan(state, step_def, task).rules
     return render_retry_numbers(rules, context, f"{run.step}.tool.{task.name}.spec.policy") if rules else []
 
 
 def run_task_command(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step, task: Task,
                      task_run_id: str, context: Scope, config: dict[str, Any],
                      secret_context: dict[str, Any], rules: list[dict[str, Any]]) -> RunTask:
-    plan = task_plan(state.task_plans, state.playbook, step_def, task)
+    plan = _plan(state, step_def, task)
     policy_context = context.pick(plan.policy_names)
     timeout = task.spec.timeout or task_timeout_default(state, step_def) or _default_timeout(state)
     return RunTask(task_run_id=task_run_id, execution_id=state.execution_id, step=run.step,

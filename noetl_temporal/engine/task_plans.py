@@ -15,16 +15,19 @@ The plan's values are shared by the commands built from it: nothing may mutate t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import tool_kinds
 from ..dsl.models import Playbook, Step, Task
-from ..templates import reads_name, referenced_names
+from ..dsl.template_ops import OPERATIONS, task_only
+from ..templates import is_template, operations_in, reads_name, referenced_names
 from .context import deep_merge
 
-__all__ = ["TaskPlan", "task_plan", "READS_KEYCHAIN", "reads_attempt", "deferred_strings", "OUTCOME_NAMES"]
+__all__ = ["TaskPlan", "task_plan", "READS_KEYCHAIN", "reads_attempt", "uses_task_only", "deferred_strings",
+           "OUTCOME_NAMES"]
 
 READS_KEYCHAIN = reads_name("keychain")
 reads_attempt = reads_name("_attempt")
@@ -34,8 +37,26 @@ _CONTROL_KEYS = frozenset({"policy", "failure", "lifecycle", "entry_step", "fina
                            "max_jumps", "max_step_runs", "timeout_s", "mode", "max_in_flight", "result"})
 
 
+# The names of the task-only filters and tests: a template that holds none of them as text
+# cannot use one, so the usual template costs one scan in C (about 0.1 us), never a parse.
+_TASK_ONLY_NAMES = re.compile("|".join(sorted(re.escape(name) for (_, name), op in OPERATIONS.items()
+                                              if task_only(op.kind, name))))
+
+
+def uses_task_only(text: str) -> bool:
+    """The template uses a filter or test ``dsl/template_ops`` keeps to tasks (``urlize``...):
+    its render may cost more than any budget can stop, so it runs in a child process under
+    rlimits, never on a worker's main process (docs/durability.md, "Task-side renders")."""
+    return (_TASK_ONLY_NAMES.search(text) is not None and is_template(text)
+            and any(task_only(kind, name) is not None for kind, name in operations_in(text)))
+
+
 def _deferred_in_activity(text: str) -> bool:
     return READS_KEYCHAIN(text) or reads_attempt(text)
+
+
+def _deferred_in_render_child(text: str) -> bool:
+    return READS_KEYCHAIN(text) or reads_attempt(text) or uses_task_only(text)
 
 
 @dataclass(frozen=True)
@@ -53,26 +74,36 @@ class TaskPlan:
     on_unmatched: str | None
 
 
-def task_plan(plans: dict[tuple[str, str], TaskPlan], playbook: Playbook, step_def: Step, task: Task) -> TaskPlan:
+def task_plan(plans: dict[tuple[str, str], TaskPlan], playbook: Playbook, step_def: Step, task: Task,
+              task_side: bool = False) -> TaskPlan:
     """The task's plan from ``plans`` (an execution's ``task_plans``), built there on its
-    first invocation."""
+    first invocation. ``task_side``: the execution runs with ``behaviours.TASK_SIDE_RENDERS``
+    (the same for every invocation of one execution, so one plan serves them all)."""
     key = (step_def.step, task.name)
     plan = plans.get(key)
     if plan is None:
-        plan = plans[key] = _build(playbook, step_def, task)
+        plan = plans[key] = _build(playbook, step_def, task, task_side)
     return plan
 
 
-def _build(playbook: Playbook, step_def: Step, task: Task) -> TaskPlan:
+def _build(playbook: Playbook, step_def: Step, task: Task, task_side: bool) -> TaskPlan:
     config = dict(task.config)
     if step_def.input:
         merged = dict(step_def.input)
         merged.update(config.get("input") or {})
         config["input"] = merged
     # A task that runs in the workflow (inline kinds, sub-playbooks) has exactly one
-    # attempt: only its keychain templates wait (for the activity that resolves secrets).
-    defer = _deferred_in_activity if task.kind not in tool_kinds.IN_WORKFLOW_KINDS else READS_KEYCHAIN
-    deferred = deferred_strings(config, defer)
+    # attempt: only its keychain templates wait (for the activity that resolves secrets);
+    # it may not use a task-only operation (NTL706). An activity's task-only templates wait
+    # for its render child (behaviours.TASK_SIDE_RENDERS).
+    if task.kind in tool_kinds.IN_WORKFLOW_KINDS:
+        picks = READS_KEYCHAIN
+    else:
+        picks = _deferred_in_render_child if task_side else _deferred_in_activity
+    deferred = deferred_strings(config, picks)
+    # The renders ask of every string of this same config: a set of the strings picked once
+    # answers as the predicate would, at the cost of a hash lookup.
+    defer = frozenset(deferred).__contains__
     rules = [r.model_dump() for r in task.spec.policy.rules] if task.spec.policy else []
     return TaskPlan(
         config=config, defer=defer,

@@ -17,7 +17,7 @@ tested here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +69,10 @@ def needs_keychain(kind: str, config: Mapping[str, Any]) -> bool:
 
 def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str, Any] | None = None,
             declarations: Iterable[Mapping[str, Any]] = (),
-            provider: KeychainProvider | None = None) -> Prepared:
-    """Resolve the entries a task needs and render its deferred (``keychain``) templates.
+            provider: KeychainProvider | None = None, leave: Callable[[str], bool] | None = None) -> Prepared:
+    """Resolve the entries a task needs and render its deferred (``keychain``) templates,
+    but those ``leave`` picks (the activity renders them in a render child, with the entries:
+    docs/durability.md, "Task-side renders"; it masks what they render).
 
     Blocking (providers may do I/O): call it from a worker thread in async code.
     """
@@ -87,10 +89,11 @@ def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str
         return Prepared(config)
     provider = provider or get_keychain_provider()
     entries = {name: resolve_entry(name, declared.get(name), provider) for name in sorted(names)}
-    deferred = deferred_templates(config, [])
+    deferred = [t for t in deferred_templates(config, []) if leave is None or not leave(t)]
     context = {**dict(secret_context or {}), "keychain": entries}
     try:
-        rendered = render_value(config, context, where="tool", defer=lambda t: not reads_keychain(t))
+        rendered = render_value(config, context, where="tool",
+                                defer=lambda t: not reads_keychain(t) or (leave is not None and leave(t)))
     except TemplateError as exc:
         # A render error can quote what it rendered: a filter's repr of the value (`xmlattr`),
         # a KeyError naming it (`'{' ~ token ~ '}' .format()`). Every render error of a task

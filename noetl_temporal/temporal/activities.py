@@ -55,13 +55,13 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from .. import keychain
 from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
-from ..engine.invocation import render_attempt
+from ..engine.invocation import READS_KEYCHAIN, render_attempt, uses_task_only
 from ..engine.messages import RunTask
 from ..engine.policy_evaluation import evaluate_policy, next_attempt
 from ..errors import TemplateError, ToolError
 from ..store import large_results
 from ..tool_kinds import CREDENTIAL_KINDS, READS_RESULT_REFS
-from ..tools import ToolCall
+from ..tools import ToolCall, task_renders
 from ..tools.base import error_outcome, run_outcome
 from .converter import has_claim_check, oversized
 from .tracing import label_task_span
@@ -178,12 +178,23 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
     if keychain.needs_keychain(cmd.kind, cmd.config):  # providers may block: off the event loop
         prepared = await asyncio.to_thread(
             keychain.prepare, cmd.kind, cmd.config, secret_context=context,
-            declarations=cmd.keychain)
+            declarations=cmd.keychain, leave=uses_task_only)
         call.keychain = prepared.entries
         call.secrets = prepared.scrubber.secrets
         config, scrubber = prepared.config, prepared.scrubber
     else:
         config, scrubber = dict(cmd.config), _NO_SECRETS
+    # Templates using a task-only filter (`urlize`...) render here only on small inputs, else in
+    # a child under rlimits: one C call of such a filter can hold the GIL for minutes
+    # (docs/durability.md, "Task-side renders").
+    # A render error is scrubbed by the caller (call.secrets holds the entries' values).
+    scope = dict(context, keychain=call.keychain) if call.keychain else context
+    config, rendered_by_child = await task_renders.render_in_child(config, uses_task_only, scope,
+                                                                   f"{cmd.step}.tool.{cmd.task}")
+    secret = [value for text, value in rendered_by_child if READS_KEYCHAIN(text)]
+    if secret:   # what a keychain template rendered is a secret too
+        scrubber = keychain.Scrubber([*scrubber.secrets, *keychain.secret_values({}, secret)])
+        call.secrets = scrubber.secrets
     if cmd.kind not in _READS_REFS:
         config = await large_results.resolve_refs(config)
     return config, scrubber

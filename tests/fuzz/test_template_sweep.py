@@ -9,13 +9,18 @@ each render in its own forked child under ``RLIMIT_AS`` and ``RLIMIT_CPU``
   ``MemoryError`` and never by the child's limits;
 * task-only: a playbook that uses it where the workflow renders is refused at validation
   (NTL706); in a task's settings a render ends cleanly or is killed by the CPU limit (what
-  a task-side render's process boundary is for), never by anything unclean.
+  a task-side render's process boundary is for), never by anything unclean. The same
+  renders also go through the activity's own path (``tools/task_renders.py``: in the worker's
+  process under the gate of small inputs, else in the render child): each ends with its value
+  or a located ``ToolError`` (a limit named in it), within the child's wall-clock bound, and
+  the worker's own process spends under 1 CPU second on any of them.
 
 Long (a few minutes on a loaded 2-core machine): under the ``scale`` tier (``fuzz/``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -26,7 +31,10 @@ import pytest
 
 from noetl_temporal.dsl import validate_text
 from noetl_temporal.dsl.template_ops import OPERATIONS, WORKFLOW
+from noetl_temporal.engine.task_plans import uses_task_only
+from noetl_temporal.errors import ToolError
 from noetl_temporal.template_limits import MAX_SIZE
+from noetl_temporal.tools import task_renders
 
 REPO = Path(__file__).resolve().parents[2]
 WHERE = "s.next.arcs[0].when"
@@ -111,3 +119,49 @@ def test_task_only_filters_are_refused_where_the_workflow_renders(name):
             "  - step: end\n    tool: {kind: noop}\n")
     found = [d for d in validate_text(text, "p.yaml") if d.code == "NTL706"]
     assert found and found[0].line == 10 and f"`{name}` is not allowed in a guard" in found[0].message
+
+
+TASK_WHERE = "s.tool.t"
+# the task-only filters' arguments that matter (urlize's `target` is repeated per link)
+TASK_ARGS = ["", "(999999999)", "('x' * 9000000)", "(target='x' * 9000000)"]
+
+
+async def _task_side(text: str) -> tuple[str, str, float]:
+    started = time.monotonic()
+    try:
+        rendered, _ = await task_renders.render_in_child({"cmd": text}, uses_task_only, {}, TASK_WHERE)
+        outcome = "value" if rendered["cmd"] is not text else "unrendered"
+        message = ""
+    except ToolError as exc:
+        outcome, message = "error", str(exc)
+    return outcome, message, time.monotonic() - started
+
+
+async def test_task_only_operations_in_a_task_s_settings_end_cleanly_through_the_render_child(monkeypatch):
+    here: list[tuple[float, str]] = []   # CPU the worker's process spent rendering, per template
+    real = task_renders._render_here
+
+    def timed(found, context, where):
+        started = time.thread_time()
+        try:
+            return real(found, context, where)
+        finally:
+            here.append((time.thread_time() - started, found[0][1]))
+
+    monkeypatch.setattr(task_renders, "_render_here", timed)
+    texts = [f"{{{{ {value} | {name}{args} }}}}" for (kind, name), op in sorted(OPERATIONS.items())
+             if kind == "filter" and op.allowed != WORKFLOW for value in INPUTS for args in TASK_ARGS]
+    gate = asyncio.Semaphore(2)
+
+    async def one(text: str) -> tuple[str, tuple[str, str, float]]:
+        async with gate:
+            return text, await _task_side(text)
+
+    broken = []
+    for text, (outcome, message, wall) in await asyncio.gather(*(one(t) for t in texts)):
+        ok = outcome == "value" or (outcome == "error" and message.startswith(TASK_WHERE + ".cmd: ")
+                                    and "Traceback" not in message)
+        if not ok or wall > task_renders.WALL_SECONDS + 10:
+            broken.append(f"{text}: {outcome} wall={wall:.1f}s {message[:200]}")
+    assert not broken, f"{len(broken)} of {len(texts)} task-side renders broke the bounds:\n" + "\n".join(broken)
+    assert len(here) == len(texts) and max(here)[0] < CPU_BOUND, max(here)

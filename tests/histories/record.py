@@ -59,6 +59,8 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "stored_fields": HERE / "stored_fields.yaml", "stored_fields_patched": HERE / "stored_fields.yaml",
              # before and after the shell change `settled-close` (task_runs.py)
              "settled_close": HERE / "settled_close.yaml", "settled_close_patched": HERE / "settled_close.yaml",
+             # before and after the engine change `task-side-renders` (tools/task_renders.py)
+             "task_renders": HERE / "task_renders.yaml", "task_renders_patched": HERE / "task_renders.yaml",
              # a user's own activity and workflow (`kind: activity`, `kind: workflow`), run by
              # a worker of the user's code (user_code.py) beside ours
              "user_calls": HERE / "user_calls.yaml",
@@ -81,7 +83,7 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
           "noetl_text": ("noetl-text",),
           "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
-          "user_cancel": ("settled-user-activity",)}
+          "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.

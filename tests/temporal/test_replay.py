@@ -39,7 +39,7 @@ def _workflow(sandboxed: bool) -> type:
                                   "subplaybook_missing", "subplaybook_missing_patched",
                                   "stored_fields", "stored_fields_patched", "user_calls",
                                   "settled_close", "settled_close_patched", "user_cancel", "user_cancel_patched", "redrive",
-                                  "approval"])
+                                  "approval", "task_renders", "task_renders_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -322,5 +322,24 @@ async def test_the_settled_user_activity_is_what_keeps_the_old_history_replaying
     real = user_calls.activity_outcome
     monkeypatch.setattr(user_calls, "activity_outcome", lambda cmd, settled=False: real(cmd, settled=True))
     replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+@pytest.mark.parametrize("name,forced", [("task_renders", True), ("task_renders_patched", False)])
+async def test_task_side_renders_follow_the_recorded_input(name, forced, monkeypatch):
+    """``task-side-renders``: ``task_renders`` was recorded without it (the workflow rendered the
+    task-only ``wordwrap`` and failed ``wrap``'s task before scheduling it), ``task_renders_patched``
+    with it (the activity renders it in a render child and fails it there). Each replays to its
+    own events above; replaying either with the behaviour switched the other way is a
+    nondeterminism error (an activity scheduled where none was, or none where one was)."""
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    attempts = [e for e in expected if e["event_type"] == "task.attempt.failed"]
+    assert bool(attempts) is not forced
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    switch = behaviours.TASK_SIDE_RENDERS
+    monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
+                                                               *([switch] if forced else [])])
+    replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
