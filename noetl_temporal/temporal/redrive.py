@@ -32,7 +32,10 @@ from ..store.event_store import EventStore
 from .client import start_execution
 from .control import NotFound, Rejected, describe, read_detail, read_input
 
-__all__ = ["redrive", "StillRunning", "Rejected", "NotFound"]
+__all__ = ["redrive", "redrive_summary", "StillRunning", "Rejected", "NotFound", "MEMO_KEY"]
+
+#: the memo entry naming the execution a redrive recovers (``starts.py`` sets it)
+MEMO_KEY = "noetl.redriven_from"
 
 
 class StillRunning(NoetlError):
@@ -101,6 +104,23 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
             "definition": definition_name, "reused_steps": reused,
             "rerun_steps": sorted(set(graph.steps) - set(reused)), "changed_steps": plan["changed"],
             "old_stream_noted": noted}
+
+
+async def redrive_summary(client: Client, execution_id: str, *, ask_workflow: bool = True) -> dict[str, Any] | None:
+    """For ``status``: the execution a redrive recovers, the steps whose recorded results it
+    reused (no tool ran) and the steps that ran again, so far; None for an execution that is
+    no redrive. ``ask_workflow=False``: no worker polls, so an open execution's steps are not
+    asked for (the query would only wait out its timeout) and read as none yet."""
+    description = await client.get_workflow_handle(execution_id).describe()
+    old = (await description.memo()).get(MEMO_KEY)
+    if not old:
+        return None
+    _, detail = await read_detail(client, execution_id, ask_workflow=ask_workflow)
+    steps: dict[str, Any] = detail["steps"] if isinstance(detail.get("steps"), dict) else {}
+    records = [(name, record) for name, record in steps.items() if isinstance(record, dict)]
+    return {"redriven_from": str(old),
+            "reused_steps": [name for name, record in records if record.get("reused")],
+            "rerun_steps": [name for name, record in records if not record.get("reused") and record.get("runs")]}
 
 
 def _latest(execution_id: str, source: str | None) -> Playbook:
