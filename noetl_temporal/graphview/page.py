@@ -51,9 +51,11 @@ def _json_for_script(value: object) -> str:
 
 def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING", source: str | None = None,
                    access_token: str | None = None, painted: Painted | None = None, event_count: int = 0,
-                   finished: bool = False) -> str:
+                   finished: bool = False, controls: str = "", scripts: tuple[str, ...] = ()) -> str:
     """The page; ``painted``: the steps' states the server knows, ``event_count``: the
-    execution's (the API's ``event_count``), ``finished``: draw it final, follow nothing."""
+    execution's (the API's ``event_count``), ``finished``: draw it final, follow nothing;
+    ``controls``: HTML for the header (``.redrive``), ``scripts``: the assets that drive it,
+    run after ``live.js``."""
     painted = painted or Painted()
     config = {"execution_id": execution_id, "stream": None if finished else stream_url(
                   execution_id, access_token, painted.last_seq),
@@ -79,10 +81,12 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
 <p>execution <code>{escape(execution_id)}</code>{origin} · state: <span id="execution-state" data-state="{escape(state)}">{escape(state)}</span>
  · events: <span id="event-count">{event_count}</span> · <a href="../{quote(execution_id, safe='')}">detail (JSON)</a>
  <span id="stream-error"></span></p>
+{controls}
 <p class="legend">{legend}</p></header>
 <main>{picture}</main>
 <script type="application/json" id="noetl-config">{_json_for_script(config)}</script>
 <script>{_asset("live.js")}</script>
+{"".join(f"<script>{_asset(name)}</script>" for name in scripts)}
 </body></html>
 """
 
