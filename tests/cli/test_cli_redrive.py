@@ -17,6 +17,7 @@ from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.control import read_input
 from noetl_temporal.temporal.playbook_result import workflow_output
+from noetl_temporal.temporal.search_attributes import REDRIVEN_FROM
 from noetl_temporal.temporal.worker import build_worker
 from tests.support.redrive import STEPS, counts, ten_steps
 
@@ -95,6 +96,7 @@ async def test_redrive_after_the_fix_reruns_only_steps_7_to_10_with_the_same_ctx
         # the new execution names the old one in its memo (the Temporal UI shows it)
         desc = await temporal.client.get_workflow_handle(new).describe()
         assert (await desc.memo_value("noetl.redriven_from")) == old
+        assert desc.typed_search_attributes.get(REDRIVEN_FROM) == old   # ... and its search attribute
         # ... and its input carries the plan, listing the behaviour an older worker refuses
         inp = await read_input(temporal.client, new)
         assert inp.redrive["from_execution_id"] == old and behaviours.REDRIVE in inp.behaviours
