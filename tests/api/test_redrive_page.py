@@ -125,3 +125,44 @@ def test_the_redrive_button_redrives_and_the_new_page_says_what_was_reused(live,
         old_page = _page(browser, "the old page's link to its redrive", "s.by")
         assert new in old_page["by"] and old_page["by_href"] == f"../{new}/view?access_token={TOKEN}"
         assert old_page["state"] == "FAILED"   # a redrive is a new execution, not a reset
+
+
+SLOW = """
+metadata: {name: paged-slow}
+workflow:
+  - step: first
+    tool: {kind: python, input: {dir: "{{ workload.dir }}"}, code: "open(dir + '/first', 'a').write('x')\\nresult = 1"}
+    next: {arcs: [{step: slow}]}
+  - step: slow
+    tool:
+      kind: python
+      input: {dir: "{{ workload.dir }}"}
+      code: |
+        import pathlib, time
+        open(dir + '/slow', 'a').write('x')
+        while not pathlib.Path(dir, 'flag').exists():
+            time.sleep(0.1)
+        result = 2
+"""
+
+
+def test_a_page_open_while_the_run_is_cancelled_offers_the_redrive(live, tmp_path):
+    _skip_without_browser()
+    with httpx.Client(base_url=live.url, timeout=30) as http, Browser() as browser:
+        r = http.post("/executions", json={"playbook": SLOW, "payload": {"dir": str(tmp_path)}}, headers=AUTH)
+        assert r.status_code == 202, r.text
+        old = r.json()["execution_id"]
+        browser.open(f"{live.url}/executions/{old}/view?access_token={TOKEN}")
+        running = _page(browser, "the slow step running", "s.boxes.slow && s.state === 'RUNNING' && "
+                        "document.querySelector('g.step[data-step=\"slow\"]').dataset.state === 'running'")
+        assert not running["button"]   # nothing to redrive while it runs
+        assert http.post(f"/executions/{old}/cancel", json={"reason": "stuck"}, headers=AUTH).status_code in (200, 202)
+        cancelled = _page(browser, "the button once the followed run is cancelled",
+                          "s.state === 'CANCELLED' && s.button")
+        assert cancelled["path"] == f"/executions/{old}/view"
+        (tmp_path / "flag").write_text("fixed")
+        browser.js("document.getElementById('redrive-button').click();")
+        done = _page(browser, "the redrive of the cancelled run to complete",
+                     f"s.path !== '/executions/{old}/view' && s.state === 'COMPLETED' && s.stream === 'ended'")
+        assert old in done["origin"] and done["reused_steps"] == "first" and done["rerun_steps"] == "slow"
+        assert (tmp_path / "first").read_text() == "x"   # reused: its tool did not run again
