@@ -17,6 +17,7 @@ playbook that cannot be found or used, nothing to rerun, results that cannot be 
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,11 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
     plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=old_playbook,
                       new_playbook=new_playbook, new_graph=graph, from_step=from_step,
                       definition=definition_name)
+    children = await _child_plans(client, execution_id, plans.child_tasks(
+        old_steps=old_steps, old_playbook=old_playbook, new_playbook=new_playbook, new_graph=graph,
+        from_step=from_step), depth=1)
+    if children:
+        plan["children"] = children
     refused = payload_refusal(plan, where="the recorded results a redrive reuses")
     if refused is not None:
         raise PayloadTooLarge(refused, fix="redrive with --from an earlier step, so fewer results travel in "
@@ -103,7 +109,75 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
     return {"execution_id": handle.id, "redriven_from": execution_id, "from_step": from_step,
             "definition": definition_name, "reused_steps": reused,
             "rerun_steps": sorted(set(graph.steps) - set(reused)), "changed_steps": plan["changed"],
+            "redriven_children": {key.split(":run:")[0]: child["from_execution_id"]
+                                  for key, child in sorted(children.items())},
             "old_stream_noted": noted}
+
+
+#: sub-playbooks redriven inside a redrive, at most this deep (the engine's own limit is larger)
+MAX_CHILD_DEPTH = 8
+#: attempts of a sub-playbook task searched for its last child
+MAX_CHILD_ATTEMPTS = 100
+
+
+async def _child_plans(client: Client, parent_id: str, tasks: list[tuple[str, str]], *,
+                       depth: int) -> dict[str, Any]:
+    """The redrive plans of the old children of ``tasks`` (``plans.child_tasks``), by
+    ``plans.child_key``. A child is found in the old parent's history (the children it started:
+    their ids are derived from the parent's id and the task run id, ``naming.child_execution_id``);
+    one that cannot be found or read, or has not ended, runs whole, as before."""
+    if not tasks or depth > MAX_CHILD_DEPTH:
+        return {}
+    started = await _started_children(client, parent_id)
+    out: dict[str, Any] = {}
+    for step, task in tasks:
+        key = plans.child_key(step, task)
+        found = None
+        for attempt in range(1, MAX_CHILD_ATTEMPTS + 1):   # the last attempt's child: the one that failed last
+            task_run_id = f"{key}:{attempt}"
+            digest = hashlib.sha256(f"{parent_id}/{task_run_id}".encode()).hexdigest()[:12]
+            found = next((c for c in started if c.endswith(f"-{digest}") or c == f"{parent_id}/{task_run_id}"),
+                         found)
+        if found is None:
+            continue
+        try:
+            child = await _child_plan(client, found, depth=depth)
+        except NoetlError:
+            continue
+        if child is not None:
+            out[key] = child
+    return out
+
+
+async def _started_children(client: Client, parent_id: str) -> list[str]:
+    from temporalio.api.enums.v1 import EventType
+
+    ids = []
+    async for event in client.get_workflow_handle(parent_id).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+            ids.append(event.start_child_workflow_execution_initiated_event_attributes.workflow_id)
+    return ids
+
+
+async def _child_plan(client: Client, execution_id: str, *, depth: int) -> dict[str, Any] | None:
+    """The plan of an old child that failed or was cancelled, on its own definition."""
+    info = await describe(client, execution_id)
+    if not info.closed or info.state not in ("FAILED", "CANCELLED"):
+        return None
+    child_input = await read_input(client, execution_id)
+    _, detail = await read_detail(client, execution_id)
+    old_steps = detail.get("steps")
+    if not isinstance(old_steps, dict):
+        return None
+    playbook = playbook_from_definition(child_input.playbook)
+    graph = step_graph(playbook)
+    plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=playbook,
+                      new_playbook=playbook, new_graph=graph)
+    children = await _child_plans(client, execution_id, plans.child_tasks(
+        old_steps=old_steps, old_playbook=playbook, new_playbook=playbook, new_graph=graph), depth=depth + 1)
+    if children:
+        plan["children"] = children
+    return plan
 
 
 async def redrive_summary(client: Client, execution_id: str, *, ask_workflow: bool = True) -> dict[str, Any] | None:

@@ -71,7 +71,8 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
                    parent_execution_id=parent,
                    heartbeat_timeout_s=heartbeat_timeout_s,
                    continue_as_new_after_events=continue_as_new_after_events,
-                   behaviours=[*behaviours.CURRENT, *([behaviours.REDRIVE] if redrive is not None else [])],
+                   behaviours=[*behaviours.CURRENT, *([behaviours.REDRIVE] if redrive is not None else []),
+                               *([behaviours.REDRIVE_CHILDREN] if (redrive or {}).get("children") else [])],
                    persist_events=persist_events, redrive=redrive)
     timeout = timeout_s or definition_timeout_s(definition)
     options: dict[str, Any] = {
