@@ -65,11 +65,13 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # before and after the shell change `settled-user-activity` (user_calls.py)
              "user_cancel": HERE / "user_cancel.yaml", "user_cancel_patched": HERE / "user_cancel.yaml",
              # a redrive (temporal/redrive.py): the history kept is the redrive's, not the failed run's
-             "redrive": HERE / "redrive.yaml"}
+             "redrive": HERE / "redrive.yaml",
+             # ... whose failed sub-playbook is redriven inside it (behaviour redrive-children)
+             "redrive_children": HERE / "redrive_children.yaml"}
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
 # Recorded as the redrive of a run that failed first (``_redriven``).
-REDRIVEN = {"redrive"}
+REDRIVEN = {"redrive", "redrive_children"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),

@@ -38,7 +38,8 @@ def _workflow(sandboxed: bool) -> type:
                                   "noetl_text", "noetl_text_patched",
                                   "subplaybook_missing", "subplaybook_missing_patched",
                                   "stored_fields", "stored_fields_patched", "user_calls",
-                                  "settled_close", "settled_close_patched", "user_cancel", "user_cancel_patched", "redrive"])
+                                  "settled_close", "settled_close_patched", "user_cancel", "user_cancel_patched", "redrive",
+                                  "redrive_children"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
