@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition, playbook_from_definition
 from ..engine import redrive as plans
@@ -185,7 +186,10 @@ async def redrive_summary(client: Client, execution_id: str, *, ask_workflow: bo
     reused (no tool ran) and the steps that ran again, so far; None for an execution that is
     no redrive. ``ask_workflow=False``: no worker polls, so an open execution's steps are not
     asked for (the query would only wait out its timeout) and read as none yet."""
-    description = await client.get_workflow_handle(execution_id).describe()
+    try:
+        description = await client.get_workflow_handle(execution_id).describe()
+    except RPCError:   # unknown to Temporal (its events may still be stored): no redrive to tell of
+        return None
     old = (await description.memo()).get(MEMO_KEY)
     if not old:
         return None
