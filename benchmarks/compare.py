@@ -12,7 +12,9 @@ worker too). Reported per workload and setting: median seconds of each side and 
 playbook's ratio to each anchor, the history events of one execution of each side, and
 the peak memory of each side's worker process tree (the worker with its tool processes).
 The ``api`` workload (``benchmarks.api_submit``: starts through ``POST /executions``
-against bare ``start_workflow`` calls) runs last, on its own embedded dev server. A
+against bare ``start_workflow`` calls) runs last, on its own embedded dev server, and
+after it the ``redrive`` row (``benchmarks.redrive``: a redrive of a 1,000-step execution
+that failed at its last step, ``--rounds`` + 1 times; 100 steps with ``--quick``). A
 Markdown table is printed and written with a JSON copy to ``benchmarks/results/``
 (``--out`` to change).
 """
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import api_submit
+from . import redrive as redrive_bench
 from .cpu import tree_cpu
 from .memory import TreeSampler
 from .report import write_report
@@ -41,6 +44,7 @@ from .workloads import QUICK_SIZES, SIZES, Workload, playbook_yaml, workloads
 
 SERVERS = {"stock": (), "embedded": None}  # None: the embedded server's own DEV_SERVER_ARGS
 API = "api"  # the API submission workload's key (benchmarks.api_submit)
+REDRIVE = "redrive"  # the redrive row's key (benchmarks.redrive: issue 41)
 # (executions, in flight, rounds) of the API workload: issue 30's sizes, and a smoke run's
 API_SIZES, API_QUICK_SIZES = (200, 50, 2), (40, 20, 1)
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -164,14 +168,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             api_result = {"error": f"{type(exc).__name__}: {exc}"}
             traceback.print_exc(file=sys.stderr)
         print(f"[embedded] {API}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    return {"started": started, "duration": time.time() - started, "rounds": args.rounds, "quick": args.quick,
+    redrive_result = None
+    if REDRIVE in args.workloads:
+        steps = redrive_bench.QUICK_STEPS if args.quick else redrive_bench.STEPS
+        t0 = time.perf_counter()
+        try:
+            async with EmbeddedTemporal() as server:
+                redrive_result = await redrive_bench.measure(server.address, steps=steps, rounds=args.rounds + 1,
+                                                             scratch=scratch / "redrive")
+        except Exception as exc:  # reported, like a workload's error
+            redrive_result = {"steps": steps, "error": f"{type(exc).__name__}: {exc}"}
+            traceback.print_exc(file=sys.stderr)
+        print(f"[embedded] {REDRIVE}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    return {"redrive": redrive_result, "started": started, "duration": time.time() - started, "rounds": args.rounds, "quick": args.quick,
             "in_worker": args.in_worker, "event_store": not args.no_event_store, "api_submit": api_result,
             "servers": {s: list(server_args(s)) for s in args.servers}, "rows": rows,
             "load_average": os.getloadavg(), "cpus": os.cpu_count()}
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    keys = [w.key for w in workloads(SIZES)] + [API]
+    keys = [w.key for w in workloads(SIZES)] + [API, REDRIVE]
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="workloads: " + ", ".join(keys))

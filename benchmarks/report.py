@@ -134,6 +134,11 @@ def markdown(results: dict[str, Any]) -> str:
         from .api_submit import markdown as api_markdown
 
         lines += ["", api_markdown(api)]
+    redrive = results.get("redrive")
+    if redrive:
+        from .redrive import markdown as redrive_markdown
+
+        lines += ["", redrive_markdown(redrive)]
     return "\n".join(lines) + "\n"
 
 

@@ -79,7 +79,8 @@ TIERS = {
               "api/test_event_paging_scale.py", "temporal/test_multi_worker.py",
               "temporal/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
               "api/test_api_load.py"),
-    "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py", "api/test_view_approval.py"),
+    "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py", "api/test_view_approval.py",
+                "api/test_redrive_page.py"),
 }
 
 

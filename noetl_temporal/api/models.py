@@ -259,6 +259,9 @@ class RedriveResponse(BaseModel):
     reused_steps: list[str] = Field(description="steps whose recorded results the new execution reuses")
     rerun_steps: list[str] = Field(description="every other step: it runs if the new execution reaches it")
     changed_steps: list[str] = Field(description="completed steps not reused because their definition changed")
+    redriven_children: dict[str, str] = Field(
+        default_factory=dict, description="sub-playbook steps whose failed child is redriven inside this "
+                                          "redrive: step -> the old child's execution id")
     old_stream_noted: bool = Field(description="execution.redriven was appended to the old execution's events")
 
 

@@ -137,7 +137,7 @@ COMMANDS: list[Command] = [
             _lazy("run", "add_run_arguments"), _lazy("run", "run_command")),
     Command("status", "print an execution's status: exactly execution_id, state, current_step, started_at, "
                       "ended_at, terminal_event, completion_inferred, workers_polling (warns when no "
-                      "worker polls)",
+                      "worker polls); a redrive adds redriven_from, reused_steps, rerun_steps",
             _lazy("observe", "add_status_arguments"), _lazy("observe", "status_command")),
     Command("events", "print an execution's canonical events (filters: --type, --entity, --after-seq; "
                       "--follow to stream)",

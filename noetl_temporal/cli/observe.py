@@ -91,6 +91,12 @@ def status_command(args: argparse.Namespace) -> int:
     async def go() -> int:
         client = await _client(args)
         status, liveness = await read_status_view(client, args.execution_id, _store(args))
+        if client is not None:   # a redrive says what it reused and reran (docs/operations.md)
+            from ..temporal.redrive import redrive_summary
+
+            summary = await redrive_summary(client, args.execution_id,
+                                            ask_workflow=liveness is None or liveness.workers_polling > 0)
+            status = {**status, **(summary or {})}
         if args.playbook:
             status = {**status, "playbook": await _pinned(client, args.execution_id)}
         if args.json:
@@ -100,6 +106,8 @@ def status_command(args: argparse.Namespace) -> int:
                 if key == "playbook":   # --playbook: one line per field, as playbook.<field>
                     for field, text in value.items():
                         print(f"{'playbook.' + field:<20} {_plain(text)}")
+                elif key in ("reused_steps", "rerun_steps"):
+                    print(f"{key:<20} {_names(value)}")
                 else:
                     print(f"{key:<20} {_plain(value)}")
         if liveness is not None and liveness.workers_polling == 0:
@@ -117,6 +125,12 @@ async def _pinned(client: Any, execution_id: str) -> dict[str, Any]:
         raise ConfigError("--playbook reads the execution's input from Temporal",
                           fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
     return control.pinned_playbook(await control.read_input(client, execution_id))
+
+
+def _names(names: list[str], shown: int = 20) -> str:
+    """A redrive's step list on one line: the first few, and how many more (--json has all)."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(names)}: {', '.join(names[:shown])}{more}" if names else "0"
 
 
 def _plain(value: Any) -> str:
@@ -138,6 +152,13 @@ def _line(event: dict[str, Any]) -> str:
     for key in ("iteration", "attempt", "duration_ms"):
         if event.get(key) is not None:
             extra.append(f"{key}={event[key]}")
+    payload: dict[str, Any] = event["payload"] if isinstance(event.get("payload"), dict) else {}
+    if payload.get("reused"):   # a redrive ended it with the old execution's result: no tool ran
+        extra.append(f"reused from {payload.get('redriven_from')}")
+    elif event.get("event_type") == "execution.redriven_from":
+        extra.append(f"from {payload.get('redriven_from')}, reusing {len(payload.get('reused_steps') or [])} steps")
+    elif event.get("event_type") == "execution.redriven":
+        extra.append(f"by {payload.get('redriven_by')}")
     return (f"{event['seq']:>5} {event['timestamp']} {event['event_type']:<24} {event.get('entity_id') or '':<20} "
             f"{event.get('status') or ''} {' '.join(extra)}").rstrip()
 

@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
             store = None
         started = await redrive(client, args.execution_id, from_step=args.from_step, playbook=playbook,
                                 latest=args.latest, playbook_source=args.playbook,
-                                task_queue=args.task_queue, event_store=store)
+                                task_queue=args.task_queue, event_store=store,
+                                search_attributes=True)   # as `run` does (without them: a warning)
         output = None
         if args.wait:
             try:

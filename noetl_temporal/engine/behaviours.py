@@ -128,8 +128,14 @@ CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFE
 #: drops the input's ``redrive`` field it does not know, silently.
 REDRIVE = "redrive"
 
+#: Listed, besides ``redrive``, by a redrive whose plan redrives failed sub-playbooks inside it
+#: (the plan's ``children``, docs/operations.md): the workflow shell gives each such child its
+#: old child's plan (``temporal/child_runs.py``). Listed so that a worker that knows ``redrive``
+#: but not this refuses the execution instead of running those children whole.
+REDRIVE_CHILDREN = "redrive-children"
+
 #: every name this code understands (never remove one while executions may list it)
-KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE}
+KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE, REDRIVE_CHILDREN}
 
 
 def unknown(names: list[str] | None) -> list[str]:

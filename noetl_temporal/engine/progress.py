@@ -78,10 +78,20 @@ def _ended(state: ExecutionState) -> str:
 
 
 def _add_redrive(state: ExecutionState, lines: list[str]) -> None:
-    """A redrive names the execution it recovers (docs/operations.md; its events say what it
-    reused)."""
-    if state.redriven_from is not None:
-        lines.append(f"redrive of `{state.redriven_from}`")
+    """A redrive names the execution it recovers, the steps it reused (their recorded results,
+    no tool ran) and the steps that ran again so far (docs/operations.md, "What each execution
+    shows"). In the order the steps ran (``state.steps`` keeps the order of their first end)."""
+    if state.redriven_from is None:
+        return
+    lines.append(f"redrive of `{state.redriven_from}`")
+    reused = [name for name, record in state.steps.items() if record.reused]
+    rerun = [name for name, record in state.steps.items() if not record.reused and record.runs]
+    rerun += [run.step for run in state.step_runs.values() if run.step not in state.steps and not run.reused]
+    if reused:
+        lines.append("reused (recorded results, no tool): "
+                     + _listed([f"`{name}`" for name in reused[:MAX_LISTED]], len(reused)))
+    if rerun:
+        lines.append("reran: " + _listed([f"`{name}`" for name in rerun[:MAX_LISTED]], len(rerun)))
 
 
 def _add_failures(state: ExecutionState, lines: list[str]) -> None:

@@ -26,7 +26,7 @@ from ..status_layers import StepStatus
 from .event_log import EventLog
 from .graph import StepGraph
 
-__all__ = ["plan", "take", "redriven_event", "step_shape"]
+__all__ = ["plan", "take", "redriven_event", "step_shape", "child_tasks", "child_key"]
 
 
 def step_shape(playbook: Playbook, step: str) -> dict[str, Any] | None:
@@ -66,6 +66,43 @@ def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Play
             iterations[name] = recorded
     return {"from_execution_id": old_execution_id, "from_step": from_step, "definition": definition,
             "reuse": reuse, "iterations": iterations, "changed": [name for name in changed if name in done]}
+
+
+def child_tasks(*, old_steps: dict[str, Any], old_playbook: Playbook, new_playbook: Playbook,
+                new_graph: StepGraph, from_step: str | None = None) -> list[tuple[str, str]]:
+    """The sub-playbook tasks (step, task) whose failed child a redrive redrives inside its own
+    (docs/operations.md): a step outside any loop, with a ``kind: playbook`` task, that ran
+    once and failed (or was cancelled) in the old run, is not the ``--from`` step, has the same
+    definition, and follows no other step that reruns (its child's input would be the same).
+    Its old child's plan reaches the new child through :func:`child_key`."""
+    done = _done(old_steps)
+    seeds = {name for name in old_steps if name not in done}
+    if from_step is not None:
+        seeds.add(from_step)
+    out = []
+    for step in new_playbook.workflow:
+        name, record = step.step, old_steps.get(step.step)
+        if step.loop is not None or name == from_step or not isinstance(record, dict) \
+                or int(record.get("runs") or 0) != 1 \
+                or record.get("status") not in (StepStatus.FAILED.value, StepStatus.HANDLED.value,
+                                                StepStatus.CANCELLED.value) \
+                or step_shape(old_playbook, name) != step_shape(new_playbook, name) \
+                or name in _reachable_after(new_graph, seeds - {name}):
+            continue
+        out += [(name, task.name) for task in step.tool if task.kind == "playbook"]
+    return out
+
+
+def child_key(step: str, task: str) -> str:
+    """The plan's key of a sub-playbook task's child plan: the prefix of the task run ids of the
+    step's first run (``<step>:run:1:task:<task>``, ``pipeline.py``), every attempt of it."""
+    return f"{step}:run:1:task:{task}"
+
+
+def _done(old_steps: dict[str, Any]) -> set[str]:
+    return {name for name, record in old_steps.items()
+            if isinstance(record, dict) and record.get("status") == StepStatus.COMPLETED.value
+            and int(record.get("runs") or 0) == 1}
 
 
 def _completed_iterations(record: Any, graph: StepGraph, name: str) -> dict[str, Any] | None:

@@ -121,13 +121,18 @@ class StepRecord:
     status: str | None = None
     runs: int = 0
     result: Any = None
+    # A redrive ended its last run with the old execution's recorded result (no tool ran).
+    # In the JSON only when true, so every other output reads as it always did.
+    reused: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "runs": self.runs, "result": self.result}
+        data = {"status": self.status, "runs": self.runs, "result": self.result}
+        return {**data, "reused": True} if self.reused else data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepRecord:
-        return cls(status=data.get("status"), runs=int(data.get("runs") or 0), result=data.get("result"))
+        return cls(status=data.get("status"), runs=int(data.get("runs") or 0), result=data.get("result"),
+                   reused=bool(data.get("reused")))
 
 
 @dataclass(slots=True)

@@ -95,7 +95,7 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
         decision = routing.RouteDecision(event)  # no arc fires
     target = _end_status(ok=ok, cancelled=cancelled, decision=decision)
     run.status = transition("step", run.status, target)
-    record_step(state, run.step, target, result)
+    record_step(state, run.step, target, result, reused=run.reused)
     # A handled failure keeps the seed's event type and status (`step.failed`, `error`: the
     # tool did fail; docs/events.md has no other status); its payload says it was handled.
     failure = {} if ok else {"handled": target is StepStatus.HANDLED, "meta": {"step_status": target.value}}
@@ -142,13 +142,14 @@ def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | 
     return StepStatus.FAILED
 
 
-def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any) -> None:
+def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any, *, reused: bool = False) -> None:
     record = state.steps.get(name)
     if record is None:
         record = state.steps[name] = StepRecord()
     record.status = status.value
     record.runs += 1
     record.result = result
+    record.reused = reused
 
 
 def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> StepRunDone | None:

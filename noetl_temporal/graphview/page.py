@@ -52,10 +52,13 @@ def _json_for_script(value: object) -> str:
 
 def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING", source: str | None = None,
                    access_token: str | None = None, painted: Painted | None = None, event_count: int = 0,
-                   finished: bool = False, waiting: list[dict[str, object]] | None = None) -> str:
+                   finished: bool = False, waiting: list[dict[str, object]] | None = None,
+                   controls: str = "", scripts: tuple[str, ...] = ()) -> str:
     """The page; ``painted``: the steps' states the server knows, ``event_count``: the
     execution's (the API's ``event_count``), ``finished``: draw it final, follow nothing;
-    ``waiting``: approvals waiting for an answer (the status's list), one form each."""
+    ``waiting``: approvals waiting for an answer (the status's list), one form each;
+    ``controls``: HTML for the header (``.redrive``), ``scripts``: the assets that drive it,
+    run after ``live.js``."""
     painted = painted or Painted()
     config = {"execution_id": execution_id, "stream": None if finished else stream_url(
                   execution_id, access_token, painted.last_seq),
@@ -70,7 +73,8 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
     else:
         picture = render_svg(view, painted)
     forms = approval_forms(list(waiting or ()))
-    scripts = f"<script>{_asset('approve.js')}</script>" if forms else ""
+    if forms:
+        scripts = (*scripts, "approve.js")
     if forms:
         config["access_token"] = access_token   # the forms post with it (as the stream reads with it)
     legend = "".join(f'<span class="{escape(state)}">{escape(word)}</span>'
@@ -85,10 +89,12 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
 <p>execution <code>{escape(execution_id)}</code>{origin} · state: <span id="execution-state" data-state="{escape(state)}">{escape(state)}</span>
  · events: <span id="event-count">{event_count}</span> · <a href="../{quote(execution_id, safe='')}">detail (JSON)</a>
  <span id="stream-error"></span></p>
+{controls}
 <p class="legend">{legend}</p></header>
 <main>{picture}</main>{forms}
 <script type="application/json" id="noetl-config">{_json_for_script(config)}</script>
-<script>{_asset("live.js")}</script>{scripts}
+<script>{_asset("live.js")}</script>
+{"".join(f"<script>{_asset(name)}</script>" for name in scripts)}
 </body></html>
 """
 

@@ -58,7 +58,7 @@ async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> O
                            parent_execution_id=inp.execution_id, infra_attempts=inp.infra_attempts,
                            heartbeat_timeout_s=inp.heartbeat_timeout_s,
                            persist_events=inp.persist_events, depth=inp.depth + 1,
-                           behaviours=list(behaviours))
+                           behaviours=list(behaviours), redrive=_child_redrive(cmd, inp))
     try:
         output: dict[str, Any] = await workflow.execute_child_workflow(
             WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,
@@ -81,6 +81,14 @@ async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> O
     reason = child.reason or child.state.value
     return Outcome.failed(ErrorInfo(kind="playbook", message=f"sub-playbook {path!r} ended "
                                     f"{child.state.value}: {reason}"), result=result, **meta)
+
+
+def _child_redrive(cmd: RunTask, inp: RunInput) -> dict[str, Any] | None:
+    """A redrive's plan for this task's failed old child (docs/operations.md): the child is
+    redriven inside the parent's redrive. Only a redrive's input has ``children``, so every
+    other start (and every recorded history) builds the input it always did."""
+    children = (inp.redrive or {}).get("children") or {}
+    return children.get(cmd.task_run_id.rpartition(":")[0]) if children and cmd.iteration is None else None
 
 
 def _located(cmd: RunTask, message: str) -> str:
@@ -107,6 +115,10 @@ def _child_labels(cmd: RunTask, inp: RunInput, resolved: dict[str, Any], path: A
         "static_details": labels.details(child, source=source, version=resolved.get("version"),
                                          parent=inp.execution_id),
         "memo": labels.memo(child, source)}
+    redriven = _child_redrive(cmd, inp)
+    if redriven is not None:   # as a redrive's own start says it (starts.py)
+        out["memo"] = {**out["memo"], "noetl.redriven_from": str(redriven.get("from_execution_id"))}
+        out["static_details"] += f"\n\n**redrive of** `{redriven.get('from_execution_id')}`"
     ours = workflow.info().typed_search_attributes
     if has_attribute(ours, PLAYBOOK_NAME):  # all of ours are registered (the version and hash: if the parent has them)
         out["search_attributes"] = labels.search_attributes(child, source, parent=inp.execution_id,

@@ -153,6 +153,19 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     except RPCError as err:
         if not search_attributes or "search attribute" not in str(err).lower():
             raise
+    without_redrive = plan.without_redrive_attribute()
+    if without_redrive is not None:   # set up before NoetlRedrivenFrom existed: keep the others
+        try:
+            handle = await start(without_redrive)
+        except RPCError as err:
+            if "search attribute" not in str(err).lower():
+                raise
+        else:
+            log.warning("namespace %s has not registered the search attribute NoetlRedrivenFrom: redrive %s "
+                        "starts without it (its memo names the old execution). Register it with "
+                        "`noetl-temporal setup --namespace %s` (docs/deployment.md)", client.namespace,
+                        execution_id, client.namespace)
+            return handle
     # The namespace lacks our search attributes: the memo still names the playbook.
     log.warning("namespace %s has not registered the noetl search attributes: execution %s starts without "
                 "them (its playbook is in the memo). Register them once with `noetl-temporal setup "

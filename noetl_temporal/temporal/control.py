@@ -44,7 +44,7 @@ from .search_attributes import (
     PLAYBOOK_NAME,
     PLAYBOOK_PATH,
     PLAYBOOK_VERSION,
-    SEARCH_ATTRIBUTES,
+    STARTS_NEED,
 )
 from .types import WORKFLOW_NAME, RunInput
 
@@ -369,7 +369,7 @@ async def search_attributes_available(client: Client) -> bool:
             ListSearchAttributesRequest(namespace=client.namespace), timeout=RPC_TIMEOUT)
     except RPCError:
         return False
-    return all(key.name in resp.custom_attributes for key in SEARCH_ATTRIBUTES)
+    return all(key.name in resp.custom_attributes for key in STARTS_NEED)
 
 
 async def list_executions(client: Client, *, state: str | None = None, playbook_path: str | None = None,

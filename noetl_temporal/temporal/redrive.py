@@ -17,11 +17,13 @@ playbook that cannot be found or used, nothing to rerun, results that cannot be 
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition, playbook_from_definition
 from ..engine import redrive as plans
@@ -32,7 +34,10 @@ from ..store.event_store import EventStore
 from .client import start_execution
 from .control import NotFound, Rejected, describe, read_detail, read_input
 
-__all__ = ["redrive", "StillRunning", "Rejected", "NotFound"]
+__all__ = ["redrive", "redrive_summary", "StillRunning", "Rejected", "NotFound", "MEMO_KEY"]
+
+#: the memo entry naming the execution a redrive recovers (``starts.py`` sets it)
+MEMO_KEY = "noetl.redriven_from"
 
 
 class StillRunning(NoetlError):
@@ -86,6 +91,11 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
     plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=old_playbook,
                       new_playbook=new_playbook, new_graph=graph, from_step=from_step,
                       definition=definition_name)
+    children = await _child_plans(client, execution_id, plans.child_tasks(
+        old_steps=old_steps, old_playbook=old_playbook, new_playbook=new_playbook, new_graph=graph,
+        from_step=from_step), depth=1)
+    if children:
+        plan["children"] = children
     refused = payload_refusal(plan, where="the recorded results a redrive reuses")
     if refused is not None:
         raise PayloadTooLarge(refused, fix="redrive with --from an earlier step, so fewer results travel in "
@@ -100,7 +110,95 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
     return {"execution_id": handle.id, "redriven_from": execution_id, "from_step": from_step,
             "definition": definition_name, "reused_steps": reused,
             "rerun_steps": sorted(set(graph.steps) - set(reused)), "changed_steps": plan["changed"],
+            "redriven_children": {key.split(":run:")[0]: child["from_execution_id"]
+                                  for key, child in sorted(children.items())},
             "old_stream_noted": noted}
+
+
+#: sub-playbooks redriven inside a redrive, at most this deep (the engine's own limit is larger)
+MAX_CHILD_DEPTH = 8
+#: attempts of a sub-playbook task searched for its last child
+MAX_CHILD_ATTEMPTS = 100
+
+
+async def _child_plans(client: Client, parent_id: str, tasks: list[tuple[str, str]], *,
+                       depth: int) -> dict[str, Any]:
+    """The redrive plans of the old children of ``tasks`` (``plans.child_tasks``), by
+    ``plans.child_key``. A child is found in the old parent's history (the children it started:
+    their ids are derived from the parent's id and the task run id, ``naming.child_execution_id``);
+    one that cannot be found or read, or has not ended, runs whole, as before."""
+    if not tasks or depth > MAX_CHILD_DEPTH:
+        return {}
+    started = await _started_children(client, parent_id)
+    out: dict[str, Any] = {}
+    for step, task in tasks:
+        key = plans.child_key(step, task)
+        found = None
+        for attempt in range(1, MAX_CHILD_ATTEMPTS + 1):   # the last attempt's child: the one that failed last
+            task_run_id = f"{key}:{attempt}"
+            digest = hashlib.sha256(f"{parent_id}/{task_run_id}".encode()).hexdigest()[:12]
+            found = next((c for c in started if c.endswith(f"-{digest}") or c == f"{parent_id}/{task_run_id}"),
+                         found)
+        if found is None:
+            continue
+        try:
+            child = await _child_plan(client, found, depth=depth)
+        except NoetlError:
+            continue
+        if child is not None:
+            out[key] = child
+    return out
+
+
+async def _started_children(client: Client, parent_id: str) -> list[str]:
+    from temporalio.api.enums.v1 import EventType
+
+    ids = []
+    async for event in client.get_workflow_handle(parent_id).fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+            ids.append(event.start_child_workflow_execution_initiated_event_attributes.workflow_id)
+    return ids
+
+
+async def _child_plan(client: Client, execution_id: str, *, depth: int) -> dict[str, Any] | None:
+    """The plan of an old child that failed or was cancelled, on its own definition."""
+    info = await describe(client, execution_id)
+    if not info.closed or info.state not in ("FAILED", "CANCELLED"):
+        return None
+    child_input = await read_input(client, execution_id)
+    _, detail = await read_detail(client, execution_id)
+    old_steps = detail.get("steps")
+    if not isinstance(old_steps, dict):
+        return None
+    playbook = playbook_from_definition(child_input.playbook)
+    graph = step_graph(playbook)
+    plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=playbook,
+                      new_playbook=playbook, new_graph=graph)
+    children = await _child_plans(client, execution_id, plans.child_tasks(
+        old_steps=old_steps, old_playbook=playbook, new_playbook=playbook, new_graph=graph), depth=depth + 1)
+    if children:
+        plan["children"] = children
+    return plan
+
+
+async def redrive_summary(client: Client, execution_id: str, *, ask_workflow: bool = True) -> dict[str, Any] | None:
+    """For ``status``: the execution a redrive recovers, the steps whose recorded results it
+    reused (no tool ran) and the steps that ran again, so far; None for an execution that is
+    no redrive. ``ask_workflow=False``: no worker polls, so an open execution's steps are not
+    asked for (the query would only wait out its timeout) and read as none yet."""
+    try:
+        description = await client.get_workflow_handle(execution_id).describe()
+    except RPCError:   # unknown to Temporal (its events may still be stored): no redrive to tell of
+        return None
+    old = (await description.memo()).get(MEMO_KEY)
+    if not old:
+        return None
+    _, detail = await read_detail(client, execution_id, ask_workflow=ask_workflow)
+    steps: dict[str, Any] = detail["steps"] if isinstance(detail.get("steps"), dict) else {}
+    records = [(name, record) for name, record in steps.items() if isinstance(record, dict)]
+    return {"redriven_from": str(old),
+            "reused_steps": [name for name, record in records if record.get("reused")],
+            "rerun_steps": [name for name, record in records if not record.get("reused") and record.get("runs")]}
 
 
 def _latest(execution_id: str, source: str | None) -> Playbook:

@@ -9,10 +9,14 @@ cluster register them once per namespace (docs/deployment.md)::
     temporal operator search-attribute create --namespace NS --name NoetlParentExecutionId --type Keyword
     temporal operator search-attribute create --namespace NS --name NoetlPlaybookVersion --type Keyword
     temporal operator search-attribute create --namespace NS --name NoetlPlaybookHash --type Keyword
+    temporal operator search-attribute create --namespace NS --name NoetlRedrivenFrom --type Keyword
 
-Until all of them exist, executions start without search attributes (nothing fails).
+Until the first six exist, executions start without search attributes (nothing fails).
 ``NoetlPlaybookVersion`` and ``NoetlPlaybookHash`` name the definition an execution is pinned
 to (docs/schedules.md, "Versions"); they are set at start and never change.
+``NoetlRedrivenFrom`` is the execution a redrive recovers (docs/operations.md), set at the
+redrive's start and never changed; added after the others, so a namespace set up before it
+still gets the six (a redrive there starts without it, with a warning to run ``setup`` again).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 from temporalio.common import SearchAttributeKey, TypedSearchAttributes
 
 __all__ = ["PLAYBOOK_PATH", "PLAYBOOK_NAME", "NOETL_STATE", "PARENT_EXECUTION_ID", "PLAYBOOK_VERSION",
-           "PLAYBOOK_HASH", "SEARCH_ATTRIBUTES", "has_attribute"]
+           "PLAYBOOK_HASH", "REDRIVEN_FROM", "SEARCH_ATTRIBUTES", "STARTS_NEED", "has_attribute"]
 
 PLAYBOOK_PATH = SearchAttributeKey.for_keyword("NoetlPlaybookPath")
 PLAYBOOK_NAME = SearchAttributeKey.for_keyword("NoetlPlaybookName")
@@ -32,8 +36,14 @@ PARENT_EXECUTION_ID = SearchAttributeKey.for_keyword("NoetlParentExecutionId")
 PLAYBOOK_VERSION = SearchAttributeKey.for_keyword("NoetlPlaybookVersion")
 #: SHA-256 of the normalized definition the execution runs (labels.definition_hash)
 PLAYBOOK_HASH = SearchAttributeKey.for_keyword("NoetlPlaybookHash")
+#: the execution a redrive recovers (only on redrives)
+REDRIVEN_FROM = SearchAttributeKey.for_keyword("NoetlRedrivenFrom")
+#: what ``setup`` and the embedded dev server register
 SEARCH_ATTRIBUTES = [PLAYBOOK_PATH, PLAYBOOK_NAME, NOETL_STATE, PARENT_EXECUTION_ID, PLAYBOOK_VERSION,
-                     PLAYBOOK_HASH]
+                     PLAYBOOK_HASH, REDRIVEN_FROM]
+#: what a namespace must have for starts to set ours (``control.search_attributes_available``):
+#: not ``NoetlRedrivenFrom``, so a namespace set up before it existed keeps the others
+STARTS_NEED = SEARCH_ATTRIBUTES[:6]
 
 
 def has_attribute(attributes: TypedSearchAttributes, key: SearchAttributeKey[Any]) -> bool:

@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
 from ..engine import behaviours
 from . import labels
+from .search_attributes import REDRIVEN_FROM, has_attribute
 from .types import RunInput
 
 __all__ = ["ExecutionStart", "execution_start", "definition_timeout_s"]
@@ -34,6 +37,15 @@ class ExecutionStart:
     def without_search_attributes(self) -> dict[str, Any]:
         """The options for a namespace that has not registered our search attributes."""
         return {key: value for key, value in self.options.items() if key != "search_attributes"}
+
+    def without_redrive_attribute(self) -> dict[str, Any] | None:
+        """A redrive's options without ``NoetlRedrivenFrom``, for a namespace set up before it
+        existed (``search_attributes.py``); None when the options do not set it."""
+        attributes = self.options.get("search_attributes")
+        if attributes is None or not has_attribute(attributes, REDRIVEN_FROM):
+            return None
+        kept = TypedSearchAttributes([pair for pair in attributes if pair.key != REDRIVEN_FROM])
+        return {**self.options, "search_attributes": kept}
 
 
 def definition_timeout_s(definition: dict[str, Any]) -> float | None:
@@ -59,7 +71,8 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
                    parent_execution_id=parent,
                    heartbeat_timeout_s=heartbeat_timeout_s,
                    continue_as_new_after_events=continue_as_new_after_events,
-                   behaviours=[*behaviours.CURRENT, *([behaviours.REDRIVE] if redrive is not None else [])],
+                   behaviours=[*behaviours.CURRENT, *([behaviours.REDRIVE] if redrive is not None else []),
+                               *([behaviours.REDRIVE_CHILDREN] if (redrive or {}).get("children") else [])],
                    persist_events=persist_events, redrive=redrive)
     timeout = timeout_s or definition_timeout_s(definition)
     options: dict[str, Any] = {
@@ -77,4 +90,7 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
     if search_attributes:
         options["search_attributes"] = labels.search_attributes(definition, source, parent=parent, digest=digest,
                                                                 version=version)
+        if redrive is not None:   # set at start only: a redrive names its old execution for good
+            options["search_attributes"] = TypedSearchAttributes(
+                [*options["search_attributes"], SearchAttributePair(REDRIVEN_FROM, str(redrive.get("from_execution_id")))])
     return ExecutionStart(input=inp, options=options)

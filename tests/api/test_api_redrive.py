@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.temporal.search_attributes import REDRIVEN_FROM
 from tests.support.redrive import STEPS, counts, ten_steps
 
 from .conftest import events_of, playbook, wait_for, wait_state
@@ -20,7 +21,7 @@ async def start(api, text: str, payload: dict) -> str:
     return r.json()["execution_id"]
 
 
-async def test_redrive_through_the_api_reruns_only_what_failed_and_what_changed(api, tmp_path):
+async def test_redrive_through_the_api_reruns_only_what_failed_and_what_changed(api, temporal, tmp_path):
     old = await start(api, ten_steps(), {"dir": str(tmp_path)})
     assert (await wait_state(api, old))["state"] == "FAILED"
     before = counts(tmp_path)
@@ -40,6 +41,16 @@ async def test_redrive_through_the_api_reruns_only_what_failed_and_what_changed(
     assert [e for e in events if e["event_type"] == "execution.redriven_from"][0]["payload"]["redriven_from"] == old
     old_events = await events_of(api, old)
     assert old_events[-1]["event_type"] == "execution.redriven"
+    # the search attribute NoetlRedrivenFrom names the old execution (set at start), so a
+    # visibility query (the Temporal UI's filter) finds the redrives of an execution
+    described = await temporal.client.get_workflow_handle(new).describe()
+    assert described.typed_search_attributes.get(REDRIVEN_FROM) == old
+    old_described = await temporal.client.get_workflow_handle(old).describe()
+    assert old_described.typed_search_attributes.get(REDRIVEN_FROM) is None
+
+    async def listed() -> list[str]:
+        return [wf.id async for wf in temporal.client.list_workflows(f"NoetlRedrivenFrom = '{old}'")]
+    assert await wait_for(listed, timeout=30, every=0.5, what="the redrive in visibility") == [new]
 
     # a newer playbook: s5 changed, so s5 and everything after it reruns; s1-s4 are reused
     newer = ten_steps().replace("name: s5,", "name: s5, extra: 1,")

@@ -17,6 +17,7 @@ from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.control import read_input
 from noetl_temporal.temporal.playbook_result import workflow_output
+from noetl_temporal.temporal.search_attributes import REDRIVEN_FROM
 from noetl_temporal.temporal.worker import build_worker
 from tests.support.redrive import STEPS, counts, ten_steps
 
@@ -74,9 +75,28 @@ async def test_redrive_after_the_fix_reruns_only_steps_7_to_10_with_the_same_ctx
         assert old_events[-1]["seq"] == old_events[-2]["seq"] + 1
         code, out, _ = await cli("status", old, "--address", temporal.address, "--json")
         assert code == 0 and json.loads(out)["state"] == "FAILED"   # a redrive is a new execution, not a reset
+        assert "redriven_from" not in json.loads(out)
+        # status, events and the Temporal UI's current details say what was reused and what reran
+        code, out, _ = await cli("status", new, "--address", temporal.address, "--json")
+        status = json.loads(out)
+        assert code == 0 and status["redriven_from"] == old
+        assert status["reused_steps"] == sorted(STEPS[:6]) and status["rerun_steps"] == sorted(STEPS[6:])
+        code, out, _ = await cli("status", new, "--address", temporal.address)
+        assert f"redriven_from        {old}" in out and "reused_steps         6: s1, s2, s3, s4, s5, s6" in out
+        assert "rerun_steps          4: s10, s7, s8, s9" in out
+        code, out, _ = await cli("events", new, "--address", temporal.address)
+        lines = out.splitlines()
+        assert f"from {old}, reusing 6 steps" in next(line for line in lines if "execution.redriven_from" in line)
+        assert all(f"reused from {old}" in line for line in lines if "step.done" in line and " s1 " in line)
+        assert not any("reused" in line for line in lines if " s7 " in line)
+        meta = await temporal.client.get_workflow_handle(new).query("__temporal_workflow_metadata")
+        assert f"redrive of `{old}`" in meta.current_details
+        assert "reused (recorded results, no tool): `s1`, `s2`, `s3`, `s4`, `s5`, `s6`" in meta.current_details
+        assert "reran: `s7`, `s8`, `s9`, `s10`" in meta.current_details
         # the new execution names the old one in its memo (the Temporal UI shows it)
         desc = await temporal.client.get_workflow_handle(new).describe()
         assert (await desc.memo_value("noetl.redriven_from")) == old
+        assert desc.typed_search_attributes.get(REDRIVEN_FROM) == old   # ... and its search attribute
         # ... and its input carries the plan, listing the behaviour an older worker refuses
         inp = await read_input(temporal.client, new)
         assert inp.redrive["from_execution_id"] == old and behaviours.REDRIVE in inp.behaviours

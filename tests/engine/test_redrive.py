@@ -83,7 +83,11 @@ def test_reused_steps_run_no_task_say_reused_and_rebuild_ctx_args_and_results():
     assert "reused" not in done["c"]
     tasks = {e["step_run_id"].split(":")[0] for e in r.events if e["event_type"].startswith("task.")}
     assert tasks == {"c", "d"}
-    assert "redrive of `old`" in progress.describe(r.state)   # the Temporal UI's current details
+    details = progress.describe(r.state)   # the Temporal UI's current details
+    assert "redrive of `old`" in details
+    assert "reused (recorded results, no tool): `a`, `b`" in details and "reran: `c`, `d`" in details
+    assert {name: record.to_dict().get("reused", False) for name, record in r.state.steps.items()} == \
+        {"a": True, "b": True, "c": False, "d": False}   # the output's steps say it (status, the page)
     first = next(e for e in r.events if e["event_type"] == "execution.redriven_from")
     assert first["payload"]["redriven_from"] == "old" and first["payload"]["reused_steps"] == ["a", "b"]
 

@@ -69,11 +69,13 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # a redrive (temporal/redrive.py): the history kept is the redrive's, not the failed run's
              "redrive": HERE / "redrive.yaml",
              # `kind: approve`: one answered by the `answer` update, one that times out
-             "approval": HERE / "approval.yaml"}
+             "approval": HERE / "approval.yaml",
+             # ... whose failed sub-playbook is redriven inside it (behaviour redrive-children)
+             "redrive_children": HERE / "redrive_children.yaml"}
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
 # Recorded as the redrive of a run that failed first (``_redriven``).
-REDRIVEN = {"redrive"}
+REDRIVEN = {"redrive", "redrive_children"}
 # Answered while recording: name -> the `answer` updates sent, each once its step waits.
 ANSWERS = {"approval": ({"step": "sign_off", "values": {"approved": True, "env": "prod"}, "by": "ops",
                          "reason": "recorded"},)}

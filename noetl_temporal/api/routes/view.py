@@ -9,6 +9,7 @@ nothing to install.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -17,6 +18,7 @@ from fastapi.responses import HTMLResponse
 from noetl_temporal.dsl.models import Playbook
 from noetl_temporal.graphview import graph_view
 from noetl_temporal.graphview.page import execution_page
+from noetl_temporal.graphview.redrive import REDRIVABLE, redrive_fragment
 from noetl_temporal.graphview.states import WATCHED_TYPES, first_paint
 from noetl_temporal.observe import read_events, read_status
 from noetl_temporal.temporal import control
@@ -56,7 +58,15 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
                           frozenset(n.name for n in view.nodes if n.discards))
     finished = state in TERMINAL_STATES
     waiting = None if finished else (await read_status(client, execution_id, settings.event_store)).get("waiting")
+    # A redrive names its origin (its input's plan) and what it reused; an old execution its
+    # redrives (execution.redriven, appended to its stored events): docs/operations.md.
+    store = settings.event_store
+    noted = await asyncio.to_thread(store.read, execution_id, types=["execution.redriven"], limit=20) \
+        if store is not None and state in REDRIVABLE else []
+    redriven_by = [str(e["payload"]["redriven_by"]) for e in noted if (e.get("payload") or {}).get("redriven_by")]
+    controls = redrive_fragment(steps=[n.name for n in view.nodes], state=state, recorded=detail.get("steps") or {},
+                                redriven_from=(inp.redrive or {}).get("from_execution_id"), redriven_by=redriven_by)
     page = execution_page(view, execution_id, state=state, source=inp.source, access_token=access_token,
                           painted=painted, event_count=int(detail.get("event_count") or painted.last_seq),
-                          finished=finished, waiting=waiting)
+                          finished=finished, waiting=waiting, controls=controls, scripts=("redrive.js",))
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})

@@ -108,6 +108,8 @@
     }
     var state = stepState(ev, name);
     if (state) mark(name, state);
+    // for the page's other parts (redrive.js): one stream per page, drawn here first
+    document.dispatchEvent(new CustomEvent("noetl:event", {detail: ev}));
   }
 
   function finish(state) {
