@@ -112,7 +112,7 @@ async def _run_one(command: str, env: dict, cwd: str | None, deadline: float, ca
     if forkserver.enabled():
         try:
             return await _run_forked(command, env, cwd, deadline, call, out, err)
-        except OSError as exc:
+        except _ForkUnavailable as exc:
             log.warning("python fork server unavailable for a shell command (%s); starting a reaper", exc)
     proc, pumps = await _proc.spawn([SHELL, "-c", command], cwd=cwd, env=env, out=out, err=err)
     try:
@@ -120,6 +120,12 @@ async def _run_one(command: str, env: dict, cwd: str | None, deadline: float, ca
     finally:
         await _proc.reap(proc)  # no-op unless we were cancelled
         await pumps.finish()
+
+
+class _ForkUnavailable(Exception):
+    """The fork server could not take the command: it never started, so running it another
+    way is safe. Any error once it was handed over is the task's: a second start would run
+    the command twice, and the task's own deadline (``TimeoutError``) is an ``OSError`` too."""
 
 
 async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float, call: ToolCall,
@@ -132,6 +138,9 @@ async def _run_forked(command: str, env: dict, cwd: str | None, deadline: float,
     try:
         rest = request[_proc.write_now(pipes.stdin, request):]
         proc = await forkserver.fork_runner(spawn.base_env(), pipes)
+    except OSError as exc:
+        pipes.close()
+        raise _ForkUnavailable(str(exc)) from None
     except BaseException:
         pipes.close()
         raise

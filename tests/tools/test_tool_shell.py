@@ -84,6 +84,29 @@ async def test_timeout_kills_process_group(call: ToolCall, tmp_path: Path) -> No
     assert await wait_dead(int((tmp_path / "bg.pid").read_text()))
 
 
+async def test_a_command_handed_to_the_fork_server_never_runs_twice(call: ToolCall, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error once the fork server has the command is the task's. The tool's own deadline
+    raises ``TimeoutError``, an ``OSError``: it was taken for a fork server that did not
+    answer, and the command ran a second time under a reaper (seen as "started" twice at
+    load 11, docs/testing.md). Here the deadline passes as the command ends, every time."""
+    from noetl_temporal.tools.python import forkserver
+
+    if not forkserver.enabled():
+        pytest.skip("the python fork server needs Linux")
+    real_wait = _proc.wait_child
+
+    async def failing_wait(proc, *args, **kwargs):
+        await real_wait(proc, *args, **kwargs)   # the command ran to its end
+        raise TimeoutError   # ... as its deadline passed
+
+    monkeypatch.setattr(_proc, "wait_child", failing_wait)
+    runs = tmp_path / "runs"
+    out = await sh(call, cmd=f"echo ran >> {runs}")
+    assert runs.read_text() == "ran\n", out
+    assert out["status"] == "error"
+
+
 async def test_term_ignoring_command_is_killed(call: ToolCall, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_proc, "KILL_GRACE", 0.2)
     t0 = time.monotonic()
