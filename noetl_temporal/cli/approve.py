@@ -11,13 +11,10 @@ answer the workflow refused (the reason on stderr).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
-import json
-import sys
+from typing import Any
 
-from ..errors import ConfigError, NoetlError, NotFound
-from .connection import add_connection_arguments, target_of
+from .connection import add_connection_arguments, run_call
 
 __all__ = ["add_arguments", "run"]
 
@@ -45,29 +42,12 @@ def _login() -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..temporal.answers import answer
-    from ..temporal.client import connect
     from ..temporal.control import Rejected
     from .run import parse_payload
 
-    async def go() -> dict:
+    async def call(client: Any) -> Any:
         values = parse_payload(None, args.sets, args.strings)
-        target = target_of(args)
-        if target.address is None:
-            raise ConfigError("no Temporal server to talk to",
-                              fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS (see `noetl-temporal dev`)")
-        client = await connect(target)
         return await answer(client, args.execution_id, args.step, values, by=args.by or _login(),
                             iteration=args.iteration, reason=args.reason)
 
-    try:
-        print(json.dumps(asyncio.run(go()), indent=2, default=str))
-        return 0
-    except Rejected as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (NotFound, NoetlError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_call(args, call, refusals=(Rejected,))

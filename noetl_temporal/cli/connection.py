@@ -9,7 +9,11 @@ them into a :class:`~noetl_temporal.temporal.client.Target` the same way for all
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, not for --help
     from temporalio.client import Client
@@ -18,7 +22,7 @@ if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, no
     from ..temporal.client import Target
 
 __all__ = ["add_connection_arguments", "target_of", "connect_to", "CONNECTION_FLAGS", "CATALOG_FLAGS",
-           "add_catalog_arguments", "catalog_of"]
+           "add_catalog_arguments", "catalog_of", "run_call"]
 
 #: every flag :func:`add_connection_arguments` can add
 CONNECTION_FLAGS = ("--address", "--namespace", "--profile", "--task-queue", "--codec")
@@ -77,6 +81,31 @@ async def connect_to(args: argparse.Namespace, *, needs: str) -> tuple[Target, C
     if target.address is None:
         raise ConfigError(needs, fix="pass --address HOST:PORT (and --namespace) or set TEMPORAL_ADDRESS")
     return target, await connect(target)
+
+
+def run_call(args: argparse.Namespace, call: Callable[[Client], Awaitable[Any]], *,
+             refusals: tuple[type[BaseException], ...] = ()) -> int:
+    """One call to a running execution, its answer printed as JSON: exit 0; 2 for a mistake
+    on the command line or one of ``refusals`` (the workflow said no); 1 for an unknown
+    execution or the server's error, as every control command exits."""
+    from ..errors import ConfigError, NoetlError
+
+    async def go() -> Any:
+        _, client = await connect_to(args, needs="no Temporal server to talk to")
+        return await call(client)
+
+    try:
+        print(json.dumps(asyncio.run(go()), indent=2, default=str))
+        return 0
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except refusals as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except NoetlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,12 +7,9 @@ Exit codes: 0 done, 1 the execution is unknown or already finished, 2 usage or c
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
-import sys
+from typing import Any
 
-from ..errors import ConfigError, NoetlError, NotFound
-from .connection import add_connection_arguments, target_of
+from .connection import add_connection_arguments, run_call
 
 __all__ = ["add_cancel_arguments", "add_pause_arguments", "add_resume_arguments", "add_ctx_arguments",
            "control_command"]
@@ -53,15 +50,9 @@ def add_ctx_arguments(parser: argparse.ArgumentParser) -> None:
 
 def control_command(args: argparse.Namespace) -> int:
     from ..temporal import control
-    from ..temporal.client import connect
     from .run import parse_payload
 
-    async def go() -> dict:
-        target = target_of(args)
-        if target.address is None:
-            raise ConfigError("no Temporal server to talk to",
-                              fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS (see `noetl-temporal dev`)")
-        client = await connect(target)
+    async def call(client: Any) -> Any:
         if args.command == "cancel":
             return await control.cancel(client, args.execution_id, reason=args.reason,
                                         cascade=not args.no_cascade)
@@ -71,12 +62,4 @@ def control_command(args: argparse.Namespace) -> int:
             return await control.resume(client, args.execution_id)
         return await control.patch_ctx(client, args.execution_id, parse_payload(None, args.sets))
 
-    try:
-        print(json.dumps(asyncio.run(go()), indent=2, default=str))
-        return 0
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (NotFound, NoetlError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_call(args, call)

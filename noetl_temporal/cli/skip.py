@@ -11,13 +11,11 @@ the workflow refused (the reason on stderr).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import sys
+from typing import Any
 
-from ..errors import ConfigError, NoetlError, NotFound
 from .approve import _login
-from .connection import add_connection_arguments, target_of
+from .connection import add_connection_arguments, run_call
 
 __all__ = ["add_arguments", "run", "add_hold_arguments", "run_hold"]
 
@@ -34,9 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..temporal.answers import skip
-    from ..temporal.client import connect
+    from ..temporal.control import Rejected
 
-    async def go() -> dict:
+    async def call(client: Any) -> Any:
         result = None
         if args.result is not None:
             try:
@@ -44,28 +42,10 @@ def run(args: argparse.Namespace) -> int:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"--result is not valid JSON ({exc.msg}, column {exc.colno}); "
                                  "quote it: --result '{\"rows\": 0}'") from None
-        target = target_of(args)
-        if target.address is None:
-            raise ConfigError("no Temporal server to talk to",
-                              fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS (see `noetl-temporal dev`)")
-        client = await connect(target)
         return await skip(client, args.execution_id, args.step, reason=args.reason, result=result,
                           by=args.by or _login(), iteration=args.iteration)
 
-    try:
-        print(json.dumps(asyncio.run(go()), indent=2, default=str))
-        return 0
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except NotFound as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except NoetlError as exc:
-        from ..temporal.control import Rejected
-
-        print(f"error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, Rejected) else 1
+    return run_call(args, call, refusals=(Rejected,))
 
 
 def add_hold_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,24 +59,8 @@ def add_hold_arguments(parser: argparse.ArgumentParser) -> None:
 def run_hold(args: argparse.Namespace) -> int:
     """``pause-step`` / ``resume-step``: no new run of the step starts until it is resumed."""
     from ..temporal.answers import hold_step
-    from ..temporal.client import connect
     from ..temporal.control import Rejected
 
-    async def go() -> dict:
-        target = target_of(args)
-        if target.address is None:
-            raise ConfigError("no Temporal server to talk to",
-                              fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS (see `noetl-temporal dev`)")
-        client = await connect(target)
-        return await hold_step(client, args.execution_id, args.step, hold=args.command == "pause-step",
-                               reason=args.reason, by=args.by or _login())
-
-    try:
-        print(json.dumps(asyncio.run(go()), indent=2, default=str))
-        return 0
-    except (ConfigError, ValueError, Rejected) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except NoetlError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_call(args, lambda client: hold_step(client, args.execution_id, args.step,
+                                                   hold=args.command == "pause-step", reason=args.reason,
+                                                   by=args.by or _login()), refusals=(Rejected,))
