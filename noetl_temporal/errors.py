@@ -6,7 +6,8 @@
     ├── PlaybookInvalid             the playbook failed validation (carries diagnostics)
     ├── PayloadTooLarge             a request payload over engine.payload_size.MAX_PAYLOAD_SIZE
     ├── TemplateError               a template failed to parse or render (where + why)
-    │   └── ResultFieldUnavailable  it read a part of a stored (large) result that was not kept
+    │   ├── ResultFieldUnavailable  it read a part of a stored (large) result that was not kept
+    │   └── NeedsIsolation          templates: a gated filter's input too large for this process
     ├── EngineError                 the interpreter met a condition it cannot continue from
     │   └── InvalidTransition       an illegal status move: always a bug, never user input
     ├── ToolError                   a tool invocation failed; becomes an error *outcome*
@@ -35,6 +36,10 @@ Outside the tree on purpose (``tests/test_errors.py`` holds this list too)::
                                           diagnostic was reported; never leaves the module
     _NotPlain(Exception)                  tools.base: unwinds to_jsonable's fast copy when a
                                           value needs the JSON round trip; never leaves it
+    _Unusual(Exception)                   dsl.yaml_loader: the events fast path gives up on a
+                                          document the composing path must read; never leaves it
+    _ForkUnavailable(Exception)           tools.shell: the fork server could not take a command,
+                                          so a reaper of its own runs it; never leaves the module
 
 The engine's runaway guards are outcomes, not exceptions, so the run's events and ctx
 stay: a task-policy jump cycle past ``executor.spec.max_jumps`` fails its pipeline with a

@@ -18,6 +18,8 @@ OUTSIDERS = {
     "noetl_temporal.template_limits.LimitExceeded": "jinja2.exceptions.SecurityError",
     "noetl_temporal.dsl.yaml_loader._Stop": "Exception",
     "noetl_temporal.tools.base._NotPlain": "Exception",
+    "noetl_temporal.dsl.yaml_loader._Unusual": "Exception",
+    "noetl_temporal.tools.shell._ForkUnavailable": "Exception",
 }
 
 def _exception_classes() -> dict[str, type[BaseException]]:
