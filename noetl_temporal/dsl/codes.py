@@ -150,8 +150,12 @@ _TABLE: list[Code] = [
          "write one of the values docs/tools.md lists for the setting (a number of seconds > 0)"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
-         "`kind: snowflake`, `kind: nats`, `kind: container`",
+         "`kind: snowflake`, `kind: container`",
          "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
+    # NTL330-NTL339: the message kinds (nats, subscription) and cursor loops.
+    Code("NTL330", _E, "a tool setting names a service noetl-temporal does not run",
+         "`{kind: subscription, source: kafka, ...}`",
+         "the message names what is missing and what to use instead (`source: nats`, a `python` task)"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),
