@@ -11,9 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pytest
 
+T = TypeVar("T")
 DEFAULT = "nats://127.0.0.1:4222"
 _found: str | None | bool = False  # False = not probed yet
 
@@ -43,10 +47,17 @@ async def _probe(url: str) -> bool:
         await nc.close()
 
 
+def _in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to its end from sync code, whether or not an event loop is running here
+    (the async fixtures and tests call these helpers too)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
 def find_url() -> str | None:
     global _found
     if _found is False:
-        _found = next((u for u in url_candidates() if asyncio.run(_probe(u))), None)
+        _found = next((u for u in url_candidates() if _in_thread(lambda u=u: _probe(u))), None)
     return _found  # type: ignore[return-value]
 
 
@@ -66,3 +77,19 @@ def require_url() -> str:
 def unique(prefix: str) -> str:
     """A bucket, stream or subject name no other test run uses (tests share one server)."""
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def create_buckets(url: str, buckets: tuple[str, ...]) -> None:
+    """Key-value buckets a NoETL deployment has (its fixtures write to them, never create them)."""
+
+    async def create() -> None:
+        import nats
+
+        nc = await nats.connect(url)
+        try:
+            for bucket in buckets:
+                await nc.jetstream().create_key_value(bucket=bucket)  # an existing one is kept
+        finally:
+            await nc.close()
+
+    _in_thread(create)
