@@ -34,8 +34,9 @@ async def _probe(url: str) -> bool:
         return None
 
     try:
-        nc = await nats.connect(url, connect_timeout=2, allow_reconnect=False, max_reconnect_attempts=0,
-                                error_cb=quiet)
+        # nats-py retries a refused first connection without end: bound it
+        nc = await asyncio.wait_for(nats.connect(url, connect_timeout=2, allow_reconnect=False,
+                                                 max_reconnect_attempts=0, error_cb=quiet), 3)
     except Exception:  # noqa: BLE001 - any failure means "not this one"
         return False
     try:
