@@ -163,7 +163,7 @@ _TABLE: list[Code] = [
          "write one of the values docs/tools.md lists for the setting (a number of seconds > 0)"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
-         "`kind: snowflake`, `kind: nats`, `kind: container`",
+         "`kind: snowflake`, `kind: container`",
          "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
     Code("NTL321", _W, "a python task reads NoETL's implicit `context` global: it is given as the task's input "
                        "`context`, holding exactly the names the code reads",
@@ -192,6 +192,10 @@ _TABLE: list[Code] = [
          "`source: {type: s3, auth: aws_credentials}`",
          "give `source: {access_key_id: \"{{ keychain.aws.access_key_id }}\", secret_access_key: "
          "\"{{ keychain.aws.secret_access_key }}\"}`, or run the worker with an AWS identity"),
+    # NTL330-NTL339: the message kinds (nats, subscription) and cursor loops.
+    Code("NTL330", _E, "a tool setting names a service noetl-temporal does not run",
+         "`{kind: subscription, source: kafka, ...}`",
+         "the message names what is missing and what to use instead (`source: nats`, a `python` task)"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

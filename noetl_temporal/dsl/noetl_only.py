@@ -21,9 +21,6 @@ NOETL_TOOL_KINDS: Mapping[str, tuple[str, str]] = {
     "ducklake": ("it reads and writes DuckLake tables",
                  "use `kind: duckdb` and attach the lake in SQL (`INSTALL ducklake; "
                  "ATTACH 'ducklake:<catalog>' AS lake`)"),
-    "nats": ("it reads and writes NATS key-value buckets and streams",
-             "use a `python` task with the nats-py client; state shared between steps belongs in "
-             "`ctx` (`set: {ctx.key: ...}`)"),
     "container": ("it runs a container image as a Kubernetes job",
                   "start the container from a `shell` task (`docker run ...` or `kubectl ...`)"),
     "artifact": ("it reads results NoETL stored in its object store",
@@ -32,9 +29,6 @@ NOETL_TOOL_KINDS: Mapping[str, tuple[str, str]] = {
     "transfer": ("it copies rows between two connections",
                  "read with one task and write with the next in a `tool:` pipeline (for example "
                  "`http` then `postgres`), or copy in SQL with `kind: duckdb` and its postgres extension"),
-    "subscription": ("it drains a Kafka or Pub/Sub subscription",
-                     "poll with the client library in a `python` task; loop with a policy "
-                     "`do: jump` until nothing is left"),
     "script": ("it runs a script fetched from object storage as a Kubernetes job",
                "run the code in a `python` task, or the script in a `shell` task"),
     "agent": ("it hands the task to NoETL's AI agent framework (retired in NoETL itself)",

@@ -82,7 +82,14 @@ def _check_type(decl: ToolKind, key: str, types: tuple[Any, ...], template: bool
 
 def _check_value(decl: ToolKind, setting: Setting, value: Any, where: str, reporter: Reporter) -> None:
     """A literal of the right type that the setting still cannot take: a string outside its
-    ``choices``, a number of seconds that is not > 0 (Temporal would refuse it at run time)."""
+    ``choices``, a number of seconds that is not > 0 (Temporal would refuse it at run time),
+    a value naming a service this runtime does not have (``ToolKind.refused``)."""
+    missing = decl.refused.get(setting.name, {}).get(value) if isinstance(value, str) else None
+    if missing is not None:
+        service, fix = missing
+        reporter.add("NTL330", f"`{setting.name}: {value}` ({decl.kind}) needs {service}, which noetl-temporal "
+                               "does not run", where, value=True, fix=fix)
+        return
     if setting.choices and isinstance(value, str) and value not in setting.choices:
         reporter.add("NTL316", f"`{setting.name}` ({decl.kind}) is {value!r}{did_you_mean(value, setting.choices)}",
                      where, value=True, fix=f"write one of {', '.join(setting.choices)}")

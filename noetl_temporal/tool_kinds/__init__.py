@@ -13,12 +13,14 @@ from .approve import APPROVE
 from .declaration import ToolKind
 from .duckdb import DUCKDB
 from .http import HTTP
+from .nats import NATS
 from .noop import NOOP
 from .playbook import PLAYBOOK
 from .postgres import POSTGRES
 from .python import PYTHON
 from .result import RESULT
 from .shell import SHELL
+from .subscription import SUBSCRIPTION
 from .workflow import WORKFLOW
 
 __all__ = ["DECLARATIONS", "TOOL_KINDS", "WORKFLOW_KINDS", "REGISTRY_KINDS", "LOAD_TIME_KINDS",
@@ -27,8 +29,8 @@ __all__ = ["DECLARATIONS", "TOOL_KINDS", "WORKFLOW_KINDS", "REGISTRY_KINDS", "LO
 
 #: every kind a task may name at run time, in the order messages list them
 DECLARATIONS: dict[str, ToolKind] = {d.kind: d for d in (NOOP, PYTHON, SHELL, HTTP, POSTGRES, DUCKDB,
-                                                         PLAYBOOK, RESULT, ACTIVITY, WORKFLOW,
-                                                         APPROVE)}
+                                                         PLAYBOOK, RESULT, ACTIVITY, WORKFLOW, APPROVE,
+                                                         NATS, SUBSCRIPTION)}
 
 TOOL_KINDS: tuple[str, ...] = tuple(DECLARATIONS)
 

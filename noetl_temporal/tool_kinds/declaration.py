@@ -71,6 +71,9 @@ class ToolKind:
     #: keys NoETL defines for this kind that noetl-temporal does not act on, and why: a
     #: warning, never a silent drop (a user relying on them must learn they do nothing)
     ignored: Mapping[str, str] = field(default_factory=dict)
+    #: setting -> literal value -> (the service it needs that noetl-temporal does not run, the
+    #: fix): a task naming one is refused at validation (NTL330), not left to fail at run time
+    refused: Mapping[str, Mapping[str, tuple[str, str]]] = field(default_factory=dict)
     #: ``activity``: a registered tool run as a Temporal activity; ``workflow``: the
     #: workflow runs it itself (a child workflow for ``playbook``)
     runs_in: Literal["activity", "workflow"] = "activity"

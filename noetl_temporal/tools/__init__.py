@@ -22,6 +22,7 @@ from .base import (
 from .duckdb import DuckdbTool
 from .http import HttpTool
 from .http import aclose_clients as _aclose_http_clients
+from .nats import NatsTool, SubscriptionTool
 from .noop import NoopTool
 from .postgres import PostgresTool
 from .python import PythonTool
@@ -50,7 +51,7 @@ def sweep_workdirs() -> int:
 #: one instance per kind of ``noetl_temporal.tool_kinds.REGISTRY_KINDS`` (the DSL's list;
 #: tests/tools/test_tool_kinds.py keeps the two equal)
 BUILTIN_TOOLS: tuple[Tool, ...] = (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(),
-                                   DuckdbTool(), ResultTool())
+                                   DuckdbTool(), ResultTool(), NatsTool(), SubscriptionTool())
 for _tool in BUILTIN_TOOLS:
     register_tool(_tool)
 del _tool
@@ -77,4 +78,6 @@ __all__ = [
     "PostgresTool",
     "DuckdbTool",
     "ResultTool",
+    "NatsTool",
+    "SubscriptionTool",
 ]

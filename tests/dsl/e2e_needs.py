@@ -22,14 +22,14 @@ import yaml
 
 from .e2e_fates import CONFIG, _cell, expected_by_noetl, fates
 
-LOCAL = "local"        # PostgreSQL (keychain), duckdb, the paginated stand-in, the catalog
+LOCAL = "local"        # PostgreSQL (keychain), duckdb, NATS, the paginated stand-in, the catalog
 INTERNET = "internet"  # public endpoints on the internet, no account
 CLOUD = "cloud"        # a cloud service or vendor API with an account (GCP, OpenAI, Auth0 ...)
 NOETL = "noetl"        # NoETL's own server, database schema, cluster services or Python package
 
 KINDS = {
     LOCAL: "only local services this project tests with: PostgreSQL at 127.0.0.1:5432 through the "
-           "keychain, duckdb, the loopback stand-in of NoETL's paginated test server "
+           "keychain, duckdb, NATS with JetStream (`nats-server -js`) through the keychain, the loopback stand-in of NoETL's paginated test server "
            "(tests/support/paginated_api.py), sub-playbooks from the catalog",
     INTERNET: "public internet endpoints (no account); the test machines have no internet",
     CLOUD: "a cloud service or vendor API with an account and credentials",
@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 68
+RUNNABLE_COUNT = 69
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,11 @@ NEEDS: dict[str, Need] = {
         CLOUD, "Amadeus and OpenAI APIs, GCP secrets"),
     P + "api_integration/amadeus_ai_token_smoke/amadeus_ai_token_smoke.yaml": Need(
         CLOUD, "Amadeus OAuth and OpenAI, GCP secrets"),
+    P + "api_integration/auth0/auth0_login.yaml": Need(CLOUD, "an Auth0 tenant (its token's JWKS), then NATS"),
+    P + "api_integration/auth0/auth0_login_optimized.yaml": Need(
+        CLOUD, "an Auth0 tenant (its token's JWKS), then NATS"),
+    P + "api_integration/auth0/auth0_validate_session.yaml": Need(
+        NOETL, "NoETL's auth schema with a session an Auth0 login stored, then NATS"),
     P + "api_integration/auth0/check_playbook_access.yaml": Need(
         NOETL, "NoETL's gateway callback API (gateway.gateway.svc.cluster.local)"),
     P + "api_integration/auth0/get_auth0_token.yaml": Need(CLOUD, "an Auth0 tenant"),
@@ -84,7 +89,7 @@ NEEDS: dict[str, Need] = {
     P + "api_integration/auth0/setup_admin_permissions.yaml": Need(
         CLOUD, "grants roles to user 1, whom an Auth0 login creates (a foreign key)"),
     P + "api_integration/auth0/test_auth0_full_flow.yaml": Need(
-        CLOUD, "Auth0 through its sub-playbooks (auth0_login is rejected: NATS)"),
+        CLOUD, "Auth0 through its sub-playbooks"),
     P + "api_integration/auth0/user_management.yaml": Need(
         NOETL, "NoETL's gateway callback API (gateway.gateway.svc.cluster.local)"),
     P + "api_integration/github_metrics/github_metrics.yaml": Need(INTERNET, "api.github.com"),
@@ -270,6 +275,8 @@ NEEDS: dict[str, Need] = {
     P + "test_large_tabular_result.yaml": _local("python only: a large row set", basis=_NONE_STATED),
     P + "test_loop_instance_isolation/playbook.yaml": _local(
         "python only: two loops", basis="in-file: 2 results per loop"),
+    P + "test_nats_kv.yaml": _local("nats only: key-value put, get and delete in the `sessions` bucket",
+                                   basis=_NONE_STATED),
     P + "test_oversize_command_context.yaml": _local("python only: a large context", basis=_NONE_STATED),
     P + "test_resolve_by_urn.yaml": _local(
         "python only: a result over the inline budget read by a later step (`{{ start.rows | length }}`, "
@@ -304,6 +311,9 @@ NEEDS: dict[str, Need] = {
 
 #: the keychain entries the runnable fixtures name (`auth:`, or a workload value it renders)
 KEYCHAIN = ("pg_auth", "pg_k8s", "pg_local", "pg_trade")
+#: the NATS keychain entries they name, and the key-value buckets NoETL's deployment has
+NATS_KEYCHAIN = ("nats_credential",)
+NATS_BUCKETS = ("sessions",)
 
 
 def noetl_validation(path: str) -> dict[str, Any] | None:

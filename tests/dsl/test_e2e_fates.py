@@ -46,5 +46,4 @@ def test_every_rejection_is_located_and_names_its_reason():
 
 def test_noetl_tool_kinds_are_refused_as_noetl_tools():
     kinds = {d.message.split("'")[1] for f in fates() for d in f.errors if d.code == "NTL320"}
-    assert kinds == {"snowflake", "ducklake", "nats", "container", "artifact", "transfer", "subscription",
-                     "script", "agent"}
+    assert kinds == {"snowflake", "ducklake", "container", "artifact", "transfer", "script", "agent"}

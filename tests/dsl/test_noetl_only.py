@@ -9,8 +9,7 @@ from noetl_temporal.dsl.noetl_only import NOETL_TOOL_KINDS
 from .helpers import codes, errors, find, playbook
 
 # The tool kinds NoETL's fixture set uses that have no tool here (docs/noetl-e2e-fates.md).
-E2E_KINDS = ["snowflake", "ducklake", "nats", "container", "artifact", "transfer", "subscription", "script",
-             "agent"]
+E2E_KINDS = ["snowflake", "ducklake", "container", "artifact", "transfer", "script", "agent"]
 
 
 @pytest.mark.parametrize("kind", E2E_KINDS)

@@ -3,7 +3,8 @@
 Which files those are, and the outcome each must end with, is the table of
 ``tests/dsl/e2e_needs.py`` (docs/noetl-e2e-runs.md). The local stand-ins: a database of
 the test PostgreSQL, created for these runs and dropped after, under each keychain name the
-fixtures use (``NOETL_KEYCHAIN_<NAME>``); the loopback paginated test server as
+fixtures use (``NOETL_KEYCHAIN_<NAME>``); the test NATS server (its buckets created) under
+the NATS keychain names; the loopback paginated test server as
 ``api_url``; a catalog holding every valid fixture under its ``metadata.path``, where
 ``kind: playbook`` finds the sub-playbooks. A fixture the
 table says differs here on purpose must fail with the error the table records (then it is
@@ -24,7 +25,17 @@ from noetl_temporal.dsl import load_playbook
 from noetl_temporal.errors import PlaybookInvalid
 from noetl_temporal.runner import RunReport, run_with_client
 from tests.dsl.e2e_fates import E2E
-from tests.dsl.e2e_needs import KEYCHAIN, NEEDS, P, noetl_validation, runnable, valid_files
+from tests.dsl.e2e_needs import (
+    KEYCHAIN,
+    NATS_BUCKETS,
+    NATS_KEYCHAIN,
+    NEEDS,
+    P,
+    noetl_validation,
+    runnable,
+    valid_files,
+)
+from tests.support import nats_server
 from tests.support.paginated_api import PaginatedAPIServer
 from tests.support.postgres import execute, fields, require_dsn, unique_name
 
@@ -58,6 +69,11 @@ def e2e_services(tmp_path_factory, e2e_database) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         for name in KEYCHAIN:
             mp.setenv(f"NOETL_KEYCHAIN_{name.upper()}", entry)
+        nats_url = nats_server.find_url()
+        if nats_url is not None:
+            for name in NATS_KEYCHAIN:
+                mp.setenv(f"NOETL_KEYCHAIN_{name.upper()}", json.dumps({"url": nats_url}))
+            nats_server.create_buckets(nats_url, NATS_BUCKETS)
         mp.setenv("NOETL_CATALOG_PATH", str(catalog_file))
         catalog = Catalog(sqlite_path=catalog_file)
         for path in valid_files():
@@ -134,6 +150,8 @@ def _id(path: str) -> str:
 
 @pytest.mark.parametrize("path", runnable(), ids=_id)
 async def test_e2e_fixture_ends_as_expected(temporal, task_queue, e2e_services, paginated_api, path):
+    if NEEDS[path].reason.startswith("nats"):
+        nats_server.require_url()
     for setup in NEEDS[path].setup:
         before = await run_fixture(temporal, f"{task_queue}-setup", paginated_api, setup)
         assert before.state == NEEDS[setup].expect, (setup, before.error)
