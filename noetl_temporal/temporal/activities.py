@@ -5,6 +5,8 @@ own outcome and, when the matching rule says retry and attempts remain, raises a
 retryable ``ApplicationError`` with ``next_retry_delay`` from the rule's backoff. The
 activity's ``RetryPolicy`` caps the attempts, so the Temporal UI shows the attempt count
 and the last failure of a retrying task.
+An operator's ``set-retry`` rewrites that ``RetryPolicy`` on the server (backoff
+coefficient 1): its attempts and delay then replace the rule's (docs/approvals.md).
 
 Every attempt is recorded (status, timing, error, action) and the record list is
 heartbeated before a retry is raised; heartbeat details survive retries, so the final

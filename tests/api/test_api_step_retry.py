@@ -10,7 +10,7 @@ import pytest
 from noetl_temporal.temporal.worker import build_worker
 
 from ..temporal.test_step_retry import backing_off
-from .conftest import app_client, events_of, make_settings, playbook, wait_state
+from .conftest import app_client, events_of, make_settings, playbook, wait_for, wait_state
 
 pytestmark = pytest.mark.temporal
 
@@ -60,3 +60,38 @@ async def test_a_policy_change_takes_effect_and_survives_a_worker_restart(tempor
         assert changed["payload"]["reason"] == "flaky source, retry faster"
         refused = await http.post(f"/executions/{execution_id}/steps/fetch/retry-now", json={})
         assert refused.status_code == 409, refused.text
+
+
+# the fast path: the workflow drives the retries on its own timer, Temporal has no activity to act on
+LOCAL = playbook("""
+    metadata: {name: local-retries}
+    workflow:
+      - step: fetch
+        tool:
+          kind: shell
+          cmd: "echo x >> {{ workload.mark }}; exit 3"
+          spec:
+            local: true
+            policy: {rules: [{when: "{{ output.status == 'error' }}", then: {do: retry, attempts: 2, delay: 3600}}]}
+""")
+
+
+async def test_the_fast_path_is_refused_with_the_reason(temporal, task_queue, catalog, event_store, tmp_path):
+    mark = tmp_path / "attempts"
+    settings = make_settings(temporal, task_queue, catalog, event_store, execution_timeout_s=7200)
+    async with app_client(settings) as http, \
+            build_worker(temporal.client, task_queue=task_queue, event_store=event_store):
+        r = await http.post("/executions", json={"playbook": LOCAL, "payload": {"mark": str(mark)}})
+        execution_id = r.json()["execution_id"]
+        try:
+            async def tried() -> bool:
+                return mark.exists()
+
+            await wait_for(tried, what="the first attempt")
+            for route, body in (("retry-now", {}), ("retry-policy", {"attempts": 3})):
+                refused = await http.post(f"/executions/{execution_id}/steps/fetch/{route}", json=body)
+                assert refused.status_code == 422, refused.text
+                assert "step 'fetch' has no task retried by Temporal right now (its task runs on the fast path" \
+                    in refused.text
+        finally:
+            await temporal.client.get_workflow_handle(execution_id).terminate("test over")
