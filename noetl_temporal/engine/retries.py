@@ -72,6 +72,10 @@ def refusal(state: ExecutionState, step: str, action: str, iteration: int | None
     if not isinstance(seen, dict):
         return (f"step {step!r} has no task retried by Temporal right now (its task runs on the fast path, "
                 "`spec.local`, whose retries the workflow drives, or waits for an answer or a sub-playbook)")
+    current = seen.get("attempt")
+    if action == "policy" and attempts is not None and isinstance(current, int) and attempts < current:
+        return (f"step {step!r} is at attempt {current} already: attempts must be {current} or more "
+                "(to stop its retries, skip the step)")
     if action == "now" and not seen.get("retrying"):
         return (f"step {step!r} is not waiting to retry: its task is {seen.get('state') or 'running'} "
                 f"(attempt {seen.get('attempt')})")

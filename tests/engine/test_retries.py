@@ -47,6 +47,8 @@ def test_refusals_say_why_and_what_runs():
     assert retries.refusal(state, "fetch", "policy", None, running, delay=-1).startswith("delay must be")
     assert retries.refusal(state, "fetch", "policy", None, running, attempts=5) is None   # a running task: next time
     assert retries.refusal(state, "fetch", "now", None, backing_off) is None
+    assert retries.refusal(state, "fetch", "policy", None, backing_off, attempts=1) == \
+        "step 'fetch' is at attempt 2 already: attempts must be 2 or more (to stop its retries, skip the step)"
 
 
 def test_an_accepted_control_is_recorded_with_who_why_and_when():
