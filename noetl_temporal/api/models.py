@@ -309,6 +309,27 @@ class StepHoldResponse(BaseModel):
     paused_steps: list[str]
 
 
+class RetryNowRequest(_Request):
+    reason: str | None = Field(default=None, max_length=2000, description="why (recorded in step.retry.now)")
+    iteration: int | None = Field(default=None, description="the loop iteration (loop steps)")
+
+
+class RetryPolicyRequest(RetryNowRequest):
+    attempts: int | None = Field(default=None, ge=1, description="attempts in all (default: keep Temporal's cap)")
+    delay: float | None = Field(default=None, ge=0, description="seconds between attempts (default: keep the current)")
+
+
+class RetryResponse(BaseModel):
+    execution_id: str
+    step: str
+    action: str
+    task_run_id: str
+    by: str | None = None
+    reason: str | None = None
+    attempts: int | None = None
+    delay: float | None = None
+
+
 class CtxResponse(BaseModel):
     execution_id: str
     ctx: dict[str, Any] = Field(description="the ctx after the patch, secrets redacted")

@@ -159,6 +159,10 @@ COMMANDS: list[Command] = [
             _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
     Command("resume-step", "resume a step paused with pause-step: its waiting runs start",
             _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),
+    Command("retry-now", "make a step that waits to retry start its next attempt now (skips the backoff)",
+            _lazy("retry", "add_now_arguments"), _lazy("retry", "run_now")),
+    Command("set-retry", "change the retry policy of a running step's task: --attempts N (in all), --delay SECONDS",
+            _lazy("retry", "add_policy_arguments"), _lazy("retry", "run_policy")),
     Command("redrive", "start a new execution from a FAILED or CANCELLED one: reuse the results of the steps it "
                        "completed, rerun the rest (--from STEP, --playbook FILE | --latest); docs/operations.md",
             _lazy("redrive", "add_arguments"), _lazy("redrive", "run")),

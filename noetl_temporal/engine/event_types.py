@@ -33,7 +33,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "policy.admit.evaluated", "policy.task.evaluated", "next.evaluated",
     "result.stored", "result.manifest.updated", "execution.cancelled",
     "approval.requested", "approval.answered", "approval.expired", "step.skipped",
-    "step.paused", "step.resumed",
+    "step.paused", "step.resumed", "step.retry.now", "step.retry.policy",
     "execution.redriven", "execution.redriven_from",
 )
 

@@ -35,7 +35,7 @@ from ..errors import ResultFieldUnavailable
 from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
 from ..template_text import python_text
 from ..templates import evaluate_condition
-from . import approvals, budget, ctx_size, joins, loops, pipeline, skips, steps
+from . import approvals, budget, ctx_size, joins, loops, pipeline, retries, skips, steps
 from .behaviours import NOETL_TEXT
 from .common import add_token, emit, patch_ctx, template_context
 from .completer import complete
@@ -55,6 +55,7 @@ from .messages import (
     Pause,
     Proceed,
     Resume,
+    RetryStep,
     SkipStep,
     Start,
     StepTimedOut,
@@ -99,6 +100,8 @@ def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Com
         complete(state, pipeline.task_finished(state, event, commands), commands)
     elif isinstance(event, HoldStep):
         skips.hold(state, event)
+    elif isinstance(event, RetryStep):
+        retries.record(state, event)
     elif isinstance(event, SkipStep):
         complete(state, skips.skip(state, event, commands), commands)
     elif isinstance(event, Answer):

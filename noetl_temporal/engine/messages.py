@@ -14,7 +14,7 @@ from .behaviours import CURRENT
 from .envelopes import Attempt, Outcome
 
 __all__ = [
-    "Start", "TaskFinished", "Answer", "SkipStep", "HoldStep", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
+    "Start", "TaskFinished", "Answer", "SkipStep", "HoldStep", "RetryStep", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
     "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
 ]
 
@@ -130,8 +130,25 @@ class HoldStep:
     by: str | None = None
 
 
+@dataclass
+class RetryStep:
+    """An operator asked a step's retrying task to retry now (``action="now"``) or changed
+    its retry policy (``"policy"``: ``attempts``, ``delay``): the ``retry_step`` update;
+    ``engine/retries.py``. Temporal carries the action out; the engine records it."""
+
+    now: str
+    step: str
+    action: str
+    task_run_id: str
+    reason: str | None = None
+    by: str | None = None
+    iteration: int | None = None
+    attempts: int | None = None
+    delay: float | None = None
+
+
 Input = (Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer | SkipStep
-         | HoldStep)
+         | HoldStep | RetryStep)
 
 
 # ----------------------------------------------------------------------------- commands

@@ -5,6 +5,8 @@ own outcome and, when the matching rule says retry and attempts remain, raises a
 retryable ``ApplicationError`` with ``next_retry_delay`` from the rule's backoff. The
 activity's ``RetryPolicy`` caps the attempts, so the Temporal UI shows the attempt count
 and the last failure of a retrying task.
+An operator's ``set-retry`` rewrites that ``RetryPolicy`` on the server (backoff
+coefficient 1): its attempts and delay then replace the rule's (docs/approvals.md).
 
 Every attempt is recorded (status, timing, error, action) and the record list is
 heartbeated before a retry is raised; heartbeat details survive retries, so the final
@@ -57,7 +59,7 @@ from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
 from ..engine.invocation import READS_KEYCHAIN, render_attempt, uses_task_only
 from ..engine.messages import RunTask
-from ..engine.policy_evaluation import evaluate_policy, next_attempt
+from ..engine.policy_evaluation import NextAttempt, evaluate_policy, next_attempt
 from ..errors import TemplateError, ToolError
 from ..store import large_results
 from ..tool_kinds import CREDENTIAL_KINDS, READS_RESULT_REFS
@@ -320,7 +322,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     record = Attempt(attempt=attempt, status=outcome.status, started_at=started.isoformat().replace("+00:00", "Z"),
                      duration_ms=int((time.monotonic() - clock) * 1000), error=outcome.error,
                      action=decision.action, rule_index=decision.rule_index)
-    following = next_attempt(cmd.rules, decision, attempt, outcome.error)
+    following = _operator_policy(info, next_attempt(cmd.rules, decision, attempt, outcome.error), attempt)
     if following.retry:
         delay = following.delay
         history.append(dataclasses.replace(record, next_delay_s=delay).to_dict())   # heartbeat JSON
@@ -337,6 +339,26 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     attempts = (*(Attempt.from_dict(earlier) for earlier in history), record)
     return TaskResult(outcome=outcome, attempts=attempts, rule_index=decision.rule_index,
                       action=decision.action, exhausted=following.exhausted)
+
+
+#: the retry policy backoff coefficient that marks an operator's policy (``step_retries.OPERATOR_BACKOFF``)
+_OPERATOR_BACKOFF = 1.0
+
+
+def _operator_policy(info: activity.Info, following: NextAttempt, attempt: int) -> NextAttempt:
+    """The task policy's retry, or, where an operator changed the policy of this running
+    task (``noetl-temporal set-retry``: Temporal's retry policy with backoff coefficient 1),
+    the operator's attempts (``maximum_attempts``) and delay (``initial_interval``).
+    Only a retry the task policy asked for (or ran out of) is changed: the policy still
+    decides which outcomes are retried."""
+    policy = info.retry_policy
+    if (info.is_local or policy is None or policy.backoff_coefficient != _OPERATOR_BACKOFF
+            or not (following.retry or following.exhausted)):
+        return following
+    allowed = policy.maximum_attempts or following.allowed
+    if attempt < allowed:
+        return NextAttempt(retry=True, delay=policy.initial_interval.total_seconds(), allowed=allowed)
+    return NextAttempt(allowed=allowed, exhausted=True)
 
 
 def _judged(cmd: RunTask, outcome: Outcome, returned: Outcome, whole: Any) -> Outcome:

@@ -9,7 +9,7 @@ timeout is a Temporal timer, so a worker restart neither loses nor restarts it),
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,7 +18,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from ..engine.messages import RunTask
 
-__all__ = ["AnswerRequest", "SkipRequest", "StepRequest", "PAUSE_STEP_UPDATE", "RESUME_STEP_UPDATE", "wait_for_answer", "remaining", "UPDATE_NAME", "SKIP_UPDATE"]
+__all__ = ["AnswerRequest", "SkipRequest", "StepRequest", "PAUSE_STEP_UPDATE", "RESUME_STEP_UPDATE", "RETRY_STEP_UPDATE", "RetryRequest", "wait_for_answer", "remaining", "UPDATE_NAME", "SKIP_UPDATE"]
 
 #: the workflow update a person's answer arrives by
 UPDATE_NAME = "answer"
@@ -26,6 +26,8 @@ UPDATE_NAME = "answer"
 SKIP_UPDATE = "skip_step"
 #: the workflow updates an operator pauses and resumes one step by (engine/skips.py)
 PAUSE_STEP_UPDATE, RESUME_STEP_UPDATE = "pause_step", "resume_step"
+#: the workflow update that records a retry-now or a retry policy change (engine/retries.py)
+RETRY_STEP_UPDATE = "retry_step"
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,39 @@ class StepRequest:
         if by is not None and not isinstance(by, str):
             raise ValueError("`by` is a name")
         return cls(step=data["step"], reason=reason, by=by or None)
+
+
+@dataclass(frozen=True)
+class RetryRequest:
+    """The ``retry_step`` update's argument: ``{"step", "action": "now"|"policy", "reason",
+    "by", "iteration", "attempts", "delay", "activities"}``; ``activities`` is what the
+    client saw Temporal hold (activity id -> ``{"retrying", "attempt", "state"}``)."""
+
+    step: str
+    action: str
+    reason: str | None = None
+    by: str | None = None
+    iteration: int | None = None
+    attempts: int | None = None
+    delay: float | None = None
+    activities: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, data: Any) -> RetryRequest:
+        if not isinstance(data, dict) or not isinstance(data.get("step"), str) or not data["step"]:
+            raise ValueError("name the step: {\"step\": ..., \"action\": \"now\"}")
+        reason, by, iteration = data.get("reason"), data.get("by"), data.get("iteration")
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError("`reason` is text")
+        if by is not None and not isinstance(by, str):
+            raise ValueError("`by` is a name")
+        if iteration is not None and (isinstance(iteration, bool) or not isinstance(iteration, int)):
+            raise ValueError("`iteration` is a whole number")
+        activities = data.get("activities") or {}
+        if not isinstance(activities, dict):
+            raise ValueError("`activities` is a mapping of activity id -> what Temporal holds")
+        return cls(step=data["step"], action=str(data.get("action") or ""), reason=reason, by=by or None,
+                   iteration=iteration, attempts=data.get("attempts"), delay=data.get("delay"), activities=activities)
 
 
 async def wait_for_answer(cmd: RunTask, answered: Callable[[], bool], *, since: str | None = None,

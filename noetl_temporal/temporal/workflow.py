@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ..dsl.models import Playbook
-    from ..engine import approvals, behaviours, ctx_size, machine, progress, skips, snapshot
+    from ..engine import approvals, behaviours, ctx_size, machine, progress, retries, skips, snapshot
     from ..engine.envelopes import RunOutput, TaskResult
     from ..engine.graph import StepGraph
     from ..engine.messages import (
@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         Pause,
         Proceed,
         Resume,
+        RetryStep,
         RunTask,
         SkipStep,
         Start,
@@ -557,6 +558,27 @@ class PlaybookWorkflow:
     @resume_step.validator
     def _validate_resume_step(self, request: dict[str, Any]) -> None:
         self._validate_hold(request, hold=False)
+
+    @workflow.update(name=approval_runs.RETRY_STEP_UPDATE)
+    def retry_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An operator makes a retrying step retry now, or changes its retry policy: recorded
+        here, carried out by the client through Temporal's activity APIs (engine/retries.py)."""
+        ask = approval_runs.RetryRequest.read(request)
+        task_run_id, _ = retries.in_flight(self._state, ask.step, ask.iteration) if self._state else ("", None)
+        self._feed(RetryStep(now=_now(), step=ask.step, action=ask.action, task_run_id=task_run_id, reason=ask.reason,
+                             by=ask.by, iteration=ask.iteration, attempts=ask.attempts, delay=ask.delay))
+        return {"step": ask.step, "action": ask.action, "task_run_id": task_run_id, "by": ask.by,
+                "reason": ask.reason, "attempts": ask.attempts, "delay": ask.delay}
+
+    @retry_step.validator
+    def _validate_retry_step(self, request: dict[str, Any]) -> None:
+        if self._state is None:
+            raise ValueError("the execution is not running yet: no step retries")
+        ask = approval_runs.RetryRequest.read(request)
+        refusal = retries.refusal(self._state, ask.step, ask.action, ask.iteration, ask.activities,
+                                  ask.attempts, ask.delay)
+        if refusal is not None:
+            raise ValueError(refusal)
 
     def _hold(self, request: dict[str, Any], *, hold: bool) -> dict[str, Any]:
         step_request = approval_runs.StepRequest.read(request)

@@ -24,6 +24,7 @@ EXPECTED = {
     "status": SERVER, "events": SERVER,
     "cancel": SERVER, "pause": SERVER, "resume": SERVER, "ctx": SERVER,
     "approve": SERVER, "skip": SERVER, "pause-step": SERVER, "resume-step": SERVER,
+    "retry-now": SERVER, "set-retry": SERVER,
     "worker": SERVER | {"--task-queue"},
     "api": SERVER | {"--task-queue"},
     "dev": {"--task-queue", "--codec"},

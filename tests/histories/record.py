@@ -71,7 +71,9 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # `kind: approve`: one answered by the `answer` update, one that times out
              "approval": HERE / "approval.yaml",
              # ... whose failed sub-playbook is redriven inside it (behaviour redrive-children)
-             "redrive_children": HERE / "redrive_children.yaml"}
+             "redrive_children": HERE / "redrive_children.yaml",
+             # the `retry_step` update: a policy change, then retry-now, of a task in its backoff
+             "step_retry": HERE / "step_retry.yaml"}
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
 # Recorded as the redrive of a run that failed first (``_redriven``).
@@ -79,6 +81,8 @@ REDRIVEN = {"redrive", "redrive_children"}
 # Answered while recording: name -> the `answer` updates sent, each once its step waits.
 ANSWERS = {"approval": ({"step": "sign_off", "values": {"approved": True, "env": "prod"}, "by": "ops",
                          "reason": "recorded"},)}
+# Retry controls sent while recording, once the step's task waits to retry (temporal/step_retries.py).
+RETRIES = {"step_retry": "fetch"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
@@ -118,7 +122,9 @@ async def record(names: list[str]) -> None:
                 if name in REDRIVEN:
                     report = await _redriven(env.client, playbook, name, path)
                 else:
-                    answering = asyncio.ensure_future(_answer(env.client, f"replay-{name}", ANSWERS.get(name, ())))
+                    answering = asyncio.ensure_future(_answer(env.client, f"replay-{name}", ANSWERS.get(name, ()))
+                                                      if name not in RETRIES else
+                                                      _retry(env.client, f"replay-{name}", RETRIES[name]))
                     report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
                                                    execution_id=f"replay-{name}", source=str(path))
                     await answering
@@ -146,6 +152,26 @@ async def _answer(client: Any, execution_id: str, answers: tuple[dict[str, Any],
                 break
             await asyncio.sleep(0.1)
         await client.get_workflow_handle(execution_id).execute_update("answer", answer)
+
+
+async def _retry(client: Any, execution_id: str, step: str) -> None:
+    """Once ``step``'s task waits to retry: change its policy, then retry it now."""
+    from temporalio.api.common.v1 import WorkflowExecution
+    from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+
+    from noetl_temporal.temporal.step_retries import retry_now, set_retry
+
+    while True:
+        try:
+            desc = await client.workflow_service.describe_workflow_execution(DescribeWorkflowExecutionRequest(
+                namespace=client.namespace, execution=WorkflowExecution(workflow_id=execution_id)))
+        except Exception:   # not started yet
+            desc = None
+        if desc is not None and any(p.attempt == 2 for p in desc.pending_activities):
+            break
+        await asyncio.sleep(0.1)
+    await set_retry(client, execution_id, step, attempts=4, delay=60, reason="recorded", by="ops")
+    await retry_now(client, execution_id, step, reason="recorded", by="ops")
 
 
 async def _redriven(client: Any, playbook: Any, name: str, path: Path) -> Any:

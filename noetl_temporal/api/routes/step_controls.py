@@ -1,4 +1,4 @@
-"""``POST /executions/{id}/steps/{step}/skip|pause|resume``: per-step controls (docs/approvals.md).
+"""``POST /executions/{id}/steps/{step}/skip|pause|resume|retry-now|retry-policy``: per-step controls (docs/approvals.md).
 
 Thin: the behaviour is the workflow's ``skip_step`` update (``engine/skips.py``), the
 call ``temporal/answers.py``'s, shared with ``noetl-temporal skip``. Who skips is ``api``
@@ -13,10 +13,20 @@ from fastapi import APIRouter, Path
 
 from noetl_temporal.temporal.answers import hold_step
 from noetl_temporal.temporal.answers import skip as skip_step
+from noetl_temporal.temporal.step_retries import retry_now as retry_step_now
+from noetl_temporal.temporal.step_retries import set_retry
 
 from ..deps import ClientDep, ExecutionId
 from ..errors import responses
-from ..models import SkipRequest, SkipResponse, StepHoldRequest, StepHoldResponse
+from ..models import (
+    RetryNowRequest,
+    RetryPolicyRequest,
+    RetryResponse,
+    SkipRequest,
+    SkipResponse,
+    StepHoldRequest,
+    StepHoldResponse,
+)
 from ..security import API_ANSWERER
 
 router = APIRouter(tags=["control"])
@@ -55,3 +65,25 @@ async def resume_step(execution_id: ExecutionId, client: ClientDep,
 async def _held(client: Any, execution_id: str, step: str, hold: bool, reason: str | None) -> dict[str, Any]:
     result = await hold_step(client, execution_id, step, hold=hold, reason=reason, by=API_ANSWERER)
     return {k: result[k] for k in ("step", "paused", "paused_steps")}
+
+
+@router.post("/executions/{execution_id}/steps/{step}/retry-now", response_model=RetryResponse,
+             responses=responses(404, 409, 413, 422, 503),
+             summary="A step waiting to retry starts its next attempt now (step.retry.now)")
+async def retry_now(execution_id: ExecutionId, client: ClientDep,
+                    step: Annotated[str, Path(max_length=255, description="the retrying step's name")],
+                    body: RetryNowRequest | None = None) -> Any:
+    body = body or RetryNowRequest()
+    result = await retry_step_now(client, execution_id, step, reason=body.reason, by=API_ANSWERER,
+                                  iteration=body.iteration)
+    return RetryResponse(**{k: v for k, v in result.items() if k in RetryResponse.model_fields})
+
+
+@router.post("/executions/{execution_id}/steps/{step}/retry-policy", response_model=RetryResponse,
+             responses=responses(404, 409, 413, 422, 503),
+             summary="Change the retry policy (attempts, delay) of a running step's task (step.retry.policy)")
+async def retry_policy(body: RetryPolicyRequest, execution_id: ExecutionId, client: ClientDep,
+                       step: Annotated[str, Path(max_length=255, description="the running step's name")]) -> Any:
+    result = await set_retry(client, execution_id, step, attempts=body.attempts, delay=body.delay,
+                             reason=body.reason, by=API_ANSWERER, iteration=body.iteration)
+    return RetryResponse(**{k: v for k, v in result.items() if k in RetryResponse.model_fields})
