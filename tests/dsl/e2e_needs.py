@@ -149,6 +149,8 @@ NEEDS: dict[str, Need] = {
         INTERNET, "jsonplaceholder.typicode.com"),
     P + "data_transfer/http_to_postgres_simple/http_to_postgres_simple.yaml": Need(
         INTERNET, "jsonplaceholder.typicode.com"),
+    P + "data_transfer/http_to_postgres_transfer/http_to_postgres_transfer.yaml": Need(
+        INTERNET, "jsonplaceholder.typicode.com (run with a loopback stand-in: tests/temporal/test_transfer.py)"),
     P + "data_transfer/postgres_jsonb_test/postgres_jsonb_test.yaml": _local(
         "python and postgres: JSONB round trip", basis=_NONE_STATED),
     P + "deployment/docker_cleanup.yaml": Need(NOETL, "the Docker daemon of NoETL's development host"),
