@@ -208,7 +208,8 @@ _TABLE: list[Code] = [
          "use `kind: duckdb` and attach the lake in SQL (`INSTALL ducklake; ATTACH 'ducklake:<catalog>' AS lake`)"),
     Code("NTL338", _E, "`kind: container` needs a Kubernetes cluster to run its Job",
          "`tool: {kind: container, image: alpine:3.19, command: [sh, -c, ...]}`",
-         "start the container from a `shell` task (`docker run ...` or `kubectl ...`)"),
+         "start the container from a `shell` task (`docker run ...` or `kubectl ...`); "
+         "`noetl-temporal run --dry-run` prints the Kubernetes Job NoETL would submit"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

@@ -25,7 +25,8 @@ NOETL_TOOL_KINDS: Mapping[str, tuple[str, str]] = {
                  "ATTACH 'ducklake:<catalog>' AS lake`)"),
     "container": ("it runs a container image as a Kubernetes Job, and this runtime has no Kubernetes "
                   "cluster to submit it to",
-                  "start the container from a `shell` task (`docker run ...` or `kubectl ...`)"),
+                  "start the container from a `shell` task (`docker run ...` or `kubectl ...`); "
+                  "`noetl-temporal run --dry-run` prints the Kubernetes Job NoETL would submit"),
     "script": ("it runs a script fetched from object storage as a Kubernetes job",
                "run the code in a `python` task, or the script in a `shell` task"),
     "agent": ("it hands the task to NoETL's AI agent framework (retired in NoETL itself)",
