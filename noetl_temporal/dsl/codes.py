@@ -210,6 +210,11 @@ _TABLE: list[Code] = [
          "`tool: {kind: container, image: alpine:3.19, command: [sh, -c, ...]}`",
          "start the container from a `shell` task (`docker run ...` or `kubectl ...`); "
          "`noetl-temporal run --dry-run` prints the Kubernetes Job NoETL would submit"),
+    Code("NTL339", _W, "a template reads NoETL's step envelope `data` (`{{ step.data }}`) of a step whose result "
+                       "here has no `data` key: it renders empty",
+         "`input: {rows: \"{{ load.data.command_0.rows }}\"}` where `load` is a postgres step",
+         "drop `.data`: `{{ load.command_0.rows }}` (here a step's name stands for its result, NoETL's "
+         "envelope `data`; docs/semantics.md, \"NoETL's step envelope\")"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),
