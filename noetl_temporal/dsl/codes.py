@@ -198,8 +198,9 @@ _TABLE: list[Code] = [
          "the message names what is missing and what to use instead (`source: nats`, a `python` task)"),
     # NTL336-NTL338: NoETL tool kinds that need a service this runtime cannot have (NTL320 is
     # for those with a local equivalent): the fates table counts them apart.
-    Code("NTL336", _E, "`kind: snowflake` needs a Snowflake account, a cloud service noetl-temporal does not "
-                       "reach", "`tool: {kind: snowflake, auth: sf, command: SELECT 1}`",
+    Code("NTL336", _E, "`kind: snowflake` (or a transfer endpoint `type: snowflake`) needs a Snowflake account, "
+                       "a cloud service noetl-temporal does not reach",
+         "`tool: {kind: snowflake, auth: sf, command: SELECT 1}`, `{kind: transfer, source: {type: snowflake}}`",
          "query Snowflake from a `python` task with the snowflake-connector-python package, credentials "
          "from the keychain"),
     Code("NTL337", _E, "`kind: ducklake` needs NoETL's lake service (a catalog database and DuckDB's "

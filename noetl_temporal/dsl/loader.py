@@ -31,6 +31,7 @@ from .script_sources import check_script_sources
 from .sources import check_text, decode, read_source
 from .template_check import check_templates
 from .template_names import check_template_names
+from .transfer_check import check_transfer_endpoints
 from .validate import check_semantics
 from .yaml_loader import parse_yaml
 
@@ -99,6 +100,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     number_sql_execution_id(model, reporter)
     warn_envelope_data(model, reporter)
     check_script_sources(model, reporter)
+    check_transfer_endpoints(model, reporter)
     check_template_names(raw, model, reporter, templates=parsed.templates)
     if reporter.has_errors():
         return None

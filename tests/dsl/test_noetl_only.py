@@ -129,3 +129,13 @@ def test_a_http_step_s_data_is_its_body_and_not_warned():
                     "  - step: use\n    tool:\n      kind: python\n"
                     "      input: {body: \"{{ fetch.data.items }}\"}\n      code: \"result = body\"\n")
     assert not [d for d in diags(text) if d.code == "NTL339"]
+
+
+def test_a_transfer_endpoint_is_checked_at_validation():
+    text = playbook("workflow:\n  - step: a\n    tool:\n      kind: transfer\n"
+                    "      source: {type: snowflake, query: SELECT 1}\n      target: {type: oracle, table: t}\n")
+    sf, other = errors(text)
+    assert (sf.code, sf.path, (sf.line, sf.col)) == ("NTL336", "workflow[0].tool.source.type", find(text, "snowflake"))
+    assert "Snowflake account" in sf.message
+    assert (other.code, other.path) == ("NTL316", "workflow[0].tool.target.type")
+    assert "postgres, duckdb, file" in other.fix
