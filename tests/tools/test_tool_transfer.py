@@ -129,3 +129,17 @@ def test_a_connection_written_in_the_playbook_is_refused():
     # a duckdb `connection` is a file path, not a credential
     prepare("transfer", {"source": {"type": "duckdb", "connection": "/tmp/x.duckdb", "query": "SELECT 1"},
                          "target": {"type": "duckdb", "table": "t"}})
+
+
+async def test_a_timeout_stops_the_source_query_on_the_server(pg_call, dsn, table):
+    import time
+
+    pg.execute(dsn, f"CREATE TABLE {table} (n INT)")
+    started = time.monotonic()
+    out = await run_tool("transfer", {
+        "source": {"type": "postgres", "auth": "db", "query": "SELECT 1 AS n FROM pg_sleep(60)"},
+        "target": {"type": "postgres", "auth": "db", "table": table}, "timeout": 1}, pg_call)
+    assert out["status"] == "error" and out["error"]["kind"] == "timeout", out
+    assert time.monotonic() - started < 20  # the query was cancelled, not waited for
+    assert pg.execute(dsn, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' "
+                           "AND state = 'active' AND pid <> pg_backend_pid()") == [(0,)]
