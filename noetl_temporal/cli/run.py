@@ -68,7 +68,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "value renders empty and the progress shows a located warning")
     parser.add_argument("--dry-run", action="store_true",
                         help="validate and print the plan (steps, arcs, what runs first; JSON with --json); "
-                             "run nothing and connect to nothing")
+                             "run nothing and connect to nothing. A refused `kind: container` task "
+                             "(NTL338) prints the Kubernetes Job NoETL would submit for it")
 
 
 def parse_payload(payload: str | None, sets: Sequence[str], strings: Sequence[str] = (),
@@ -152,6 +153,8 @@ def run_command(args: argparse.Namespace) -> int:
     except PlaybookInvalid as exc:
         for diag in exc.diagnostics:
             print(diag, file=sys.stderr)
+        if args.dry_run:
+            _print_container_jobs(args.playbook, exc.diagnostics)
         print(f"error: {args.playbook} is not a valid playbook; nothing was run", file=sys.stderr)
         return EXIT_INVALID
     except (ConfigError, NotFound) as exc:
@@ -267,6 +270,28 @@ def _locator(loaded: Any) -> Callable[[str], str]:
     from ..locations import locate_message
 
     return lambda message: locate_message(loaded, message) or message
+
+
+def _print_container_jobs(playbook: str, diagnostics: Sequence[Any]) -> None:
+    """With ``--dry-run``: the Kubernetes Job NoETL would submit for each refused ``kind:
+    container`` task (NTL338), on stdout as YAML documents (docs/noetl-e2e-fates.md)."""
+    from pathlib import Path
+
+    from ..dsl.container_job import container_tasks, job_spec
+
+    paths = [d.path for d in diagnostics if d.code == "NTL338" and d.path]
+    if not paths or not Path(playbook).is_file():
+        return
+    try:
+        doc = yaml.safe_load(Path(playbook).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return
+    name = str((doc.get("metadata") or {}).get("name") or "") if isinstance(doc, dict) else ""
+    for step, label, task in container_tasks(doc, paths):
+        print("---")
+        print(f"# the Kubernetes Job NoETL would submit for step {step!r}, task {label!r} "
+              f"(templates render when it is submitted)")
+        print(yaml.safe_dump(job_spec(task, step=step, label=label, playbook=name), sort_keys=False), end="")
 
 
 def _dry_run(loaded: Any, as_json: bool) -> int:

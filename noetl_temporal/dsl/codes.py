@@ -163,7 +163,7 @@ _TABLE: list[Code] = [
          "write one of the values docs/tools.md lists for the setting (a number of seconds > 0)"),
     # NTL320: numbered apart from the tool-setting codes (NTL309...) so the two sets can grow.
     Code("NTL320", _E, "a NoETL tool kind that noetl-temporal does not run",
-         "`kind: snowflake`, `kind: container`",
+         "`kind: agent`, `kind: script`",
          "the message names what to use instead (usually a `python`, `shell`, `duckdb` or `result` task)"),
     Code("NTL321", _W, "a python task reads NoETL's implicit `context` global: it is given as the task's input "
                        "`context`, holding exactly the names the code reads",
@@ -196,6 +196,26 @@ _TABLE: list[Code] = [
     Code("NTL330", _E, "a tool setting names a service noetl-temporal does not run",
          "`{kind: subscription, source: kafka, ...}`",
          "the message names what is missing and what to use instead (`source: nats`, a `python` task)"),
+    # NTL336-NTL338: NoETL tool kinds that need a service this runtime cannot have (NTL320 is
+    # for those with a local equivalent): the fates table counts them apart.
+    Code("NTL336", _E, "`kind: snowflake` (or a transfer endpoint `type: snowflake`) needs a Snowflake account, "
+                       "a cloud service noetl-temporal does not reach",
+         "`tool: {kind: snowflake, auth: sf, command: SELECT 1}`, `{kind: transfer, source: {type: snowflake}}`",
+         "query Snowflake from a `python` task with the snowflake-connector-python package, credentials "
+         "from the keychain"),
+    Code("NTL337", _E, "`kind: ducklake` needs NoETL's lake service (a catalog database and DuckDB's "
+                       "DuckLake extension from its extension repository)",
+         "`tool: {kind: ducklake, catalog_connection: ..., command: ...}`",
+         "use `kind: duckdb` and attach the lake in SQL (`INSTALL ducklake; ATTACH 'ducklake:<catalog>' AS lake`)"),
+    Code("NTL338", _E, "`kind: container` needs a Kubernetes cluster to run its Job",
+         "`tool: {kind: container, image: alpine:3.19, command: [sh, -c, ...]}`",
+         "start the container from a `shell` task (`docker run ...` or `kubectl ...`); "
+         "`noetl-temporal run --dry-run` prints the Kubernetes Job NoETL would submit"),
+    Code("NTL339", _W, "a template reads NoETL's step envelope `data` (`{{ step.data }}`) of a step whose result "
+                       "here has no `data` key: it renders empty",
+         "`input: {rows: \"{{ load.data.command_0.rows }}\"}` where `load` is a postgres step",
+         "drop `.data`: `{{ load.command_0.rows }}` (here a step's name stands for its result, NoETL's "
+         "envelope `data`; docs/semantics.md, \"NoETL's step envelope\")"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

@@ -24,13 +24,14 @@ from .diagnostics import Diagnostic, Reporter, kind_of
 from .gc_pause import gc_paused
 from .model_errors import validate_model
 from .models import Playbook
-from .noetl_implicit import give_implicit_context, number_sql_execution_id
+from .noetl_implicit import give_implicit_context, number_sql_execution_id, warn_envelope_data
 from .normalize import normalize
 from .origins import Origins
 from .script_sources import check_script_sources
 from .sources import check_text, decode, read_source
 from .template_check import check_templates
 from .template_names import check_template_names
+from .transfer_check import check_transfer_endpoints
 from .validate import check_semantics
 from .yaml_loader import parse_yaml
 
@@ -97,7 +98,9 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     check_python_code(model, text, reporter)
     give_implicit_context(model, reporter)
     number_sql_execution_id(model, reporter)
+    warn_envelope_data(model, reporter)
     check_script_sources(model, reporter)
+    check_transfer_endpoints(model, reporter)
     check_template_names(raw, model, reporter, templates=parsed.templates)
     if reporter.has_errors():
         return None

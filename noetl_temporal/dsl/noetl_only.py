@@ -10,30 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["NOETL_TOOL_KINDS", "NOETL_ROOT_KEYS", "NOETL_STEP_KEYS", "CURSOR_LOOP_FIX",
+__all__ = ["NOETL_TOOL_KINDS", "SERVICE_KIND_CODES", "NOETL_ROOT_KEYS", "NOETL_STEP_KEYS", "CURSOR_LOOP_FIX",
            "tool_kind_message"]
 
 #: NoETL tool kind -> (what it does in NoETL, what to use here instead)
 NOETL_TOOL_KINDS: Mapping[str, tuple[str, str]] = {
-    "snowflake": ("it queries Snowflake",
+    "snowflake": ("it queries Snowflake, a cloud warehouse this runtime has no account for",
                   "query Snowflake from a `python` task with the snowflake-connector-python package, "
                   "credentials from the keychain"),
-    "ducklake": ("it reads and writes DuckLake tables",
+    "ducklake": ("it reads and writes DuckLake tables through NoETL's lake service (a catalog database "
+                 "and the DuckLake extension fetched from DuckDB's extension repository), which this "
+                 "runtime does not run",
                  "use `kind: duckdb` and attach the lake in SQL (`INSTALL ducklake; "
                  "ATTACH 'ducklake:<catalog>' AS lake`)"),
-    "container": ("it runs a container image as a Kubernetes job",
-                  "start the container from a `shell` task (`docker run ...` or `kubectl ...`)"),
-    "artifact": ("it reads results NoETL stored in its object store",
-                 "large results are stored by reference already: read one back with `kind: result` "
-                 "(`ref: \"{{ step_name }}\"`)"),
-    "transfer": ("it copies rows between two connections",
-                 "read with one task and write with the next in a `tool:` pipeline (for example "
-                 "`http` then `postgres`), or copy in SQL with `kind: duckdb` and its postgres extension"),
+    "container": ("it runs a container image as a Kubernetes Job, and this runtime has no Kubernetes "
+                  "cluster to submit it to",
+                  "start the container from a `shell` task (`docker run ...` or `kubectl ...`); "
+                  "`noetl-temporal run --dry-run` prints the Kubernetes Job NoETL would submit"),
     "script": ("it runs a script fetched from object storage as a Kubernetes job",
                "run the code in a `python` task, or the script in a `shell` task"),
     "agent": ("it hands the task to NoETL's AI agent framework (retired in NoETL itself)",
               "call the model's API with an `http` task, or run a sub-playbook with `kind: playbook`"),
 }
+
+#: the kinds refused because they need a service this runtime cannot reach, each with its own
+#: code so a fates table (docs/noetl-e2e-fates.md) tells a missing service from a missing
+#: tool: NTL320 stays for the kinds with something local to write instead
+SERVICE_KIND_CODES: Mapping[str, str] = {"snowflake": "NTL336", "ducklake": "NTL337", "container": "NTL338"}
 
 #: root keys NoETL reads and noetl-temporal does not -> the fix
 NOETL_ROOT_KEYS: Mapping[str, str] = {
@@ -55,8 +58,9 @@ CURSOR_LOOP_FIX = ("select the work rows in a `postgres` task and loop over them
                    "queue, claim in a pipeline task and `do: jump` back to it until nothing is claimed")
 
 
-def tool_kind_message(kind: str) -> tuple[str, str]:
-    """(message, fix) for a NoETL tool kind of :data:`NOETL_TOOL_KINDS`."""
+def tool_kind_message(kind: str) -> tuple[str, str, str]:
+    """(code, message, fix) for a NoETL tool kind of :data:`NOETL_TOOL_KINDS`."""
     what, instead = NOETL_TOOL_KINDS[kind]
-    return f"kind {kind!r} is a NoETL tool that noetl-temporal does not run: {what}", instead
+    code = SERVICE_KIND_CODES.get(kind, "NTL320")
+    return code, f"kind {kind!r} is a NoETL tool that noetl-temporal does not run: {what}", instead
 

@@ -39,7 +39,7 @@ def check_requires(playbook: Playbook, reporter: Reporter) -> None:
             continue
         path = f"executor.requires.tools[{i}]"
         if kind in NOETL_TOOL_KINDS:
-            message, fix = tool_kind_message(kind)
+            _, message, fix = tool_kind_message(kind)
             reporter.add_normalized("NTL106", f"this playbook requires tool {kind!r}: {message}", path,
                                     value=True, fix=fix)
         else:

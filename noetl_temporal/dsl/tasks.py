@@ -125,8 +125,8 @@ class TaskNormalizer:
             key_src = {k: paths.join(entry_src, k) for k in resolved if k not in body}
             body, kind = resolved, resolved["kind"]
         elif isinstance(kind, str) and kind in NOETL_TOOL_KINDS:
-            message, fix = tool_kind_message(kind)
-            self.reporter.add("NTL320", message, paths.join(src, "kind"), value=True, fix=fix)
+            code, message, fix = tool_kind_message(kind)
+            self.reporter.add(code, message, paths.join(src, "kind"), value=True, fix=fix)
             return None
         elif not isinstance(kind, str) or kind not in KNOWN_TOOL_KINDS:
             self.reporter.add("NTL302", f"unknown tool kind {kind!r}{did_you_mean(kind, ALL_KINDS)}; known: "

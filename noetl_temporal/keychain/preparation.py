@@ -62,6 +62,17 @@ def _check_connection_source(kind: str, rules: Credentials, config: Mapping[str,
                     "\"{{ keychain.<name>.dsn }}\"' (see docs/keychain.md)")
 
 
+def _endpoints(rules: Credentials | None, config: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(label, mapping)`` of each part of ``config`` that takes ``auth``/``connection``:
+    the configuration itself, or its ``within`` sub-mappings of a ``within_types`` type."""
+    if rules is None:
+        return []
+    if not rules.within:
+        return [("", config)]
+    return [(f" {key}", sub) for key in rules.within
+            if isinstance(sub := config.get(key), Mapping) and sub.get("type") in rules.within_types]
+
+
 def needs_keychain(kind: str, config: Mapping[str, Any]) -> bool:
     """Cheap check: does :func:`prepare` have anything to resolve or check for this task?"""
     return _credentials(kind) is not None or bool(deferred_templates(config, []))
@@ -78,13 +89,14 @@ def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str
     """
     config = dict(config)
     rules = _credentials(kind)
-    if rules is not None:
-        _check_connection_source(kind, rules, config)
+    for label, part in _endpoints(rules, config):
+        _check_connection_source(kind + label, rules, part)  # type: ignore[arg-type]
     declared = {str(d.get("name")): dict(d) for d in declarations if d.get("name")}
     names = referenced_entries(config, declared.values())
-    auth = config.get(rules.auth) if rules is not None else None
-    if isinstance(auth, str) and auth.strip() and not is_template(auth):
-        names.add(auth.strip())
+    for _, part in _endpoints(rules, config):
+        auth = part.get(rules.auth)  # type: ignore[union-attr]
+        if isinstance(auth, str) and auth.strip() and not is_template(auth):
+            names.add(auth.strip())
     if not names:
         return Prepared(config)
     provider = provider or get_keychain_provider()
@@ -100,10 +112,11 @@ def prepare(kind: str, config: Mapping[str, Any], *, secret_context: Mapping[str
         # with secrets passes here, so it is masked here, once, before it becomes the task's error.
         raise ToolError(Scrubber(secret_values(entries)).text(str(exc)), kind="template",
                         retryable=False) from None
-    auth = rendered.get(rules.auth) if rules is not None else None
-    if isinstance(auth, str) and auth.strip() and auth.strip() not in entries:
-        # ``auth: "{{ keychain... }}"`` that renders to an entry name
-        entries[auth.strip()] = resolve_entry(auth.strip(), declared.get(auth.strip()), provider)
+    for _, part in _endpoints(rules, rendered):
+        auth = part.get(rules.auth)  # type: ignore[union-attr]
+        if isinstance(auth, str) and auth.strip() and auth.strip() not in entries:
+            # ``auth: "{{ keychain... }}"`` that renders to an entry name
+            entries[auth.strip()] = resolve_entry(auth.strip(), declared.get(auth.strip()), provider)
     rendered_values = [_pick(rendered, config, text) for text in deferred]
     scrubber = Scrubber(secret_values(entries, rendered_values))
     return Prepared(rendered, entries, scrubber)

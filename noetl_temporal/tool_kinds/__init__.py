@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .activity import ACTIVITY
 from .approve import APPROVE
+from .artifact import ARTIFACT
 from .declaration import ToolKind
 from .duckdb import DUCKDB
 from .http import HTTP
@@ -21,6 +22,7 @@ from .python import PYTHON
 from .result import RESULT
 from .shell import SHELL
 from .subscription import SUBSCRIPTION
+from .transfer import TRANSFER
 from .workflow import WORKFLOW
 
 __all__ = ["DECLARATIONS", "TOOL_KINDS", "WORKFLOW_KINDS", "REGISTRY_KINDS", "LOAD_TIME_KINDS",
@@ -30,7 +32,7 @@ __all__ = ["DECLARATIONS", "TOOL_KINDS", "WORKFLOW_KINDS", "REGISTRY_KINDS", "LO
 #: every kind a task may name at run time, in the order messages list them
 DECLARATIONS: dict[str, ToolKind] = {d.kind: d for d in (NOOP, PYTHON, SHELL, HTTP, POSTGRES, DUCKDB,
                                                          PLAYBOOK, RESULT, ACTIVITY, WORKFLOW, APPROVE,
-                                                         NATS, SUBSCRIPTION)}
+                                                         NATS, SUBSCRIPTION, TRANSFER, ARTIFACT)}
 
 TOOL_KINDS: tuple[str, ...] = tuple(DECLARATIONS)
 

@@ -53,10 +53,15 @@ class Credentials:
     ``auth``: the key naming an entry, resolved even when no template reads it.
     ``connection``: keys (with a mapping ``auth``) that may only come from a keychain
     template: written in the playbook, the credentials would be stored in workflow history.
+    ``within``: sub-mappings that hold their own ``auth``/``connection`` (``transfer``).
     """
 
     auth: str = "auth"
     connection: tuple[str, ...] = ()
+    #: keys holding sub-mappings that each take ``auth``/``connection`` the same way (a
+    #: transfer's ``source`` and ``target``), when their ``type`` is one of ``within_types``
+    within: tuple[str, ...] = ()
+    within_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

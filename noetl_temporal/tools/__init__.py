@@ -7,6 +7,7 @@ the same call returning its JSON.
 """
 
 from . import _workdirs
+from .artifact import ArtifactTool
 from .base import (
     TOOLS,
     Tool,
@@ -29,6 +30,7 @@ from .python import PythonTool
 from .python.forkserver import aclose_forkserver
 from .result import ResultTool
 from .shell import ShellTool
+from .transfer import TransferTool
 
 
 async def aclose_clients() -> None:
@@ -51,7 +53,8 @@ def sweep_workdirs() -> int:
 #: one instance per kind of ``noetl_temporal.tool_kinds.REGISTRY_KINDS`` (the DSL's list;
 #: tests/tools/test_tool_kinds.py keeps the two equal)
 BUILTIN_TOOLS: tuple[Tool, ...] = (NoopTool(), PythonTool(), ShellTool(), HttpTool(), PostgresTool(),
-                                   DuckdbTool(), ResultTool(), NatsTool(), SubscriptionTool())
+                                   DuckdbTool(), ResultTool(), NatsTool(), SubscriptionTool(), TransferTool(),
+                                   ArtifactTool())
 for _tool in BUILTIN_TOOLS:
     register_tool(_tool)
 del _tool

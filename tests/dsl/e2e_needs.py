@@ -149,6 +149,8 @@ NEEDS: dict[str, Need] = {
         INTERNET, "jsonplaceholder.typicode.com"),
     P + "data_transfer/http_to_postgres_simple/http_to_postgres_simple.yaml": Need(
         INTERNET, "jsonplaceholder.typicode.com"),
+    P + "data_transfer/http_to_postgres_transfer/http_to_postgres_transfer.yaml": Need(
+        INTERNET, "jsonplaceholder.typicode.com (run with a loopback stand-in: tests/temporal/test_transfer.py)"),
     P + "data_transfer/postgres_jsonb_test/postgres_jsonb_test.yaml": _local(
         "python and postgres: JSONB round trip", basis=_NONE_STATED),
     P + "deployment/docker_cleanup.yaml": Need(NOETL, "the Docker daemon of NoETL's development host"),
@@ -194,7 +196,8 @@ NEEDS: dict[str, Need] = {
         "http on the paginated stand-in and postgres; its SQL writes `{{ execution_id }}` unquoted into a BIGINT "
         "column, given the execution's number (NTL323)", basis=_NONE_STATED,
         differs="its check step reads `{{ validate_results.data.command_0.rows }}`: NoETL's step envelope `data`, "
-                "which a step result here does not have (read `validate_results.command_0.rows`, docs/semantics.md)",
+                "which a step result here does not have (read `validate_results.command_0.rows`; validation locates it, "
+                "NTL339, docs/semantics.md)",
         fails_with="Expected list of rows, got <class 'NoneType'>"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
@@ -260,7 +263,8 @@ NEEDS: dict[str, Need] = {
         "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
         payload={"script_path": _SCRIPTS + "hello_world.py"},
         differs="its verify step reads `{{ run_python_from_file.data }}`: NoETL's step envelope `data`, which a "
-                "step result here does not have (read `{{ run_python_from_file }}`, docs/semantics.md)",
+                "step result here does not have (read `{{ run_python_from_file }}`; validation locates it, NTL339, "
+                "docs/semantics.md)",
         fails_with="'NoneType' object is not subscriptable"),
     P + "script_execution/python_http_example.yaml": Need(
         INTERNET, "raw.githubusercontent.com for its code (`script:` over http, which runs here: tests/tools)"),

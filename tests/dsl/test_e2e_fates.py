@@ -46,4 +46,10 @@ def test_every_rejection_is_located_and_names_its_reason():
 
 def test_noetl_tool_kinds_are_refused_as_noetl_tools():
     kinds = {d.message.split("'")[1] for f in fates() for d in f.errors if d.code == "NTL320"}
-    assert kinds == {"snowflake", "ducklake", "container", "artifact", "transfer", "script", "agent"}
+    assert kinds == {"script", "agent"}
+
+
+def test_kinds_needing_a_missing_service_are_refused_with_its_own_code():
+    found = {(d.code, d.message.split("'")[1]) for f in fates() for d in f.errors
+             if d.code in ("NTL336", "NTL337", "NTL338")}
+    assert found == {("NTL336", "snowflake"), ("NTL337", "ducklake"), ("NTL338", "container")}

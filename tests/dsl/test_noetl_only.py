@@ -4,31 +4,39 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.dsl.noetl_only import NOETL_TOOL_KINDS
+from noetl_temporal.dsl.noetl_only import NOETL_TOOL_KINDS, SERVICE_KIND_CODES
 
-from .helpers import codes, errors, find, playbook
+from .helpers import codes, diags, errors, find, playbook, warnings
 
 # The tool kinds NoETL's fixture set uses that have no tool here (docs/noetl-e2e-fates.md).
-E2E_KINDS = ["snowflake", "ducklake", "container", "artifact", "transfer", "script", "agent"]
+E2E_KINDS = ["snowflake", "ducklake", "container", "script", "agent"]
 
 
 @pytest.mark.parametrize("kind", E2E_KINDS)
 def test_a_noetl_tool_kind_is_named_as_such(kind):
     text = playbook(f"workflow:\n  - step: a\n    tool: {{kind: {kind}, auth: x}}\n")
     (diag,) = errors(text)
-    assert diag.code == "NTL320"
+    assert diag.code == SERVICE_KIND_CODES.get(kind, "NTL320")
     assert diag.message.startswith(f"kind {kind!r} is a NoETL tool that noetl-temporal does not run: ")
     assert "unknown" not in diag.message
     assert (diag.line, diag.col, diag.path) == (*find(text, kind), "workflow[0].tool.kind")
     assert diag.fix == NOETL_TOOL_KINDS[kind][1]
 
 
-@pytest.mark.parametrize("kind,instead", [("ducklake", "kind: duckdb"), ("artifact", "kind: result"),
-                                          ("transfer", "pipeline"), ("snowflake", "`python` task")])
+@pytest.mark.parametrize("kind,instead", [("ducklake", "kind: duckdb"), ("script", "`python` task"),
+                                          ("snowflake", "`python` task")])
 def test_the_fix_names_what_to_use_instead(kind, instead):
     (diag,) = errors(playbook(f"workflow:\n  - step: a\n    tool:\n      - name: t\n        kind: {kind}\n"))
-    assert (diag.code, diag.path) == ("NTL320", "workflow[0].tool[0].kind")
+    assert (diag.code, diag.path) == (SERVICE_KIND_CODES.get(kind, "NTL320"), "workflow[0].tool[0].kind")
     assert instead in diag.fix
+
+
+@pytest.mark.parametrize("kind,code,service", [("snowflake", "NTL336", "Snowflake"),
+                                               ("ducklake", "NTL337", "lake service"),
+                                               ("container", "NTL338", "Kubernetes")])
+def test_a_kind_needing_a_missing_service_has_its_own_code_naming_it(kind, code, service):
+    (diag,) = errors(playbook(f"workflow:\n  - step: a\n    tool: {{kind: {kind}}}\n"))
+    assert diag.code == code and service in diag.message
 
 
 def test_a_typo_is_still_an_unknown_kind():
@@ -102,3 +110,32 @@ def test_a_task_policy_hook_is_one_located_error_naming_the_pipeline_form(hook, 
     assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL409", f"workflow[0].tool.spec.policy.{hook}",
                                                             find(text, f"{hook}:"))
     assert "NoETL 5.x hook" in diag.message and fix in diag.fix
+
+
+def test_noetl_s_step_envelope_data_is_located_with_the_fix():
+    text = playbook("workflow:\n  - step: load\n    tool: {kind: postgres, auth: pg, command: SELECT 1}\n"
+                    "    next: {spec: {mode: exclusive}, arcs: [{step: use}]}\n"
+                    "  - step: use\n    tool:\n      kind: python\n"
+                    "      input: {rows: \"{{ load.data.command_0.rows }}\"}\n      code: \"result = rows\"\n")
+    (diag,) = [d for d in warnings(text) if d.code == "NTL339"]
+    assert not errors(text)
+    assert (diag.line, diag.col) == find(text, "rows: ")
+    assert "`{{ load.command_0.rows }}`" in diag.fix
+
+
+def test_a_http_step_s_data_is_its_body_and_not_warned():
+    text = playbook("workflow:\n  - step: fetch\n    tool: {kind: http, url: \"http://x\"}\n"
+                    "    next: {spec: {mode: exclusive}, arcs: [{step: use}]}\n"
+                    "  - step: use\n    tool:\n      kind: python\n"
+                    "      input: {body: \"{{ fetch.data.items }}\"}\n      code: \"result = body\"\n")
+    assert not [d for d in diags(text) if d.code == "NTL339"]
+
+
+def test_a_transfer_endpoint_is_checked_at_validation():
+    text = playbook("workflow:\n  - step: a\n    tool:\n      kind: transfer\n"
+                    "      source: {type: snowflake, query: SELECT 1}\n      target: {type: oracle, table: t}\n")
+    sf, other = errors(text)
+    assert (sf.code, sf.path, (sf.line, sf.col)) == ("NTL336", "workflow[0].tool.source.type", find(text, "snowflake"))
+    assert "Snowflake account" in sf.message
+    assert (other.code, other.path) == ("NTL316", "workflow[0].tool.target.type")
+    assert "postgres, duckdb, file" in other.fix

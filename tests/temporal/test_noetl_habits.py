@@ -81,7 +81,7 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path):
 
 def test_dry_run_of_an_invalid_playbook_is_the_located_error(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("workflow:\n  - step: a\n    tool: {kind: snowflake}\n")
+    bad.write_text("workflow:\n  - step: a\n    tool: {kind: agent}\n")
     proc = cli("run", str(bad), "--dry-run")
     assert proc.returncode == 2
     assert f"{bad}:3:18: NTL320" in proc.stderr and "plan for" not in proc.stdout

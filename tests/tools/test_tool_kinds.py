@@ -89,8 +89,9 @@ def test_the_traits_the_runtime_reads_come_from_the_declarations():
     # rendered in the workflow, not the activity (engine/task_plans.py); replay: unchanged sets
     # (`activity`, `workflow` and `approve` are new kinds: no recorded history has them)
     assert task_plans.tool_kinds.IN_WORKFLOW_KINDS == {"noop", "playbook", "activity", "workflow", "approve"}
-    assert activities._READS_REFS == {"result"}
+    assert activities._READS_REFS == {"result", "artifact"}  # a new kind: no history has it
     assert keychain.needs_keychain("postgres", {}) and not keychain.needs_keychain("http", {})
+    assert keychain.needs_keychain("transfer", {})
     assert WORKFLOW_KINDS == {"playbook", "activity", "workflow", "approve"}
 
 
