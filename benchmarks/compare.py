@@ -76,7 +76,7 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                   scratch: Path, isolated: bool = True, persist_events: bool = True) -> dict[str, Any]:
     from temporalio.client import Client
 
-    from noetl_temporal.temporal.claimcheck import data_converter
+    from noetl_temporal.temporal.converter import data_converter
 
     row: dict[str, Any] = {"workload": workload.key, "title": workload.title, "executions": workload.executions}
     run_playbook = workload.playbook is not None

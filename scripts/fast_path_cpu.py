@@ -184,7 +184,7 @@ async def _drive(address: str, steps: int, in_worker: bool) -> None:
 
     from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, chain, playbook_yaml, with_opt_in
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.temporal.claimcheck import data_converter
+    from noetl_temporal.temporal.converter import data_converter
     from noetl_temporal.temporal.client import start_execution
     from noetl_temporal.temporal.playbook_result import workflow_output
 
@@ -261,7 +261,7 @@ async def main() -> None:
     from workflow_cpu import Meter, TimedRunner
 
     from benchmarks import handwritten
-    from noetl_temporal.temporal.claimcheck import data_converter
+    from noetl_temporal.temporal.converter import data_converter
     from noetl_temporal.temporal.devserver import temporal_cli_path
     from noetl_temporal.temporal.runtime import install_runtime
     from noetl_temporal.temporal.worker import build_worker

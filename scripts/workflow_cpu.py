@@ -73,7 +73,7 @@ from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, branches, p
 from benchmarks.workloads import chain as fed_chain
 from benchmarks.workloads import loop as par_loop
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.claimcheck import data_converter
+from noetl_temporal.temporal.converter import data_converter
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.devserver import temporal_cli_path
 from noetl_temporal.temporal.playbook_result import workflow_output
