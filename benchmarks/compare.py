@@ -135,9 +135,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     scratch = Path(tempfile.mkdtemp(prefix="noetl-bench-"))
     # Both the benchmark and the playbook worker read these: keep the user's stores clean.
-    os.environ["NOETL_EVENT_STORE"] = str(scratch / "events.db")
-    os.environ["NOETL_PAYLOAD_STORE"] = str(scratch / "payloads")
-    os.environ["NOETL_RESULT_STORE"] = str(scratch / "results")
+    os.environ["NOETL_STORE"] = scratch.as_uri()   # its events.db, payloads/, results/
     chosen = [w for w in workloads(QUICK_SIZES if args.quick else SIZES, in_worker=args.in_worker)
               if w.key in args.workloads]
     warm = {w.key: w for w in workloads(QUICK_SIZES, in_worker=args.in_worker)}
