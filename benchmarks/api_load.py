@@ -159,8 +159,8 @@ async def measure(address: str, *, requests: int = 1000, rounds: int = 1, worker
                   kinds: tuple[str, ...] = KINDS, executions: int = 20, page_size: int = 20) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="noetl-api-load-"))
     queue = f"bench-load-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ, NOETL_EVENT_STORE=str(scratch / "events.db"), NOETL_PAYLOAD_STORE=str(scratch / "payloads"),
-               NOETL_RESULT_STORE=str(scratch / "results"), NOETL_CATALOG_PATH=str(scratch / "catalog.db"))
+    env = dict(os.environ, NOETL_STORE=scratch.as_uri(),
+               NOETL_CATALOG_PATH=str(scratch / "catalog.db"))
     env.pop("NOETL_API_TOKEN", None)
     cli = [sys.executable, "-m", "noetl_temporal.cli"]
     worker = _Child([*cli, "worker", "--address", address, "--task-queue", queue], r"worker polling", env,

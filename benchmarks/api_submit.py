@@ -235,8 +235,8 @@ async def measure(address: str, *, executions: int = 200, in_flight: int = 50, r
     scratch = scratch or Path(tempfile.mkdtemp(prefix="noetl-api-bench-"))
     scratch.mkdir(parents=True, exist_ok=True)
     queue = f"bench-api-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ, NOETL_EVENT_STORE=str(scratch / "events.db"), NOETL_PAYLOAD_STORE=str(scratch / "payloads"),
-               NOETL_RESULT_STORE=str(scratch / "results"), NOETL_CATALOG_PATH=str(scratch / "catalog.db"))
+    env = dict(os.environ, NOETL_STORE=scratch.as_uri(),
+               NOETL_CATALOG_PATH=str(scratch / "catalog.db"))
     env.pop("NOETL_API_TOKEN", None)
     cli = [sys.executable, "-m", "noetl_temporal.cli"]
     worker = _Child([*cli, "worker", "--address", address, "--task-queue", queue], r"worker polling", env,

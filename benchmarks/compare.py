@@ -76,7 +76,7 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                   scratch: Path, isolated: bool = True, persist_events: bool = True) -> dict[str, Any]:
     from temporalio.client import Client
 
-    from noetl_temporal.temporal.claimcheck import data_converter
+    from noetl_temporal.temporal.converter import data_converter
 
     row: dict[str, Any] = {"workload": workload.key, "title": workload.title, "executions": workload.executions}
     run_playbook = workload.playbook is not None
@@ -135,9 +135,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     scratch = Path(tempfile.mkdtemp(prefix="noetl-bench-"))
     # Both the benchmark and the playbook worker read these: keep the user's stores clean.
-    os.environ["NOETL_EVENT_STORE"] = str(scratch / "events.db")
-    os.environ["NOETL_PAYLOAD_STORE"] = str(scratch / "payloads")
-    os.environ["NOETL_RESULT_STORE"] = str(scratch / "results")
+    os.environ["NOETL_STORE"] = scratch.as_uri()   # its events.db, payloads/, results/
     chosen = [w for w in workloads(QUICK_SIZES if args.quick else SIZES, in_worker=args.in_worker)
               if w.key in args.workloads]
     warm = {w.key: w for w in workloads(QUICK_SIZES, in_worker=args.in_worker)}

@@ -146,9 +146,7 @@ async def on_temporal(sizes: list[int], kind: str) -> None:
     from noetl_temporal.temporal.worker import build_worker
 
     scratch = tempfile.mkdtemp(prefix="noetl-scale-")
-    os.environ.setdefault("NOETL_EVENT_STORE", os.path.join(scratch, "events.db"))
-    os.environ.setdefault("NOETL_PAYLOAD_STORE", os.path.join(scratch, "payloads"))
-    os.environ.setdefault("NOETL_RESULT_STORE", os.path.join(scratch, "results"))
+    os.environ.setdefault("NOETL_STORE", scratch)   # its events.db, payloads/, results/
     print(f"## dev server: parallel {kind} loops (50 in flight), worker in this process\n")
     print("| items | wall (s) | items/s | peak RSS (MiB) | history events (last run) | result |")
     print("|---:|---:|---:|---:|---:|---|")

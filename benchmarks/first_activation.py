@@ -105,7 +105,7 @@ async def rebuild_on_temporal(n: int) -> None:
     from .task_durations import ActivationClock, describe, task_durations
 
     scratch = tempfile.mkdtemp(prefix="noetl-first-activation-")
-    os.environ.setdefault("NOETL_EVENT_STORE", os.path.join(scratch, "events.db"))
+    os.environ.setdefault("NOETL_STORE", scratch)
     playbook = load_playbook_text(chain(n)).playbook
     print(f"## dev server: {n:,}-step noop chain, then a query that rebuilds the closed workflow\n")
     print("| steps | run (s) | runs, history events | workflow tasks | failed tasks | activations | load (1 min) "

@@ -141,13 +141,12 @@ async def _start(client: Any, playbook: Any, queue: str, persist: bool, continue
 
 async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = True,
               continue_after: int = 0) -> None:
+    from noetl_temporal.store import default_event_store_url
     from noetl_temporal.temporal.devserver import EmbeddedTemporal
     from noetl_temporal.temporal.worker import build_worker
 
     scratch = tempfile.mkdtemp(prefix="noetl-loop-rss-")
-    for name, sub in (("NOETL_EVENT_STORE", "events.db"), ("NOETL_PAYLOAD_STORE", "payloads"),
-                      ("NOETL_RESULT_STORE", "results")):
-        os.environ.setdefault(name, os.path.join(scratch, sub))
+    os.environ.setdefault("NOETL_STORE", scratch)   # its events.db, payloads/, results/
     playbook = load_playbook_text(loop(items, kind)).playbook
     async with EmbeddedTemporal() as env:
         queue = f"rss-{uuid.uuid4().hex[:8]}"
@@ -168,7 +167,8 @@ async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = T
         after_gc = rss_mib()
         _libc.malloc_trim(0)
         after_trim = rss_mib()
-    store = os.path.getsize(os.environ["NOETL_EVENT_STORE"]) if os.path.exists(os.environ["NOETL_EVENT_STORE"]) else 0
+    events = default_event_store_url()
+    store = os.path.getsize(events) if os.path.exists(events) else 0
     total = (output.get("steps") or {}).get("total", {}).get("result")
     print(f"{items:,}-item {kind} loop: {output['state']} ({total} results) in {ran:.0f} s, "
           f"{len(runs)} workflow run(s)\n")

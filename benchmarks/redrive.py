@@ -72,8 +72,8 @@ async def measure(address: str, *, steps: int = STEPS, rounds: int = 3, scratch:
 
     from noetl_temporal.dsl import load_playbook_text
     from noetl_temporal.store.event_store import open_event_store
-    from noetl_temporal.temporal.claimcheck import data_converter
     from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.temporal.converter import data_converter
     from noetl_temporal.temporal.playbook_result import workflow_output
     from noetl_temporal.temporal.redrive import redrive
     from noetl_temporal.temporal.worker import build_worker

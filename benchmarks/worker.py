@@ -26,7 +26,7 @@ async def _worker(side: str, address: str, queue: str):
     # The retry workload fails attempts on purpose; the SDK logs each with a traceback.
     logging.getLogger("temporalio").setLevel(logging.ERROR)
     if side == "playbook":
-        from noetl_temporal.temporal.claimcheck import data_converter
+        from noetl_temporal.temporal.converter import data_converter
         from noetl_temporal.temporal.worker import build_worker
 
         from .handwritten import ACTIVITIES

@@ -22,9 +22,7 @@ from tests.support.http_server import HTTPTestServer
 
 # Tests never touch the user's real event store.
 _SCRATCH = Path(tempfile.mkdtemp(prefix="noetl-test-"))
-os.environ["NOETL_EVENT_STORE"] = str(_SCRATCH / "events.db")
-os.environ["NOETL_PAYLOAD_STORE"] = str(_SCRATCH / "payloads")
-os.environ["NOETL_RESULT_STORE"] = str(_SCRATCH / "results")
+os.environ["NOETL_STORE"] = _SCRATCH.as_uri()  # its events.db, payloads/ and results/
 # ... nor the data beside the checkout: a fresh clone has only what is under tests/.
 confine.install()
 

@@ -45,7 +45,7 @@ PARTS: dict[str, tuple[str, ...]] = {
                 "noetl_temporal.template_child", "noetl_temporal.locations",
                 "noetl_temporal.redact",
                 "noetl_temporal.tool_kinds", "noetl_temporal.oneline"),
-    "files": ("noetl_temporal.paths", "noetl_temporal.pgschema", "noetl_temporal.sealing"),
+    "files": ("noetl_temporal.local_data", "noetl_temporal.pgschema", "noetl_temporal.sealing"),
     "keychain": ("noetl_temporal.keychain",),
     "dsl": ("noetl_temporal.dsl",),
     "engine": ("noetl_temporal.engine",),

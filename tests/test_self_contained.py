@@ -19,8 +19,8 @@ from tests.support import confine
 from tests.support.corpus import NOETL, NOETL_E2E
 
 REPO = Path(__file__).resolve().parents[1]
-#: what the suite runs or imports (tests/benchmarks imports benchmarks/, tests check scripts/)
-SCANNED = ("tests", "benchmarks", "scripts")
+#: what the suite runs or imports (tests/benchmarks imports benchmarks/, and its probes)
+SCANNED = ("tests", "benchmarks")
 #: folder names that only exist beside a checkout on a developer's machine
 OUTSIDE_NAMES = {"..", "shared"}
 #: the guard names the places it refuses; it reads nothing there

@@ -38,9 +38,10 @@ def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only-namespace", dest="namespaces", action="append", metavar="NS",
                         help="serve only this namespace (the X-Namespace header the UI and CLI send; "
                              "repeatable; default: any)")
-    parser.add_argument("--payload-store", metavar="DIR|DSN",
-                        help="where the claim check keeps large payloads, as the workers' "
-                             "(default: $NOETL_PAYLOAD_STORE, else the local data directory)")
+    parser.add_argument("--payload-store", metavar="DIR|URL",
+                        help="where the claim check keeps large payloads, as the workers': a directory, "
+                             "file:// or postgresql:// URL (default: the payloads of $NOETL_STORE, else "
+                             "the local data directory)")
 
 
 def codec_server_command(args: argparse.Namespace) -> int:
@@ -48,10 +49,10 @@ def codec_server_command(args: argparse.Namespace) -> int:
     from ..api.serving import uvicorn_config
     from ..errors import NoetlError
     from ..sealing import CODEC_ENV
+    from ..store.blobs import set_payload_location
     from ..temporal.converter import configured_data_converter, users_codec
 
-    if args.payload_store:
-        os.environ["NOETL_PAYLOAD_STORE"] = args.payload_store
+    set_payload_location(args.payload_store)
     spec = args.codec or os.environ.get(CODEC_ENV) or None
     try:
         converter = configured_data_converter(spec)

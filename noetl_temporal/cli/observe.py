@@ -26,8 +26,8 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("execution_id", metavar="ID", help="execution id (printed by `run`)")
     add_connection_arguments(parser, without_address="only the event store is read", task_queue=False)
     parser.add_argument("--event-store", metavar="URL",
-                        help="event store: SQLite file or postgresql:// DSN (default: $NOETL_EVENT_STORE "
-                             "or ~/.local/share/noetl-temporal/events.db)")
+                        help="event store: SQLite file (path or file:// URL) or postgresql:// URL (default: the "
+                             "events of $NOETL_STORE, else ~/.local/share/noetl-temporal/events.db)")
 
 
 def add_status_arguments(parser: argparse.ArgumentParser) -> None:

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="wait for the redrive to end and print its output (exit 0 only if COMPLETED)")
     parser.add_argument("--event-store", metavar="URL",
                         help="where the old execution's events are, to note the redrive there: SQLite file or "
-                             "postgresql:// DSN (default: $NOETL_EVENT_STORE, else the local file)")
+                             "postgresql:// URL (default: the events of $NOETL_STORE, else the local file)")
     add_connection_arguments(parser)
 
 

@@ -43,8 +43,8 @@ def _common(parser: argparse.ArgumentParser, *, default_port: int) -> None:
                         help="a token that may answer approvals (and nothing else), as NAME; repeat per approver "
                              "(default: $NOETL_API_APPROVERS, NAME=TOKEN,...; docs/approvals.md)")
     parser.add_argument("--event-store", metavar="URL",
-                        help="event store the workers write (SQLite file or postgresql:// DSN; default: "
-                             "$NOETL_EVENT_STORE or ~/.local/share/noetl-temporal/events.db)")
+                        help="event store the workers write (SQLite file or postgresql:// URL; default: the "
+                             "events of $NOETL_STORE, else ~/.local/share/noetl-temporal/events.db)")
     parser.add_argument("--max-body-bytes", type=int, default=1024 * 1024, metavar="N",
                         help="largest request body accepted (default 1048576); larger ones get 413, as does "
                              "a start request whose playbook and payload expand past twice this once parsed")

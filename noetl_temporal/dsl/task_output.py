@@ -109,7 +109,7 @@ class _Output:
         elif kind in _NO_STORE:
             self.error(f"`output.store.kind: {kind}` is not available: {_NO_STORE[kind]}", "store", "kind",
                        fix="use `kind: auto` or `kv` (the worker's result store), `disk` (files under "
-                           "$NOETL_RESULT_STORE) or `db` (PostgreSQL at $NOETL_RESULT_STORE_DSN)", value=True)
+                           "the results/ directory of $NOETL_STORE) or `db` (PostgreSQL: $NOETL_STORE a postgresql:// URL)", value=True)
         else:
             self.error(f"unknown `output.store.kind: {kind}`", "store", "kind", value=True,
                        fix=f"use one of {', '.join(STORE_KINDS)}")

@@ -1,5 +1,6 @@
 """Durable stores: the event log (and, in ``catalog``, playbook versions; in ``large_results``,
-task results too large for workflow history)."""
+task results too large for workflow history; in ``payloads``, the claim check's payloads).
+Where events, results and payloads live is one URL, ``$NOETL_STORE`` (``blobs``)."""
 
 from .event_store import (
            EventStore,

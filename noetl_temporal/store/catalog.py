@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, NotFound
-from ..paths import data_dir
+from ..local_data import data_dir
 from .catalog_paths import MAX_PATH_CHARS, PATH_PATTERN, canonical_path, path_problem
 from .catalog_paths import RULE as PATH_RULE
 

@@ -6,7 +6,7 @@ workflow state exists (closed executions, no worker running). Writes are idempot
 ``(execution_id, event_id)``, so a replayed or retried flush never duplicates an event.
 
 Backends: SQLite (embedded default, one file) and PostgreSQL (``postgresql://`` URL).
-Choose with ``NOETL_EVENT_STORE`` (a file path or a DSN). Under a deployment's own payload
+Where: the ``events.db`` file or the database of ``$NOETL_STORE`` (``blobs.py``). Under a deployment's own payload
 codec each event's body is sealed with it (``noetl_temporal.sealing``); the columns it is
 searched by (ids, type, entity, status, timestamp) stay clear.
 """
@@ -14,7 +14,6 @@ searched by (ids, type, entity, status, timestamp) stay clear.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,8 +21,7 @@ from typing import Any, Protocol
 from .. import sealing
 from ..engine.event_types import TERMINAL_EVENT_TYPES
 from ..errors import ConfigError
-from ..paths import data_dir
-from ..pgschema import ensure_schema
+from .blobs import STORE_ENV, event_location, is_postgres, pg_connect, sqlite_path
 from .legacy import expand_types
 
 __all__ = ["EventStore", "SqliteEventStore", "PostgresEventStore", "open_event_store",
@@ -34,10 +32,7 @@ LIFECYCLE_TERMINAL = TERMINAL_EVENT_TYPES
 
 
 def default_event_store_url() -> str:
-    explicit = os.environ.get("NOETL_EVENT_STORE")
-    if explicit:
-        return explicit
-    return str(data_dir() / "events.db")
+    return event_location()
 
 
 class EventStore(Protocol):
@@ -214,7 +209,7 @@ class SqliteEventStore(_SqlEventStore):
             self._conn.executescript(_SQLITE_SCHEMA)
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the event store {path}: {exc}",
-                              fix="set NOETL_EVENT_STORE to a writable file path or a postgresql:// DSN") from None
+                              fix=f"set {STORE_ENV} to a writable file:// directory or a postgresql:// URL") from None
 
     def _insert_sql(self) -> str:
         return ("INSERT OR IGNORE INTO noetl_events (execution_id, event_id, seq, event_type, entity_type, "
@@ -260,12 +255,10 @@ class PostgresEventStore(_SqlEventStore):
         self.url = dsn
         self._lock = threading.Lock()
         try:
-            self._conn = psycopg.connect(dsn, autocommit=True)
-            with self._lock:
-                ensure_schema(self._conn, _PG_SCHEMA)
+            self._conn = pg_connect(dsn, "events", _PG_SCHEMA)
         except psycopg.Error as exc:
             raise ConfigError(f"cannot open the PostgreSQL event store: {exc}".strip(),
-                              fix="check the DSN in NOETL_EVENT_STORE and that the server is up") from None
+                              fix=f"check the URL in {STORE_ENV} and that the server is up") from None
 
     def _insert_sql(self) -> str:
         return ("INSERT INTO noetl_events (execution_id, event_id, seq, event_type, entity_type, entity_id, "
@@ -285,8 +278,8 @@ class PostgresEventStore(_SqlEventStore):
 
 
 def open_event_store(url: str | None = None) -> EventStore:
-    """``postgresql://...`` -> PostgreSQL; anything else is a SQLite file path."""
+    """``postgresql://...`` -> PostgreSQL; a file path or ``file://`` URL -> SQLite."""
     url = url or default_event_store_url()
-    if url.startswith(("postgresql://", "postgres://")):
+    if is_postgres(url):
         return PostgresEventStore(url)
-    return SqliteEventStore(url)
+    return SqliteEventStore(sqlite_path(url))

@@ -14,10 +14,11 @@ outcome carries a **ResultRef** instead::
      "kept_max_bytes": n,            # what templates read from it (kept_fields.py)
      "preview": <first N characters or items>}          # only when preview is asked for
 
-Stores: ``fs`` (default) writes ``$NOETL_RESULT_STORE/<execution_id>/<task_run_id>-<attempt>.json``
-(default directory ``~/.local/share/noetl-temporal/results``; workers that share results
-must share that directory); ``postgres`` writes the table ``noetl_result_store`` of the
-database ``$NOETL_RESULT_STORE_DSN``.
+Stores (where they are: ``$NOETL_STORE``, ``blobs.py``): ``fs`` writes
+``<store>/results/<execution_id>/<task_run_id>-<attempt>.json`` (default directory
+``~/.local/share/noetl-temporal/results``; workers that share results must share that
+directory); ``postgres`` writes the table ``noetl_result_store`` of the store's database. A
+task uses the store's own kind unless its ``result.store`` names one.
 
 Activities resolve references found in a task's rendered configuration back into their
 bodies before the tool runs (:func:`resolve_refs`), so a 5 MB HTTP response flows to the
@@ -40,9 +41,8 @@ from typing import Any, Protocol
 
 from .. import sealing
 from ..errors import ToolConfigError, ToolError
-from ..paths import data_dir
-from ..pgschema import ensure_schema
 from ..templates import is_template, render
+from .blobs import STORE_ENV, pg_connect, result_dsn, result_kind, result_root
 from .kept_fields import kept_fields, part_of
 
 __all__ = [
@@ -154,20 +154,13 @@ def _split(ref: str, store: str) -> tuple[str, str]:
     return execution_id, key
 
 
-def _default_fs_root() -> Path:
-    explicit = os.environ.get("NOETL_RESULT_STORE")
-    if explicit:
-        return Path(explicit).expanduser()
-    return data_dir() / "results"
-
-
 class FsResultStore:
     """One JSON file per stored result, under ``root/<execution_id>/``."""
 
     name = "fs"
 
     def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root).expanduser() if root is not None else _default_fs_root()
+        self.root = Path(root).expanduser() if root is not None else result_root()
 
     def put(self, execution_id: str, key: str, body: bytes, meta: dict[str, Any]) -> str:
         folder = self.root / execution_id
@@ -200,7 +193,7 @@ class FsResultStore:
             return path.read_bytes()
         except FileNotFoundError:
             raise ResultRefError(f"result {ref} not found under {self.root}",
-                                 fix="every worker must see the same $NOETL_RESULT_STORE directory") from None
+                                 fix=f"every worker must see the same ${STORE_ENV} directory") from None
 
 
 class PostgresResultStore:
@@ -208,30 +201,22 @@ class PostgresResultStore:
 
     name = "postgres"
     TABLE = "noetl_result_store"
-    _ready: set[str] = set()
-    _ready_lock = threading.Lock()
 
     def __init__(self, dsn: str | None = None) -> None:
-        dsn = dsn or os.environ.get("NOETL_RESULT_STORE_DSN")
+        dsn = dsn or result_dsn()
         if not dsn:
             raise ToolConfigError("result store 'postgres' needs a database",
-                                  fix="set $NOETL_RESULT_STORE_DSN to a postgresql:// DSN on the workers")
+                                  fix=f"set ${STORE_ENV} to a postgresql:// URL on the workers")
         self.dsn = dsn
 
     def _connect(self):
-        import psycopg
-
-        conn = psycopg.connect(self.dsn, autocommit=True, application_name="noetl-temporal-results")
-        with self._ready_lock:
-            if self.dsn not in self._ready:
-                ensure_schema(conn, [
-                    f"""CREATE TABLE IF NOT EXISTS {self.TABLE} (
-                    ref text PRIMARY KEY, execution_id text NOT NULL, body bytea NOT NULL,
-                    bytes bigint NOT NULL, sha256 text NOT NULL, content_type text NOT NULL,
-                    created_at timestamptz NOT NULL DEFAULT now())""",
-                    f"CREATE INDEX IF NOT EXISTS {self.TABLE}_execution ON {self.TABLE} (execution_id)"])
-                self._ready.add(self.dsn)
-        return conn
+        # A connection per call: results are rare (only those over the inline cap) and big.
+        return pg_connect(self.dsn, "results", [
+            f"""CREATE TABLE IF NOT EXISTS {self.TABLE} (
+            ref text PRIMARY KEY, execution_id text NOT NULL, body bytea NOT NULL,
+            bytes bigint NOT NULL, sha256 text NOT NULL, content_type text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now())""",
+            f"CREATE INDEX IF NOT EXISTS {self.TABLE}_execution ON {self.TABLE} (execution_id)"])
 
     def put(self, execution_id: str, key: str, body: bytes, meta: dict[str, Any]) -> str:
         ref = f"{_SCHEME}{self.name}/{execution_id}/{key}"
@@ -253,13 +238,13 @@ class PostgresResultStore:
 
 
 def open_result_store(name: str | None = None) -> ResultStore:
-    """``fs`` (default) or ``postgres``."""
-    name = (name or os.environ.get("NOETL_RESULT_STORE_KIND") or "fs").strip().lower()
+    """``fs`` or ``postgres``; default: the kind of ``$NOETL_STORE``."""
+    name = (name or result_kind()).strip().lower()
     if name in ("fs", "file", "filesystem"):
         return FsResultStore()
     if name in ("postgres", "postgresql", "pg"):
         return PostgresResultStore()
-    raise ToolConfigError(f"unknown result store {name!r}", fix="use 'fs' (default) or 'postgres'")
+    raise ToolConfigError(f"unknown result store {name!r}", fix="use 'fs' or 'postgres'")
 
 
 def check_result_spec(spec: Mapping[str, Any] | None) -> None:

@@ -122,7 +122,7 @@ def data_converter(user: DataConverter | PayloadCodec | None = None, *, store: s
     other settings are kept; the failure converter leaves out the stack trace of a playbook's
     own closing failure, ``headline_failures.py``) or just your ``PayloadCodec``; None for the default.
     ``store``/``threshold``: the claim check's payload store (default
-    ``$NOETL_PAYLOAD_STORE``) and the size above which a payload goes there.
+    the payloads of ``$NOETL_STORE``) and the size above which a payload goes there.
     """
     base = user if isinstance(user, DataConverter) else DataConverter.default
     codec = user if isinstance(user, PayloadCodec) else base.payload_codec

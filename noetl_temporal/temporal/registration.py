@@ -82,7 +82,7 @@ def registration(event_store: EventStore | None = None, *, sandboxed: bool | Non
     """Everything a playbook worker registers.
 
     ``event_store``: where the workflow's events go (default :func:`open_event_store`,
-    ``$NOETL_EVENT_STORE`` or the embedded SQLite file). ``sandboxed``: run our workflow in
+    the events of ``$NOETL_STORE`` or the embedded SQLite file). ``sandboxed``: run our workflow in
     the SDK's sandbox (default ``$NOETL_WORKFLOW_SANDBOX``); by default it runs unsandboxed
     on its own (``@workflow.defn(sandboxed=False)``), whatever runner the worker has.
     """

@@ -87,7 +87,7 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     your ``workflows``, ``activities`` and ``interceptors`` are merged with ours
     (:meth:`~.registration.Registration.worker_options`).
 
-    ``event_store`` defaults to :func:`open_event_store` (``$NOETL_EVENT_STORE`` or the
+    ``event_store`` defaults to :func:`open_event_store` (the events of ``$NOETL_STORE`` or the
     embedded SQLite file). ``sandboxed``: see :func:`~.registration.registration`; your own
     workflows keep the sandbox either way. Task-attempt metrics are always counted (served
     only where the runtime serves metrics); tracing comes from the client's interceptors

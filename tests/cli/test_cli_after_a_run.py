@@ -19,7 +19,7 @@ CLI = [sys.executable, "-m", "noetl_temporal.cli"]
 
 def _env(store: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"}
-    return {**env, "NOETL_EVENT_STORE": str(store)}
+    return {**env, "NOETL_STORE": str(store.parent)}   # its events.db is ``store``
 
 
 @pytest.fixture(scope="module")

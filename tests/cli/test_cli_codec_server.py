@@ -182,3 +182,21 @@ def test_a_port_in_use_is_a_clear_error():
     assert proc.returncode == 2
     assert f"error: cannot listen on 127.0.0.1:{port} (fix: choose another --port or --host)" in proc.stderr
     assert "claim-check references only" in proc.stderr and "Traceback" not in proc.stderr
+
+
+async def test_payload_store_flag_reads_that_store_without_a_deprecation(tmp_path: Path):
+    # A large payload the claim check wrote to a store of its own (a file:// URL, as
+    # --payload-store takes): the codec server pointed there reads it back.
+    from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
+
+    big = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps({"who": SECRET * 40_000}).encode())
+    [ref] = await ClaimCheckCodec(str(tmp_path / "payloads")).encode([big])
+    server = CodecServer("--payload-store", (tmp_path / "payloads").as_uri())
+    try:
+        decoded = httpx.post(f"{server.url}/decode", json=_body(ref), timeout=30)
+    finally:
+        log = server.stop()
+    assert decoded.status_code == 200, decoded.text
+    [back] = decoded.json()["payloads"]
+    assert base64.b64decode(back["data"]) == big.data
+    assert "deprecated" not in log, log

@@ -43,7 +43,7 @@ SLEEPY = """
 async def test_ctrl_c_of_run_logs_each_cancelled_task_in_one_line(tmp_path):
     (tmp_path / "sleepy.yaml").write_text(textwrap.dedent(SLEEPY))
     env = {k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"}
-    env["NOETL_EVENT_STORE"] = str(tmp_path / "events.db")
+    env["NOETL_STORE"] = str(tmp_path)
     proc = await asyncio.create_subprocess_exec(
         *CLI, "run", str(tmp_path / "sleepy.yaml"), cwd=REPO, env=env, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE, start_new_session=True)

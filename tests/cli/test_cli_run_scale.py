@@ -23,7 +23,7 @@ STEPS = 2_000   # 12,000 events: the workflow keeps the last 2,000 or so in memo
 def test_run_of_a_big_chain_returns_with_progress_and_a_bounded_json_report(tmp_path):
     playbook = tmp_path / "chain.yaml"
     playbook.write_text(chain(STEPS))
-    env = dict(os.environ, NOETL_EVENT_STORE=str(tmp_path / "events.db"))
+    env = dict(os.environ, NOETL_STORE=str(tmp_path))
     proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "run", str(playbook), "--json"],
                           cwd=REPO, capture_output=True, text=True, timeout=240, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

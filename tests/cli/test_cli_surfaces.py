@@ -123,7 +123,7 @@ async def test_dev_logs_a_cancelled_task_in_one_line(tmp_path):
     from temporalio.client import Client
 
     port, temporal_port = free_port(), free_port()
-    env = {**os.environ, "NOETL_EVENT_STORE": str(tmp_path / "events.db")}
+    env = {**os.environ, "NOETL_STORE": str(tmp_path)}
     proc = await asyncio.create_subprocess_exec(
         *CLI, "dev", "--port", str(port), "--temporal-port", str(temporal_port), "--ui-port", str(free_port()),
         "--catalog-path", str(tmp_path / "catalog.db"), stdout=asyncio.subprocess.PIPE,

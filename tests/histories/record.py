@@ -104,9 +104,9 @@ def events_digest(events: list) -> str:
 
 
 async def record(names: list[str]) -> None:
-    # A fresh event store: one kept from an earlier recording already holds these execution
-    # ids, and its old events would be written next to the new history.
-    os.environ["NOETL_EVENT_STORE"] = str(Path(tempfile.mkdtemp(prefix="noetl-record-")) / "events.db")
+    # A fresh store (its events.db, payloads, results): one kept from an earlier recording
+    # already holds these execution ids, and its old events would be written next to the new history.
+    os.environ["NOETL_STORE"] = tempfile.mkdtemp(prefix="noetl-record-")
     current = behaviours.CURRENT
     async with EmbeddedTemporal() as env:
         for name, path in PLAYBOOKS.items():

@@ -19,7 +19,7 @@ from tests.support import postgres as pg
 @pytest.fixture(autouse=True)
 def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "results"
-    monkeypatch.setenv("NOETL_RESULT_STORE", str(root))
+    monkeypatch.setenv("NOETL_STORE", tmp_path.as_uri())
     monkeypatch.delenv("NOETL_INLINE_MAX_BYTES", raising=False)
     return root
 
@@ -117,7 +117,7 @@ async def test_result_tool(call: ToolCall) -> None:
 
 async def test_postgres_result_store(monkeypatch: pytest.MonkeyPatch) -> None:
     dsn = pg.require_dsn()
-    monkeypatch.setenv("NOETL_RESULT_STORE_DSN", dsn)
+    monkeypatch.setenv("NOETL_STORE", dsn)
     value = {"blob": "p" * 300_000}
     out = large_results.externalize(outcome_of(value), {"store": "postgres"}, execution_id="exec-pg",
                               task_run_id=pg.unique_name("ref"), attempt=1)
@@ -127,8 +127,8 @@ async def test_postgres_result_store(monkeypatch: pytest.MonkeyPatch) -> None:
         assert large_results.resolve_ref(ref) == value
     finally:
         pg.execute(dsn, f"DELETE FROM noetl_result_store WHERE ref = '{ref['ref']}'")
-    monkeypatch.delenv("NOETL_RESULT_STORE_DSN")
-    with pytest.raises(Exception, match="NOETL_RESULT_STORE_DSN"):
+    monkeypatch.delenv("NOETL_STORE")
+    with pytest.raises(Exception, match="NOETL_STORE to a postgresql:// URL"):
         large_results.check_result_spec({"store": "postgres"})
 
 

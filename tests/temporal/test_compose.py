@@ -21,7 +21,7 @@ from noetl_temporal.cli.main import build_parser
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker" / "compose.yaml"
 DOCKERFILE = REPO / "docker" / "Dockerfile"
-STORES = ("NOETL_EVENT_STORE", "NOETL_PAYLOAD_STORE", "NOETL_CATALOG_DSN", "NOETL_RESULT_STORE_DSN")
+STORES = ("NOETL_STORE", "NOETL_CATALOG_DSN")
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,6 @@ def test_api_and_workers_share_postgres_stores(compose):
     for key in STORES:
         values = {env[key] for env in envs}
         assert len(values) == 1 and next(iter(values)).startswith("postgresql://"), (key, values)
-    assert all(env["NOETL_RESULT_STORE_KIND"] == "postgres" for env in envs)
     assert {env["TEMPORAL_ADDRESS"] for env in envs} == {"temporal:7233"}
     api = compose["services"]["api"]
     assert api["environment"]["NOETL_API_TOKEN"]  # it binds 0.0.0.0: a token is required

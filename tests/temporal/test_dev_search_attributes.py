@@ -43,7 +43,7 @@ def _temporal(*args: str) -> str:
 
 
 async def test_run_with_the_address_dev_prints_is_found_by_the_recommended_filters(tmp_path):
-    env = {**os.environ, "NOETL_EVENT_STORE": str(tmp_path / "events.db")}
+    env = {**os.environ, "NOETL_STORE": str(tmp_path)}
     env.pop("TEMPORAL_ADDRESS", None)
     port = free_port()
     dev = await asyncio.create_subprocess_exec(

@@ -33,6 +33,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 
 import noetl_temporal
 from noetl_temporal import sealing
+from noetl_temporal.store import default_event_store_url
 from noetl_temporal.temporal.claimcheck import default_payload_store
 from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from tests.support.user_codec import EncryptingCodec
@@ -387,8 +388,8 @@ async def test_the_worker_command_runs_with_the_users_codec(cluster, tmp_path):
 
     client = await _connect(cluster)
     queue = f"cli-{uuid.uuid4().hex[:8]}"
-    events_db = tmp_path / "events.db"
-    env = dict(os.environ, PYTHONPATH=str(REPO), NOETL_EVENT_STORE=str(events_db))
+    events_db = Path(default_event_store_url())   # the tests' store, shared with this client (its payloads)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "noetl_temporal.cli", "worker", "--address", cluster.address, "--namespace", NAMESPACE,
         "--task-queue", queue, "--codec", CODEC, cwd=REPO, env=env, stderr=asyncio.subprocess.PIPE)

@@ -65,4 +65,4 @@ async def test_a_large_fast_path_task_leaves_nothing_in_the_payload_store(run_ya
     left = _stored() - before
     assert left <= await _referenced(temporal, report.execution_id), \
         f"{len(left)} payload(s) in the store that the history never refers to"
-    assert os.environ["NOETL_PAYLOAD_STORE"]  # the tests' own store (tests/conftest.py)
+    assert os.environ["NOETL_STORE"]  # the tests' own store (tests/conftest.py)

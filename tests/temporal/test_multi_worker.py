@@ -74,8 +74,7 @@ def _wait_stderr(proc: Proc, text: str, timeout: float = 60) -> None:
 async def test_two_worker_processes_share_a_200_item_loop(tmp_path, fresh_database):
     dsn = fresh_database
     env = fresh_env(tmp_path)
-    env.update(NOETL_EVENT_STORE=dsn, NOETL_PAYLOAD_STORE=dsn, NOETL_CATALOG_DSN=dsn,
-               NOETL_RESULT_STORE_KIND="postgres", NOETL_RESULT_STORE_DSN=dsn,
+    env.update(NOETL_STORE=dsn, NOETL_CATALOG_DSN=dsn,
                NOETL_TASK_QUEUE=f"tq-mw-{uuid.uuid4().hex[:8]}")
     procs: list[Proc] = []
     async with EmbeddedTemporal(database=str(tmp_path / "temporal.db")) as server:

@@ -10,7 +10,8 @@ import pytest
 from temporalio.converter import DataConverter
 
 from noetl_temporal.engine.messages import Finish, RunTask, StepTimedOut
-from noetl_temporal.temporal.claimcheck import ClaimCheckCodec, data_converter
+from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
+from noetl_temporal.temporal.converter import data_converter
 from noetl_temporal.temporal.local_only import LOCAL_ONLY_ENCODING, LocalOnlyList, local_run_task
 from noetl_temporal.temporal.payloads import PayloadConverter, PlainJSONTypes
 

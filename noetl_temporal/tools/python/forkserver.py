@@ -33,7 +33,7 @@ import weakref
 from pathlib import Path
 
 from .. import _proc
-from .spawn import TaskPipes, interpreter_flags
+from .spawn import RUNNER_PATH, TaskPipes, interpreter_flags
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,6 @@ ENV_SWITCH = "NOETL_PYTHON_FORKSERVER"
 #: the fork server's program, run as a script: ``ps`` then shows its path, not its source
 #: (as ``-c <text>`` did, on the fork server and every task process forked from it)
 ZYGOTE_PATH = str(Path(__file__).with_name("zygote.py"))
-RUNNER_PATH = str(Path(__file__).with_name("runner") / "__init__.py")
 #: where the fork server waits: a directory no task owns (children enter theirs)
 IDLE_CWD = os.path.abspath(os.sep)
 #: how long to wait for the fork server to leave when it is closed

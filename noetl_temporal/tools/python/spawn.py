@@ -20,7 +20,8 @@ from pathlib import Path
 
 from .. import _proc
 
-#: the runner package (``runner/``), loaded by path: it runs outside ``noetl_temporal``
+#: the runner package (``runner/``), loaded by path: it runs outside ``noetl_temporal``. The
+#: one definition: the fork server hands the same path to its program (``forkserver.py``)
 RUNNER_PATH = str(Path(__file__).with_name("runner") / "__init__.py")
 #: a spawned runner's program: load the runner package by path under a private name (its
 #: modules import each other relatively; nothing comes from ``sys.path``) and run it. The

@@ -1,6 +1,6 @@
 """Wall time of a ``kind: shell`` task (``true``) through ``run_tool``, as the activity calls it.
 
-    PYTHONPATH=. python3 scripts/shell_task_cost.py [--tasks 200] [--rounds 5]
+    python -m benchmarks.probes.shell_task_cost [--tasks 200] [--rounds 5]
 
 Rows: the fork server's path (the default: the command's process is forked by the python
 tool's fork server and reaps what the command leaves), the reaper program's path
@@ -64,7 +64,7 @@ async def main() -> None:
     await aclose_clients()
     if args.only is None:  # the reaper's path in a process of its own (the switch is read per task)
         env = dict(os.environ, NOETL_PYTHON_FORKSERVER="0")
-        proc = await asyncio.create_subprocess_exec(sys.executable, __file__, "--tasks", str(args.tasks), "--rounds",
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", __spec__.name, "--tasks", str(args.tasks), "--rounds",
                                                     str(args.rounds), "--only", "reaper", env=env)
         await proc.wait()
     elif args.only == "reaper":

@@ -1,7 +1,7 @@
 """Overhead of a ``kind: python`` task beyond its own code (``result = 1``), measured
 through ``run_tool`` as the activity calls it: back to back, and with N in flight.
 
-    PYTHONPATH=. python3 scripts/python_overhead.py [--tasks 300] [--in-flight 50]
+    python -m benchmarks.probes.python_overhead [--tasks 300] [--in-flight 50]
 
 Prints milliseconds per task (median of rounds) for the fork server (default), the
 in-worker mode, and a process per task (``NOETL_PYTHON_FORKSERVER=0``), and the CPU the

@@ -1,7 +1,7 @@
 """20 sequential python steps as normal activities vs on the fast path (``spec.local:
 true``), on a stock Temporal dev server (no dynamic config), interleaved round by round.
 
-    PYTHONPATH=. python3 scripts/fast_path_speed.py [--rounds 5] [--steps 20]
+    python -m benchmarks.probes.fast_path_speed [--rounds 5] [--steps 20]
 
 Prints the median wall time of one execution each way (start to result, one worker
 running throughout) and the ratio.
@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.claimcheck import data_converter
+from noetl_temporal.temporal.converter import data_converter
 from noetl_temporal.temporal.devserver import temporal_cli_path
 from noetl_temporal.temporal.worker import build_worker
 from noetl_temporal.tools import aclose_clients

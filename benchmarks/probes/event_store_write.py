@@ -1,6 +1,6 @@
 """CPU of persisting a playbook's events: the activity's argument decode and the store's write.
 
-    PYTHONPATH=$PWD python scripts/event_store_write.py [--items 1000] [--rounds 7] [--pg DSN]
+    python -m benchmarks.probes.event_store_write [--items 1000] [--rounds 7] [--pg DSN]
 
 The events are real: the ``par_loop`` workload of ``benchmarks`` (a parallel loop, 50 in
 flight) runs on the pure engine, each task answering at once. They go to the store as the

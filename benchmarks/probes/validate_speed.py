@@ -1,6 +1,6 @@
 """How fast ``noetl-temporal validate`` checks a large playbook, next to libyaml alone.
 
-    PYTHONPATH=. python3 scripts/validate_speed.py [--sizes 0.5,1,2,5] [--rounds 3]
+    python -m benchmarks.probes.validate_speed [--sizes 0.5,1,2,5] [--rounds 3]
 
 For each size (MB) it writes the generated playbook of tests/dsl/test_yaml_loader.py (small
 steps, each with a shell command and a guarded arc: two templates per 160 bytes), then

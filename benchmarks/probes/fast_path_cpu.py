@@ -2,7 +2,7 @@
 calling ``execute_local_activity`` in a loop: the benchmark's ``fast_path`` workload,
 ``--in-worker`` by default (python tasks in the worker's own threads).
 
-    PYTHONPATH=. python3 scripts/fast_path_cpu.py [--steps 20] [--rounds 15] [--profile loop|workflow]
+    python -m benchmarks.probes.fast_path_cpu [--steps 20] [--rounds 15] [--profile loop|workflow]
 
 Both workers run in this process, each on its own task queue (the playbook side as
 ``benchmarks.worker`` builds it, the hand-written one with the SDK's defaults); the
@@ -44,10 +44,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 GROUPS = ("loop", "workflow", "in-worker", "other", "core")
 SEGMENTS = ("dispatch", "rest of act.", "to activity", "run", "to thread", "code", "from thread", "back",
@@ -122,7 +119,7 @@ def _install_timeline() -> Any:
 
     inworker._run = marked_run
 
-    from workflow_cpu import Meter
+    from benchmarks.probes.workflow_cpu import Meter
 
     timed = Meter.timed
 
@@ -184,8 +181,8 @@ async def _drive(address: str, steps: int, in_worker: bool) -> None:
 
     from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, chain, playbook_yaml, with_opt_in
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.temporal.claimcheck import data_converter
     from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.temporal.converter import data_converter
     from noetl_temporal.temporal.playbook_result import workflow_output
 
     assert FAST_PATH_OPT_IN is not None
@@ -258,10 +255,10 @@ async def main() -> None:
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import UnsandboxedWorkflowRunner, Worker
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-    from workflow_cpu import Meter, TimedRunner
 
     from benchmarks import handwritten
-    from noetl_temporal.temporal.claimcheck import data_converter
+    from benchmarks.probes.workflow_cpu import Meter, TimedRunner
+    from noetl_temporal.temporal.converter import data_converter
     from noetl_temporal.temporal.devserver import temporal_cli_path
     from noetl_temporal.temporal.runtime import install_runtime
     from noetl_temporal.temporal.worker import build_worker
@@ -287,7 +284,7 @@ async def main() -> None:
                        interceptors=marks)
     env_vars = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--drive", address, "--steps", str(args.steps), *(["--process"] if args.process else []),
+        sys.executable, "-m", __spec__.name, "--drive", address, "--steps", str(args.steps), *(["--process"] if args.process else []),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env_vars)
     driver = _Driver(proc)
     try:

@@ -4,7 +4,7 @@ and the fast path's local activity called in a loop through the SDK's
 ``fast_path`` chain (an in-worker python task), beside a hand-written activity that calls
 the same function directly.
 
-    PYTHONPATH=. python3 scripts/activity_cpu.py [--calls 2000] [--rounds 7] [--profile]
+    python -m benchmarks.probes.activity_cpu [--calls 2000] [--rounds 7] [--profile]
 
 Per side, microseconds per call (median of rounds) of the event loop's thread
 (``time.thread_time`` over the calls; the loop waits for the in-worker thread idle) and
@@ -21,21 +21,17 @@ import cProfile
 import dataclasses
 import pstats
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from temporalio import activity
+from temporalio.testing import ActivityEnvironment
 
-from temporalio import activity  # noqa: E402
-from temporalio.testing import ActivityEnvironment  # noqa: E402
-
-from benchmarks import bodies  # noqa: E402
-from benchmarks.workloads import IN_WORKER_OPT_IN, chain, with_opt_in  # noqa: E402
-from noetl_temporal.engine.messages import RunTask  # noqa: E402
-from noetl_temporal.temporal.activities import run_task, run_task_local  # noqa: E402
+from benchmarks import bodies
+from benchmarks.workloads import IN_WORKER_OPT_IN, chain, with_opt_in
+from noetl_temporal.engine.messages import RunTask
+from noetl_temporal.temporal.activities import run_task, run_task_local
 
 
 def _run_task_of_the_chain() -> RunTask:

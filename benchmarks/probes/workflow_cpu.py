@@ -2,10 +2,10 @@
 activations, for a playbook's sequential chain or parallel loop and for the hand-written
 Temporal workflow doing the same.
 
-    PYTHONPATH=. python3 scripts/workflow_cpu.py [--steps 200] [--rounds 5]
-    PYTHONPATH=. python3 scripts/workflow_cpu.py --sides par_loop,handwritten_par_loop [--items 1000]
-    PYTHONPATH=. python3 scripts/workflow_cpu.py --sides branches,handwritten_branches [--branches 50]
-    PYTHONPATH=. python3 scripts/workflow_cpu.py --profile python --top 30   # cProfile of the activations
+    python -m benchmarks.probes.workflow_cpu [--steps 200] [--rounds 5]
+    python -m benchmarks.probes.workflow_cpu --sides par_loop,handwritten_par_loop [--items 1000]
+    python -m benchmarks.probes.workflow_cpu --sides branches,handwritten_branches [--branches 50]
+    python -m benchmarks.probes.workflow_cpu --profile python --top 30   # cProfile of the activations
 
 Every workflow activation runs in the worker's workflow thread through the runner's
 ``WorkflowInstance.activate``; the script wraps the runners (``TimedRunner``) and adds up
@@ -29,7 +29,7 @@ Sides (all on one embedded dev server, one worker process, each on its own task 
   in a loop), in the SDK's default sandbox, and ``handwritten_unsandboxed`` outside it;
 * ``fast``: the ``fed`` chain on the fast path (``FAST_PATH_OPT_IN``: local activities) with its
   python tasks ``in_worker: true``; ``handwritten_local``: ``BenchChain`` with
-  ``execute_local_activity`` (``scripts/fast_path_cpu.py`` splits such a step by thread);
+  ``execute_local_activity`` (``benchmarks/probes/fast_path_cpu.py`` splits such a step by thread);
 * ``par_loop``: the benchmark's parallel loop (``benchmarks/workloads.loop``: ``--items``
   items, ``--in-flight`` at once) with its python tasks ``in_worker: true`` (the benchmark's
   ``--in-worker``), measured per item; ``handwritten_par_loop``: ``BenchParallelLoop``
@@ -73,8 +73,8 @@ from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, branches, p
 from benchmarks.workloads import chain as fed_chain
 from benchmarks.workloads import loop as par_loop
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.claimcheck import data_converter
 from noetl_temporal.temporal.client import start_execution
+from noetl_temporal.temporal.converter import data_converter
 from noetl_temporal.temporal.devserver import temporal_cli_path
 from noetl_temporal.temporal.playbook_result import workflow_output
 from noetl_temporal.temporal.worker import build_worker

@@ -1,4 +1,6 @@
-"""Where noetl-temporal keeps its local files by default."""
+"""Where noetl-temporal keeps its local files by default (the local data directory).
+
+Named apart from ``dsl/paths`` (paths inside a playbook): this one is a place on disk."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The floor under a process per python task: what forking the fork server's interpreter
 costs when the child does nothing, and when it runs one small task.
 
-    python3 -S scripts/fork_floor.py [--forks 1000]
+    python3 -S -m benchmarks.probes.fork_floor [--forks 1000]
 
 Run it with ``-S``, as the fork server runs. The script loads the python tool's runner
 the way the fork server does (``start_site``, ``preload``, ``gc.freeze()``), then forks
@@ -25,13 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-RUNNER = Path(__file__).resolve().parents[1] / "noetl_temporal" / "tools" / "python" / "runner" / "__init__.py"
+RUNNER = Path(__file__).resolve().parents[2] / "noetl_temporal" / "tools" / "python" / "runner" / "__init__.py"
 TASK = {"code": 'def main(i):\n    return {"i": i + 1}\n', "filename": "<fork floor>", "params": {"i": 1}}
 
 
 def _load_runner():
-    # As zygote._load_runner does; not imported from there: under -S the package is not
-    # on the path, and importing it would load the worker's modules into this stand-in.
+    # As zygote._load_runner does; not imported from there: importing the package would
+    # load the worker's modules into this stand-in of the fork server.
     spec = importlib.util.spec_from_file_location("_noetl_pyrunner", RUNNER,
                                                   submodule_search_locations=[str(RUNNER.parent)])
     runner = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
