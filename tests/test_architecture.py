@@ -8,7 +8,7 @@ to learn its imports, so a function-level import counts as much as a top-level o
 2. Import directions: :data:`MAY_IMPORT` says which part of the package may import which.
    The library never imports the command line or the REST service; the service never
    imports the command line; the DSL never imports the Temporal shell, the tools, the
-   stores or the service; the engine imports only the DSL, itself and pure helpers, and
+   stores or the service; the engine imports only the DSL, templates, tool kinds, itself and pure helpers, and
    the workflow sandbox shares (``temporal/worker.py``'s ``PASSTHROUGH_MODULES``) only those.
 3. The distribution installs one top-level package, ``noetl_temporal``.
 4. The python tool's child program and fork server (:data:`STANDALONE`) are loaded by
