@@ -29,7 +29,7 @@
 
 Outside the tree on purpose (``tests/test_errors.py`` holds this list too)::
 
-    LimitExceeded(jinja2 SecurityError)   template_limits: a render over budget; Jinja's own
+    LimitExceeded(jinja2 SecurityError)   templates.limits: a render over budget; Jinja's own
                                           error type, so the render path reports it as every
                                           other refused template construct
     _Stop(Exception)                      dsl.yaml_loader: unwinds the YAML builder after a

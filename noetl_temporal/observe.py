@@ -33,8 +33,8 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from .engine.event_types import LAST_EVENT_TYPES
+from .engine.status_layers import ExecutionStatus
 from .errors import NotFound
-from .status_layers import ExecutionStatus
 from .store.event_store import EventStore
 from .store.legacy import expand_types
 from .temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, WITH_OUTPUT, execution_state

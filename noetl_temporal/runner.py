@@ -22,10 +22,10 @@ from temporalio.service import RPCError
 
 from .dsl.models import Playbook, playbook_definition
 from .engine.envelopes import RunOutput
+from .engine.status_layers import ExecutionStatus
 from .errors import NoetlError
 from .observe import QUERY_PAGE, read_events
 from .oneline import one_line
-from .status_layers import ExecutionStatus
 from .store.event_store import EventStore, open_event_store
 from .temporal.client import Target, connect, start_execution
 from .temporal.definitions import prepare_playbook

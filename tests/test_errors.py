@@ -15,7 +15,7 @@ from noetl_temporal.errors import NoetlError
 
 #: exception classes outside ``NoetlError`` on purpose: qualified name -> the base it needs
 OUTSIDERS = {
-    "noetl_temporal.template_limits.LimitExceeded": "jinja2.exceptions.SecurityError",
+    "noetl_temporal.templates.limits.LimitExceeded": "jinja2.exceptions.SecurityError",
     "noetl_temporal.dsl.yaml_loader._Stop": "Exception",
     "noetl_temporal.tools.base._NotPlain": "Exception",
     "noetl_temporal.dsl.yaml_loader._Unusual": "Exception",

@@ -267,7 +267,7 @@ def load_reference(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _locator(loaded: Any) -> Callable[[str], str]:
-    from ..locations import locate_message
+    from .locations import locate_message
 
     return lambda message: locate_message(loaded, message) or message
 
@@ -326,7 +326,7 @@ def afterwards_line(execution_id: str) -> str:
 
 def _locate_errors(loaded: Any, report: Any) -> None:
     """Runtime errors that name a place in the playbook get its file:line:col."""
-    from ..locations import locate_message
+    from .locations import locate_message
 
     report.error = locate_message(loaded, report.error)
     for failed in (report.summary or {}).get("failed_steps") or []:

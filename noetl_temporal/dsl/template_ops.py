@@ -4,7 +4,7 @@ Guards (``when``), ``set``, step and arc ``args``, ``loop.in`` and the settings 
 the workflow runs itself (a ``noop`` task's result, a sub-playbook's settings) render inside
 a workflow activation, where Temporal's deadlock detector allows 2 s and a C call that holds
 the GIL cannot be interrupted by any budget. So there only operations whose cost is bounded
-by their (bounded) input, and paid for by ``template_limits``, are allowed. The others are
+by their (bounded) input, and paid for by ``templates.limits``, are allowed. The others are
 ``task``-only: they render in a task's activity (a python, shell, http, postgres or duckdb
 tool's settings). Every filter and test the sandbox exposes has a row here (a test checks
 it), and ``docs/durability.md``'s table is generated from this one (a test keeps it equal).

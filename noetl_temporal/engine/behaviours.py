@@ -73,7 +73,7 @@ BOUNDED_RUN_WORK = "bounded-run-work"
 
 #: A value a template prints inside text (a shell command, a url, a SQL text, a ``set`` value
 #: such as ``"n={{ n }}"``) is written as NoETL writes it: ``true``/``false``/``null``, a
-#: list or mapping as JSON (``template_text.py``). Before: Python's ``str()`` (``True``,
+#: list or mapping as JSON (``templates.text.py``). Before: Python's ``str()`` (``True``,
 #: ``None``, ``{'a': 1}``), so NoETL's ``[ "{{ flag }}" = "true" ]`` took the other branch.
 #: Activities print NoETL's text for every execution; this name keeps the workflow's own
 #: renders (task configs, guards, ``set``, arc args) as they were for older executions.

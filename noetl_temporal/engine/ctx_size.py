@@ -1,4 +1,4 @@
-"""How much one execution's ``ctx`` may hold: ``template_limits.MAX_CTX_SIZE``; and the
+"""How much one execution's ``ctx`` may hold: ``templates.limits.MAX_CTX_SIZE``; and the
 results of its inline (``noop``) tasks, held in workflow memory too, as much again.
 
 Each ``set`` is bounded on its own (``MAX_VALUE_SIZE``), but fifty sets of 10 MB under
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..template_limits import MAX_CTX_SIZE, weight
+from ..templates.limits import MAX_CTX_SIZE, weight
 from .state import ExecutionState
 
 __all__ = ["MAX_CTX_SIZE", "refusal", "overflow", "inline_overflow"]

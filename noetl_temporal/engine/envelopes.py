@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from ..status_layers import ExecutionStatus
+from .status_layers import ExecutionStatus
 
 __all__ = ["OutcomeStatus", "ErrorInfo", "Outcome", "Attempt", "TaskResult", "RunOutput"]
 

@@ -32,9 +32,8 @@ from typing import Any
 
 from ..dsl.models import AdmitPolicy, Playbook, Step
 from ..errors import ResultFieldUnavailable
-from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
-from ..template_text import python_text
 from ..templates import evaluate_condition
+from ..templates.text import python_text
 from . import approvals, budget, ctx_size, joins, loops, pipeline, retries, skips, steps
 from .behaviours import NOETL_TEXT
 from .common import add_token, emit, patch_ctx, template_context
@@ -65,6 +64,7 @@ from .pipeline import INLINE_KINDS
 from .routing import EventName
 from .state import ExecutionState, Token
 from .state_machines import TokenState, move
+from .status_layers import ExecutionStatus, StepStatus, WorkflowStatus, transition
 
 __all__ = ["new_state", "step_graph", "step", "INLINE_KINDS", "DEFAULT_MAX_IN_FLIGHT", "EventName"]
 
@@ -85,7 +85,7 @@ def step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Comm
     if state.finished:
         return state, []  # terminal exactly once: late inputs change nothing
     listed = event.behaviours if isinstance(event, Start) else state.behaviours
-    # Every render of this input prints text as the execution's behaviours say (template_text).
+    # Every render of this input prints text as the execution's behaviours say (templates.text).
     with python_text(NOETL_TEXT not in listed):
         return _step(state, event)
 

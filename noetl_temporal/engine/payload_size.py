@@ -9,7 +9,7 @@ with its size and the limit. 2,000,000 items of small values is about 15 MB of J
 decodes in about 0.2 CPU-s; larger data goes by reference (a file, a table, a URL) that a
 task reads.
 
-Measured as the ctx is (``template_limits.weight``: a string counts its characters, a
+Measured as the ctx is (``templates.limits.weight``: a string counts its characters, a
 container its items and what they hold), and the walk stops once past the limit.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..template_limits import weight
+from ..templates.limits import weight
 
 __all__ = ["MAX_PAYLOAD_SIZE", "PAYLOAD_FIX", "payload_refusal"]
 

@@ -14,11 +14,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import template_undefined as undefined
 from .. import tool_kinds
 from ..dsl.models import Step, Task
 from ..errors import TemplateError
-from ..templates import render_value
+from ..templates import render_value, undefined
 from . import approvals, budget, ctx_size, invocation
 from .common import (
     emit,

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..dsl.models import Playbook
-from ..status_layers import StepStatus
 from .event_log import EventLog
 from .graph import StepGraph
+from .status_layers import StepStatus
 
 __all__ = ["plan", "take", "redriven_event", "step_shape", "child_tasks", "child_key"]
 

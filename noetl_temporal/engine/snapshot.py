@@ -14,12 +14,12 @@ import dataclasses
 from typing import Any
 
 from ..dsl.models import Playbook
-from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus
 from .envelopes import ErrorInfo, Outcome
 from .event_log import EventLog
 from .graph import StepGraph
 from .state import ExecutionState, Failure, LoopRun, PipelineRun, StepRecord, StepRun, Token
 from .state_machines import LoopState, PipelineState, TokenState
+from .status_layers import ExecutionStatus, StepStatus, WorkflowStatus
 
 __all__ = ["snapshot", "restore"]
 

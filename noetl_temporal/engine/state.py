@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dsl.models import Playbook
-from ..status_layers import ExecutionStatus, StepStatus, WorkflowStatus
 from .envelopes import ErrorInfo, Outcome
 from .event_log import EventLog
 from .graph import StepGraph
 from .state_machines import LoopState, PipelineState, TokenState
+from .status_layers import ExecutionStatus, StepStatus, WorkflowStatus
 from .task_plans import TaskPlan
 
 __all__ = ["Token", "PipelineRun", "LoopRun", "StepRun", "StepRecord", "Failure", "ExecutionState"]

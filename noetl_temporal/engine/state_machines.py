@@ -1,6 +1,6 @@
 """The engine's own state machines as data: pipelines (moved by task policy actions),
 tokens and loops. One enum and one transition table each, like the status layers in
-``noetl_temporal.status_layers``; every move goes through :func:`move`, and ``docs/status.md``
+``noetl_temporal.engine.status_layers``; every move goes through :func:`move`, and ``docs/status.md``
 draws these tables beside the status layers.
 
 These states never leave the engine: no event carries them and no reader depends on

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..status_layers import StepStatus, transition
 from . import budget, loops, pipeline, redrive, routing
 from .common import emit, engine_error, error_outcome, record_failure, short, step_definition
 from .completions import Completion, StepRunDone
@@ -19,6 +18,7 @@ from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode, step_timeout, stop, timeout_message
 from .messages import CancelTasks, Command, StartTimer
 from .state import ExecutionState, PipelineRun, StepRecord, StepRun, Token
+from .status_layers import StepStatus, transition
 
 __all__ = ["start_step_run", "finish_step_run", "record_step", "step_timed_out", "RUN_MARK", "step_of_run_id"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..dsl import paths
 from ..dsl.diagnostics import Reporter, did_you_mean, kind_of
 from ..dsl.yaml_loader import parse_yaml
-from ..status_layers import ExecutionStatus
+from ..engine.status_layers import ExecutionStatus
 from ..tool_kinds import TOOL_KINDS
 
 __all__ = ["Problem", "Response", "Mock", "Expectation", "Case", "TestFile", "load_test_file", "case_from_data",

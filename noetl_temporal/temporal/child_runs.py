@@ -16,7 +16,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from ..engine.envelopes import ErrorInfo, Outcome, RunOutput
     from ..engine.messages import RunTask
-    from ..status_layers import ExecutionStatus
+    from ..engine.status_layers import ExecutionStatus
     from . import labels
     from .naming import child_execution_id
     from .patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS

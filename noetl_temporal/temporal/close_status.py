@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from temporalio.client import WorkflowExecutionStatus
 
-from ..status_layers import TERMINAL, ExecutionStatus
+from ..engine.status_layers import TERMINAL, ExecutionStatus
 
 __all__ = ["OPEN_STATUSES", "TERMINAL_STATES", "WITH_OUTPUT", "execution_state"]
 

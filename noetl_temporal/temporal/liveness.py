@@ -33,8 +33,8 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionDescription
 from temporalio.service import RPCError
 
+from ..engine.status_layers import ExecutionStatus
 from ..engine.steps import step_of_run_id
-from ..status_layers import ExecutionStatus
 from .search_attributes import NOETL_STATE
 
 __all__ = ["Liveness", "PendingTask", "read_liveness", "got_past_start", "POLLER_WINDOW", "STALLED_AFTER"]

@@ -45,8 +45,8 @@ __all__ = ["build_worker", "sandbox_runner", "workflow_runner", "PASSTHROUGH_MOD
 # only it and the pure parts it may import are listed here).
 PASSTHROUGH_MODULES = (
     "jinja2", "markupsafe", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
-    "noetl_temporal.templates", "noetl_temporal.template_limits", "noetl_temporal.template_undefined",
-    "noetl_temporal.template_text", "noetl_temporal.errors", "noetl_temporal.status_layers",
+    "noetl_temporal.templates", "noetl_temporal.templates.limits", "noetl_temporal.templates.undefined",
+    "noetl_temporal.templates.text", "noetl_temporal.errors", "noetl_temporal.engine.status_layers",
     "noetl_temporal.dsl.models", "noetl_temporal.engine",
     # the tracing interceptor's workflow side (only used when tracing is on)
     "opentelemetry",

@@ -55,7 +55,7 @@ with workflow.unsafe.imports_passed_through():
         Yield,
     )
     from ..engine.state import ExecutionState
-    from ..status_layers import ExecutionStatus
+    from ..engine.status_layers import ExecutionStatus
     from ..tool_kinds import WORKFLOW_KINDS
     from ..tool_kinds.approve import APPROVE
     from .definitions import invalid_input, prepare_playbook

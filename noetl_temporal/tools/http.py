@@ -19,7 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
-from ..template_text import text_of
+from ..templates.text import text_of
 from ..tool_kinds.http import HTTP, TIMEOUT_PHASES
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber
 

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ..errors import ToolConfigError, ToolError, ToolTimeout
-from ..template_text import text_of
+from ..templates.text import text_of
 from ..tool_kinds.shell import SHELL as DECLARATION
 from . import _proc
 from ._shellsecrets import hide_secrets

@@ -2,7 +2,7 @@
 ``striptags``, ``wordwrap``, ``pprint``: ``dsl/template_ops.py``) are rendered in the
 worker's process only while their inputs are small enough to bound their cost before they
 run (``templates.small_inputs_only``), else in a child process under CPU and memory rlimits
-(the program ``noetl_temporal/template_child.py``) (docs/durability.md, "Task-side renders").
+(the program ``noetl_temporal/templates/child.py``) (docs/durability.md, "Task-side renders").
 
 ``urlize``'s URL regex is quadratic in one C call that holds the GIL: no budget checked in
 Python can interrupt it, and on the worker's process it froze every execution the worker
@@ -22,10 +22,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import template_limits as limits
 from ..errors import TemplateError, ToolError
-from ..template_limits import MAX_VALUE_SIZE
-from ..templates import NeedsIsolation, render, small_inputs_only
+from ..templates import NeedsIsolation, limits, render, small_inputs_only
+from ..templates.limits import MAX_VALUE_SIZE
 from ._proc import die_with_parent
 
 __all__ = ["CPU_SECONDS", "MEMORY_BYTES", "WALL_SECONDS", "render_in_child", "positions"]
@@ -158,7 +157,7 @@ async def _run_child(request: bytes) -> dict[str, Any]:
     path = os.environ.get("PYTHONPATH")
     env = {**os.environ, "PYTHONPATH": _PACKAGE_ROOT + (os.pathsep + path if path else "")}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-P", "-m", "noetl_temporal.template_child", str(CPU_SECONDS), str(MEMORY_BYTES),
+        sys.executable, "-P", "-m", "noetl_temporal.templates.child", str(CPU_SECONDS), str(MEMORY_BYTES),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env=env, start_new_session=True, preexec_fn=die_with_parent())
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None

@@ -10,7 +10,7 @@ import pytest
 
 from noetl_temporal.engine.common import ended_outcome, engine_error, error_outcome
 from noetl_temporal.engine.envelopes import ErrorInfo, Outcome, RunOutput, TaskResult
-from noetl_temporal.status_layers import ExecutionStatus
+from noetl_temporal.engine.status_layers import ExecutionStatus
 
 REF = {"kind": "result_ref", "ref": "noetl://fs/ex-1/ex-1:step:big:1:task:t:1-1.json", "store": "fs",
        "meta": {"bytes": 120034, "sha256": "ab12", "content_type": "application/json"},

@@ -194,7 +194,7 @@ def test_control_and_failure_paths_emit_only_catalog_names():
 
 
 def test_status_tables_signal_catalog_events():
-    from noetl_temporal.status_layers import TABLES
+    from noetl_temporal.engine.status_layers import TABLES
 
     signals = {signal for table in TABLES.values() for signal in table.values()}
     assert signals <= set(EVENT_TYPES), signals - set(EVENT_TYPES)

@@ -1,4 +1,4 @@
-"""A value printed inside text is written as NoETL writes it (``template_text``): ``true``,
+"""A value printed inside text is written as NoETL writes it (``templates.text``): ``true``,
 ``false``, ``null``, JSON for lists and mappings. A template that is one ``{{ expr }}`` keeps
 the native value, and comparisons stay Python's. Executions started before the behaviour
 ``noetl-text`` keep Python's ``str()`` in the engine."""
@@ -11,8 +11,8 @@ import pytest
 
 from noetl_temporal.engine import CURRENT_BEHAVIOURS
 from noetl_temporal.engine.behaviours import NOETL_TEXT
-from noetl_temporal.template_text import as_text, noetl_text_on, python_text
 from noetl_temporal.templates import evaluate_condition, render, render_value
+from noetl_temporal.templates.text import as_text, noetl_text_on, python_text
 
 from .harness import run
 

@@ -21,8 +21,8 @@ from noetl_temporal.engine.state_machines import (
     TokenState,
     move,
 )
+from noetl_temporal.engine.status_docs import mermaid, render_docs
 from noetl_temporal.errors import InvalidTransition
-from noetl_temporal.status_layers import mermaid, render_docs
 
 from .harness import feed, finished, ok, playbook, run
 

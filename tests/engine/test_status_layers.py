@@ -6,16 +6,16 @@ import itertools
 
 import pytest
 
-from noetl_temporal.errors import InvalidTransition
-from noetl_temporal.status_layers import (
+from noetl_temporal.engine.status_docs import mermaid
+from noetl_temporal.engine.status_layers import (
     TABLES,
     TERMINAL,
     ExecutionStatus,
     StepStatus,
     WorkflowStatus,
-    mermaid,
     transition,
 )
+from noetl_temporal.errors import InvalidTransition
 
 ENUMS = {"execution": ExecutionStatus, "workflow": WorkflowStatus, "step": StepStatus}
 
@@ -51,6 +51,7 @@ def test_diagram_lists_every_transition(layer):
 def test_docs_status_md_is_generated_from_the_tables():
     from pathlib import Path
 
-    from noetl_temporal.status_layers import render_docs
+    from noetl_temporal.engine.status_docs import render_docs
     doc = Path(__file__).resolve().parents[2] / "docs" / "status.md"
-    assert doc.read_text().strip() == render_docs().strip(), "run: python -m noetl_temporal.status_layers > docs/status.md"
+    assert doc.read_text().strip() == render_docs().strip(), ("run: python -c \"from noetl_temporal.engine.status_docs import render_docs; print(render_docs())\""
+                                                         " > docs/status.md")

@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from noetl_temporal import template_limits as limits
 from noetl_temporal.errors import TemplateError
-from noetl_temporal.templates import render
+from noetl_temporal.templates import limits, render
 from tests.support.render_child import render_in_child
 
 ESCAPES = [

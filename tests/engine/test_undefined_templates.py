@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal import template_undefined
 from noetl_temporal.templates import render
+from noetl_temporal.templates import undefined as template_undefined
 
 from .harness import ok, run
 

@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from noetl_temporal.errors import TemplateError
-from noetl_temporal.template_limits import weight
 from noetl_temporal.templates import render
+from noetl_temporal.templates.limits import weight
 
 MEMORY = 2 << 30          # address space of a child: the imported package plus 1.5 GB or so
 CPU_SECONDS = 5           # a render over this is killed (SIGXCPU): the task-side containment

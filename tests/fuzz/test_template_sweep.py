@@ -33,7 +33,7 @@ from noetl_temporal.dsl import validate_text
 from noetl_temporal.dsl.template_ops import OPERATIONS, WORKFLOW
 from noetl_temporal.engine.task_plans import uses_task_only
 from noetl_temporal.errors import ToolError
-from noetl_temporal.template_limits import MAX_SIZE
+from noetl_temporal.templates.limits import MAX_SIZE
 from noetl_temporal.tools import task_renders
 
 REPO = Path(__file__).resolve().parents[2]

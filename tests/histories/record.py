@@ -49,7 +49,7 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "failed_close": HERE / "failed_close.yaml", "failed_close_patched": HERE / "failed_close.yaml",
              # before and after the engine change `step-timeout-bounds-step`
              "step_timeout": HERE / "step_timeout.yaml", "step_timeout_patched": HERE / "step_timeout.yaml",
-             # before and after the engine change `noetl-text` (template_text.py)
+             # before and after the engine change `noetl-text` (templates/text.py)
              "noetl_text": HERE / "noetl_text.yaml", "noetl_text_patched": HERE / "noetl_text.yaml",
              # before and after the shell change `located-child-errors` (child_runs.py): the
              # before is recorded by the code before it (a worktree of that commit)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
+from noetl_temporal.engine.status_layers import ExecutionStatus
 from noetl_temporal.observe import state_from_close
-from noetl_temporal.status_layers import ExecutionStatus
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import normalized_state
 from noetl_temporal.temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, execution_state

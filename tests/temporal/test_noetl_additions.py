@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from noetl_temporal.cli.locations import locate_message
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.locations import locate_message
 
 pytestmark = pytest.mark.temporal
 

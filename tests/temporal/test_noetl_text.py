@@ -2,7 +2,7 @@
 
 NoETL's own ``deployment/docker_cleanup.yaml`` compares ``[ "{{ prune_volumes }}" = "true" ]``
 in shell, as four of its e2e fixtures do. ``--set prune_volumes=true`` is a YAML boolean here;
-before ``template_text`` it printed ``True`` and the playbook skipped pruning (exit 0).
+before ``templates.text`` it printed ``True`` and the playbook skipped pruning (exit 0).
 
 The playbook calls ``docker``. The run gets a ``PATH`` without it, so nothing is pruned on the
 machine running the tests: each ``docker ...`` line fails with "not found" (``/bin/sh`` names

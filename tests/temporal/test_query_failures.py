@@ -19,9 +19,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.envelopes import RunOutput
+from noetl_temporal.engine.status_layers import ExecutionStatus
 from noetl_temporal.observe import follow_events, read_status
 from noetl_temporal.runner import run_with_client
-from noetl_temporal.status_layers import ExecutionStatus
 from noetl_temporal.store.event_store import open_event_store
 from noetl_temporal.temporal.types import WORKFLOW_NAME
 

@@ -47,7 +47,7 @@ async def test_post_json_form_and_raw_bodies(call: ToolCall, http_server: HTTPTe
     assert echo["method"] == "POST" and echo["json"] == {"a": [1, 2]}
     assert echo["headers"]["x-trace"] == "7"
 
-    # a header rendered to a native value is sent as a template prints it (template_text)
+    # a header rendered to a native value is sent as a template prints it (templates.text)
     sent = (await http(call, url=url, headers={"X-On": True, "X-Off": False, "X-Map": {"a": [1, None]},
                                                  "X-None": None}))["result"]["data"]["headers"]
     assert (sent["x-on"], sent["x-off"], sent["x-map"]) == ("true", "false", '{"a": [1, null]}')

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
+from noetl_temporal.cli.locations import locate_message, normalized_path
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.locations import locate_message, normalized_path
 
 TEXT = textwrap.dedent("""\
     workflow:

@@ -1,7 +1,7 @@
 """The render child: renders a task's templates that use a task-only filter or test in a
 process of its own, under CPU and memory rlimits (docs/durability.md, "Task-side renders").
 
-Run as ``python -m noetl_temporal.template_child CPU_SECONDS MEMORY_BYTES`` by
+Run as ``python -m noetl_temporal.templates.child CPU_SECONDS MEMORY_BYTES`` by
 ``tools/task_renders.py``, never by hand. It sets its limits first, then reads one JSON
 request on stdin, ``{"strings": [[where, template], ...], "context": {...}}``, and writes JSON
 lines on stdout: ``{"at": i}`` before it renders the ``i``-th string (so the parent knows
@@ -19,9 +19,8 @@ import resource
 import sys
 from typing import Any
 
-from . import template_limits as limits
-from .errors import TemplateError
-from .templates import render
+from ..errors import TemplateError
+from . import limits, render
 
 __all__ = ["main"]
 

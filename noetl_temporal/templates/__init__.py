@@ -5,7 +5,7 @@
 * A string that is exactly one ``{{ expr }}`` yields the expression's native value
   (list, int, bool, dict, None); any other string renders to text.
 * A value printed inside text is written as NoETL writes it (``true``, ``null``, JSON for
-  lists and mappings: :mod:`.template_text`); executions started before that print
+  lists and mappings: :mod:`.text`); executions started before that print
   Python's ``str()`` in the workflow.
 * Dotted access prefers mapping keys over attributes, so ``{{ workload.items }}`` is
   the user's ``items`` value and not ``dict.items`` (stock Jinja2 gets this wrong).
@@ -36,11 +36,10 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from . import template_limits as limits
-from . import template_text as text_style
-from . import template_undefined as undefined
-from .errors import ResultFieldUnavailable, TemplateError
-from .template_text import HeldPart
+from ..errors import ResultFieldUnavailable, TemplateError
+from . import limits, undefined
+from . import text as text_style
+from .text import HeldPart
 
 __all__ = [
     "HeldPart",
@@ -68,7 +67,7 @@ class _Undefined(ChainableUndefined):
     Comparisons and arithmetic on an undefined value still raise, so a guard such as
     ``{{ ctx.row_count > 0 }}`` on a missing value is *not matched* (see
     :func:`evaluate_condition`) instead of being silently true or false. Printing one
-    is noticed (``template_undefined``): recorded as a warning, or an error when strict.
+    is noticed (``templates.undefined``): recorded as a warning, or an error when strict.
     """
 
     def __str__(self) -> str:
@@ -145,7 +144,7 @@ class _CodeGenerator(CodeGenerator):
 
 
 class _Environment(ImmutableSandboxedEnvironment):
-    """Mapping keys first, and the work/size limits of :mod:`.template_limits`."""
+    """Mapping keys first, and the work/size limits of :mod:`.limits`."""
 
     template_class = _Template
     code_generator_class = _CodeGenerator
@@ -441,7 +440,7 @@ def render_value(value: Any, context: Mapping[str, Any], *, where: str | None = 
     """Render every string inside ``value`` (dicts and lists recursively); keys stay as they are.
 
     ``defer(text)`` true leaves that string as it is (rendered later, elsewhere). What all
-    the templates build together is bounded (``template_limits.MAX_VALUE_SIZE``).
+    the templates build together is bounded (``templates.limits.MAX_VALUE_SIZE``).
     """
     return _render_tree(value, context, where, seed, now, defer, limits.ValueBudget())
 

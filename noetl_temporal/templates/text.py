@@ -34,7 +34,7 @@ from typing import Any
 
 from jinja2 import Undefined
 
-from . import template_undefined as undefined
+from . import undefined
 
 __all__ = ["as_text", "text_of", "noetl_text_on", "python_text", "HeldPart"]
 
