@@ -40,6 +40,8 @@ Outside the tree on purpose (``tests/test_errors.py`` holds this list too)::
                                           document the composing path must read; never leaves it
     _ForkUnavailable(Exception)           tools.shell: the fork server could not take a command,
                                           so a reaper of its own runs it; never leaves the module
+    _Cancelled(Exception)                 tools.transfer: unwinds a transfer's thread once its
+                                          task timed out; never leaves the module
 
 The engine's runaway guards are outcomes, not exceptions, so the run's events and ctx
 stay: a task-policy jump cycle past ``executor.spec.max_jumps`` fails its pipeline with a

@@ -20,6 +20,7 @@ OUTSIDERS = {
     "noetl_temporal.tools.base._NotPlain": "Exception",
     "noetl_temporal.dsl.yaml_loader._Unusual": "Exception",
     "noetl_temporal.tools.shell._ForkUnavailable": "Exception",
+    "noetl_temporal.tools.transfer._Cancelled": "Exception",
 }
 
 def _exception_classes() -> dict[str, type[BaseException]]:

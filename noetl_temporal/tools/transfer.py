@@ -48,7 +48,8 @@ Row = dict[str, Any]
 
 
 class _Cancelled(Exception):
-    pass
+    """The task timed out: the transfer's thread stops at its next batch (``run`` turns it into
+    the ``TimeoutError`` the tool reports)."""
 
 
 def _ident(name: str) -> str:

@@ -141,7 +141,7 @@ def test_a_large_playbook_parses_each_distinct_expression_once(monkeypatch):
     distinct expressions cost a handful of parses, whatever the text around them."""
     from jinja2 import Environment
 
-    from scripts.validate_speed import big_playbook
+    from benchmarks.probes.validate_speed import big_playbook
     parses = []
     real = Environment.parse
     monkeypatch.setattr(Environment, "parse", lambda self, source, *a, **k: parses.append(source)

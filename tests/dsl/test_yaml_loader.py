@@ -187,7 +187,7 @@ _BIG_PLAYBOOK = """
 import resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
 resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
-from scripts.validate_speed import big_playbook
+from benchmarks.probes.validate_speed import big_playbook
 text, steps = big_playbook(5_000_000)
 from noetl_temporal.dsl import validate_text
 started = time.process_time()
