@@ -16,7 +16,7 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.playbook_result import workflow_output
-from noetl_temporal.temporal.worker import build_worker
+from tests.support.capped_worker import MEMORY_CAP, CappedWorker
 
 COMPARE_BOMB = """
 workflow:
@@ -56,9 +56,10 @@ def _book(text: str):
     return load_playbook_text(textwrap.dedent(text), "<test>").playbook
 
 
-async def test_a_small_playbook_completes_beside_bombs_and_cancel_takes_effect(temporal, task_queue):
+async def test_a_small_playbook_completes_beside_bombs_and_cancel_takes_effect(temporal, task_queue, tmp_path):
     client = temporal.client
-    async with build_worker(client, task_queue=task_queue):
+    with CappedWorker(temporal.address, task_queue, tmp_path / "worker.log") as worker:
+        assert worker.limit() == MEMORY_CAP
         spin = await start_execution(client, _book(SPIN), task_queue=task_queue, execution_timeout_s=120,
                                      heartbeat_timeout_s=2)
         bomb = await start_execution(client, _book(COMPARE_BOMB), task_queue=task_queue, execution_timeout_s=120)
@@ -83,3 +84,4 @@ async def test_a_small_playbook_completes_beside_bombs_and_cancel_takes_effect(t
             await asyncio.sleep(0.2)
         assert info.state == "CANCELLED", info
         assert time.monotonic() - cancelled_at < 60
+        assert worker.alive(), f"the capped worker died: {worker.tail()}"

@@ -21,7 +21,7 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.playbook_result import workflow_output
-from noetl_temporal.temporal.worker import build_worker
+from tests.support.capped_worker import MEMORY_CAP, CappedWorker
 
 BOMB = "{{ ('.' * 100000 ~ 'a.') | urlize }}"
 
@@ -87,10 +87,11 @@ async def _failed_located(handle, loaded, setting: str, started: float) -> str:
     return error
 
 
-async def test_task_only_renders_run_in_a_child_and_the_worker_stays_responsive(temporal, task_queue):
+async def test_task_only_renders_run_in_a_child_and_the_worker_stays_responsive(temporal, task_queue, tmp_path):
     client = temporal.client
     python_bomb, shell_bomb = _loaded(PYTHON_BOMB), _loaded(SHELL_BOMB)
-    async with build_worker(client, task_queue=task_queue):
+    with CappedWorker(temporal.address, task_queue, tmp_path / "worker.log") as worker:
+        assert worker.limit() == MEMORY_CAP
         small_case = await start_execution(client, _loaded(SMALL_TASK_ONLY).playbook, task_queue=task_queue,
                                            execution_timeout_s=60)
         output = await asyncio.wait_for(workflow_output(small_case), timeout=30)
@@ -110,11 +111,13 @@ async def test_task_only_renders_run_in_a_child_and_the_worker_stays_responsive(
 
         await _failed_located(bombs[0], python_bomb, "input.text", started)
         await _failed_located(bombs[1], shell_bomb, "cmd", started)
+        assert worker.alive(), f"the capped worker died: {worker.tail()}"
 
 
-async def test_cancelling_a_bomb_s_execution_takes_effect(temporal, task_queue):
+async def test_cancelling_a_bomb_s_execution_takes_effect(temporal, task_queue, tmp_path):
     client = temporal.client
-    async with build_worker(client, task_queue=task_queue):
+    with CappedWorker(temporal.address, task_queue, tmp_path / "worker.log") as worker:
+        assert worker.limit() == MEMORY_CAP
         bomb = await start_execution(client, _loaded(PYTHON_BOMB).playbook, task_queue=task_queue,
                                      execution_timeout_s=120, heartbeat_timeout_s=2)
         await asyncio.sleep(1.5)   # its render child is running
@@ -128,3 +131,4 @@ async def test_cancelling_a_bomb_s_execution_takes_effect(temporal, task_queue):
         assert info.state == "CANCELLED", info
         assert time.monotonic() - cancelled_at < 30
         print(f"cancel took effect in {time.monotonic() - cancelled_at:.1f} s")
+        assert worker.alive(), f"the capped worker died: {worker.tail()}"

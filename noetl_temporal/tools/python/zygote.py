@@ -57,7 +57,11 @@ def _load_runner(path):
     return runner
 
 
-SPARES = 1  # children forked ahead of time, each waiting for a task (each one costs its RSS)
+# Children forked ahead of time, each waiting for a task (each one costs its RSS, mostly
+# shared with the server). Two: the next task finds one waiting while the one taken is
+# replaced, so the fork and the spare's start are off the path of back-to-back tasks.
+SPARES = 2
+WARM_AFTER = 0.05  # seconds a new spare waits for a task before it warms up (see _spare)
 # A taken spare is replaced once its task's process has exited, at once when another task
 # is already waiting, or at the latest this long (seconds) after it was taken: forking and
 # warming a spare while a task runs would take the CPU that task needs (2 cores).
@@ -80,8 +84,13 @@ def _spare(zygote, warm):
         os.close(zygote.wake_r)
         os.close(zygote.wake_w)
         os.close(zygote.taken_r)
-        if warm:
-            zygote.runner.warm()  # its first-touch page faults now, not on the task's path
+        # Its first-touch page faults now, not on the task's path; but only once no task
+        # came for WARM_AFTER: in a burst the next task is already on its way, the warm-up
+        # would only take a core from it (docs/performance.md, "A shell task's cost under
+        # the subreaper"). A task wakes both spares here; the one that does not get it
+        # waits for the next task unwarmed (about 0.3 ms more for a python task).
+        if warm and not select.select([zygote.tasks], [], [], WARM_AFTER)[0]:
+            zygote.runner.warm()
         task_id, fds = _receive(zygote.tasks)
         if task_id is None:  # the worker closed the server
             os._exit(0)
