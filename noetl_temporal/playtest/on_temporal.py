@@ -6,9 +6,11 @@ this process; the mocks reach the tools through the task activity's test hook
 (``temporal.activities.set_test_hook``), which this session alone sets, for its own worker.
 The hook answers each attempt from the case's mocks, so the activity still evaluates the
 policy, records the attempts and raises its ``PolicyRetry``; with the hook set the retry's
-backoff is recorded (``next_delay_s``, the events) but not waited for, and a mock's
-``delay`` is not slept. Workflow timers (a step's ``spec.timeout``, a fast-path retry's
-wait) take real time: there is no offline time-skipping server (the SDK's downloads one).
+backoff is recorded (``next_delay_s``, the events) but not waited for. There is no offline
+time-skipping server (the SDK's downloads one), so the executions run on the test clock
+(``temporal/test_clock.py``): workflow timers (a step's ``spec.timeout``, a fast-path retry's
+wait) and a mock's ``delay`` take 1/``SCALE`` of their time, so they still end in the order
+their virtual times give.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ __all__ = ["TemporalRunner", "UNSUPPORTED_KINDS"]
 UNSUPPORTED_KINDS = frozenset({"playbook", "activity", "workflow"})
 #: a case's execution may run this long before it counts as stuck
 EXECUTION_TIMEOUT_S = 300.0
+#: the task activity heartbeats every third of this (temporal/activities.py, ``_Heartbeats``):
+#: a cancel (a step's timeout cutting a mocked ``delay`` short) reaches a waiting mock within
+#: about a second, not the ten seconds of the default 30 s
+HEARTBEAT_TIMEOUT_S = 3.0
 TASK_QUEUE = "noetl-playtest"
 
 
@@ -78,7 +84,8 @@ class TemporalRunner:
                           "activity or workflow) apply in the default mode only; run this case without --temporal")
         self._case, self._problems = case, []
         report = await run_with_client(self._client, playbook, task_queue=TASK_QUEUE, payload=dict(case.payload),
-                                       source=source, worker=False, execution_timeout_s=EXECUTION_TIMEOUT_S)
+                                       source=source, worker=False, execution_timeout_s=EXECUTION_TIMEOUT_S,
+                                       heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S, test_clock=True)
         self._case = None
         actual = Actual(status=report.state, ctx=dict(report.ctx), steps=dict(report.steps), events=report.events,
                         result=report.summary or ({"reason": report.error} if report.error else None),
@@ -100,9 +107,13 @@ class TemporalRunner:
 
             self._problems.append(_unmocked(cmd))
             return Outcome.failed(ErrorInfo(kind="unmocked", message=_unmocked(cmd)))
+        from ..temporal.test_clock import scaled
         from .driver import _outcome
 
-        return _outcome(mock.answer(attempt), attempt)
+        answer = mock.answer(attempt)
+        if answer.delay > 0:   # on the test clock, as the workflow's timers (a step timeout may cut it)
+            await asyncio.sleep(scaled(answer.delay))
+        return _outcome(answer, attempt)
 
 
 def _kinds_of(playbook: Any, key: str) -> set[str]:

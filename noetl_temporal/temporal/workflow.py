@@ -66,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from .types import EXECUTION_ID_FROM_WORKFLOW, WORKFLOW_NAME, RunInput
 
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
-from . import approval_runs, child_runs, task_runs, user_calls
+from . import approval_runs, child_runs, task_runs, test_clock, user_calls
 from .event_flush import EventFlusher
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
@@ -84,6 +84,9 @@ _last_now: tuple[int, str] = (-1, "")
 
 def _now() -> str:
     global _last_now
+    ahead = test_clock.skew()   # 0 but in test runs: virtual time (temporal/test_clock.py)
+    if ahead:
+        return (workflow.now() + timedelta(seconds=ahead)).isoformat().replace("+00:00", "Z")
     ns = workflow.time_ns()
     last = _last_now
     if last[0] == ns:
@@ -249,7 +252,7 @@ class PlaybookWorkflow:
             return
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._drain(flusher)
-        now = workflow.now().timestamp()
+        now = workflow.now().timestamp() + test_clock.skew()
         parked = [_command_dict(c) for c in [*self._queued, *self._parked, *(a for a, _ in self._approvals.values())]]
         for deadline, timer in self._timers.values():
             parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
@@ -342,7 +345,8 @@ class PlaybookWorkflow:
         elif isinstance(command, Yield):
             asyncio.ensure_future(self._proceed_later())
         elif isinstance(command, StartTimer):
-            self._timers[command.timer_id] = (workflow.now().timestamp() + command.seconds, command)
+            self._timers[command.timer_id] = (workflow.now().timestamp() + test_clock.skew() + command.seconds,
+                                              command)
             asyncio.ensure_future(self._timer(command))
         # Finish: run() returns once the engine reports finished
 
@@ -463,7 +467,8 @@ class PlaybookWorkflow:
             self._feed(Proceed(now=_now()))
 
     async def _timer(self, cmd: StartTimer) -> None:
-        await workflow.sleep(timedelta(seconds=cmd.seconds), summary=cmd.timer_id)
+        await test_clock.sleep(cmd.seconds, test_clock=self._input is not None and self._input.test_clock,
+                               summary=cmd.timer_id)
         self._timers.pop(cmd.timer_id, None)
         if not self.engine.finished:
             self._feed(StepTimedOut(now=_now(), step_run_id=cmd.step_run_id))
