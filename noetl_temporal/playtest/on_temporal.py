@@ -35,6 +35,10 @@ EXECUTION_TIMEOUT_S = 300.0
 #: about a second, not the ten seconds of the default 30 s
 HEARTBEAT_TIMEOUT_S = 3.0
 TASK_QUEUE = "noetl-playtest"
+#: The dev server fires no scheduled task (a timer, an activity's retry) sooner than this shift
+#: after it is created (``history.timerProcessorMaxTimeShift``, 1 s by default): every retry
+#: and test-clock timer cost a second. This command's own server shifts by 10 ms.
+TEST_SERVER_ARGS = ("--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"')
 
 
 class TemporalRunner:
@@ -62,10 +66,10 @@ class TemporalRunner:
 
     async def _start(self) -> None:
         from ..temporal.activities import set_test_hook
-        from ..temporal.devserver import EmbeddedTemporal
+        from ..temporal.devserver import DEV_SERVER_ARGS, EmbeddedTemporal
         from ..temporal.hosting import hosted_worker
 
-        embedded = await self._stack.enter_async_context(EmbeddedTemporal(ui=False))
+        embedded = await self._stack.enter_async_context(EmbeddedTemporal(ui=False, server_args=(*DEV_SERVER_ARGS, *TEST_SERVER_ARGS)))
         self._client = embedded.client
         await self._stack.enter_async_context(hosted_worker(self._client, task_queue=TASK_QUEUE, owns_tools=True))
         set_test_hook(self._answer)
