@@ -19,15 +19,17 @@ import asyncio
 import contextlib
 from typing import Any
 
+from temporalio import activity
+
 from ..engine.envelopes import ErrorInfo, Outcome
 from ..engine.messages import RunTask
+from ..temporal.test_clock import TEST_MOCK_ACTIVITY
+from ..tool_kinds import WORKFLOW_KINDS
 from .driver import Actual, attempts_in, load
 from .spec import Case, Mock
 
-__all__ = ["TemporalRunner", "UNSUPPORTED_KINDS"]
+__all__ = ["TemporalRunner"]
 
-#: kinds the workflow runs itself (no activity, so no hook): their mocks cannot apply here
-UNSUPPORTED_KINDS = frozenset({"playbook", "activity", "workflow"})
 #: a case's execution may run this long before it counts as stuck
 EXECUTION_TIMEOUT_S = 300.0
 #: the task activity heartbeats every third of this (temporal/activities.py, ``_Heartbeats``):
@@ -69,9 +71,12 @@ class TemporalRunner:
         from ..temporal.devserver import DEV_SERVER_ARGS, EmbeddedTemporal
         from ..temporal.hosting import hosted_worker
 
-        embedded = await self._stack.enter_async_context(EmbeddedTemporal(ui=False, server_args=(*DEV_SERVER_ARGS, *TEST_SERVER_ARGS)))
+        embedded = await self._stack.enter_async_context(
+            EmbeddedTemporal(ui=False, server_args=(*DEV_SERVER_ARGS, *TEST_SERVER_ARGS)))
         self._client = embedded.client
-        await self._stack.enter_async_context(hosted_worker(self._client, task_queue=TASK_QUEUE, owns_tools=True))
+        # the mocks of tasks the workflow runs itself come from this worker's extra activity
+        await self._stack.enter_async_context(hosted_worker(self._client, task_queue=TASK_QUEUE, owns_tools=True,
+                                                            activities=[self._workflow_task_mock]))
         set_test_hook(self._answer)
 
     def __call__(self, case: Case, playbook_file: str) -> tuple[Any, str | None]:
@@ -81,11 +86,6 @@ class TemporalRunner:
         from ..runner import run_with_client
 
         playbook, source = load(playbook_file)
-        unsupported = sorted([k for k in case.kinds if k in UNSUPPORTED_KINDS] +
-                             [k for k in case.mocks if _kinds_of(playbook, k) & UNSUPPORTED_KINDS])
-        if unsupported:
-            return None, (f"mocks of tasks the workflow runs itself ({', '.join(unsupported)}: kind playbook, "
-                          "activity or workflow) apply in the default mode only; run this case without --temporal")
         self._case, self._problems = case, []
         report = await run_with_client(self._client, playbook, task_queue=TASK_QUEUE, payload=dict(case.payload),
                                        source=source, worker=False, execution_timeout_s=EXECUTION_TIMEOUT_S,
@@ -96,6 +96,13 @@ class TemporalRunner:
                         attempts=attempts_in(report.events))
         return actual, (self._problems[0] if self._problems else None)
 
+    @activity.defn(name=TEST_MOCK_ACTIVITY)
+    async def _workflow_task_mock(self, cmd: RunTask) -> dict[str, Any] | None:
+        """A ``kind: playbook``, ``activity`` or ``workflow`` task's mock (one attempt: the
+        engine decides on it, as in the default mode), None when it has none: it runs for real."""
+        mocked = await self._answer(cmd, 1)
+        return mocked.to_dict() if mocked is not None else None
+
     async def _answer(self, cmd: RunTask, attempt: int) -> Outcome | None:
         """The task activity's test hook: the mock's answer for this attempt, None to run the
         tool itself (``real:``), a failed outcome (and the case's problem) when unmocked."""
@@ -105,7 +112,7 @@ class TemporalRunner:
         mock: Mock | None = case.mocks.get(f"{cmd.step}.{cmd.task}") or case.mocks.get(cmd.step) or \
             case.kinds.get(cmd.kind)
         if mock is None:
-            if cmd.kind in case.real:
+            if cmd.kind in case.real or cmd.kind in WORKFLOW_KINDS:
                 return None
             from .driver import _unmocked
 
@@ -119,11 +126,3 @@ class TemporalRunner:
             await asyncio.sleep(scaled(answer.delay))
         return _outcome(answer, attempt)
 
-
-def _kinds_of(playbook: Any, key: str) -> set[str]:
-    """The kinds of the tasks a ``mocks:`` key (``step`` or ``step.task``) names."""
-    step_name, _, task = key.partition(".")
-    step = playbook.step_by_name().get(step_name)
-    if step is None:
-        return set()
-    return {t.kind for t in step.tool if not task or t.name == task}

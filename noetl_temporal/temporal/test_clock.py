@@ -3,6 +3,8 @@ an execution started with ``RunInput.test_clock`` waits 1/``SCALE`` of each work
 time (a step's ``spec.timeout``, a fast-path retry's backoff), and the times it reports (the
 engine's ``now``: event timestamps) read virtual time, the real time plus what the timers
 skipped. Never set outside test runs: a normal execution's timers and times are untouched.
+A task the workflow runs itself (``kind: playbook``, ``activity``, ``workflow``) first asks the
+test session's worker for its mock (:func:`mocked`).
 
 Workflow code: it waits only through ``temporalio.workflow``.
 """
@@ -10,10 +12,18 @@ Workflow code: it waits only through ``temporalio.workflow``.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 
-__all__ = ["SCALE", "scaled", "skew", "sleep"]
+with workflow.unsafe.imports_passed_through():
+    from ..engine.envelopes import Outcome
+    from ..engine.messages import RunTask
+
+__all__ = ["SCALE", "TEST_MOCK_ACTIVITY", "mocked", "scaled", "skew", "sleep"]
+
+#: registered by ``noetl-temporal test --temporal`` on its own worker only
+TEST_MOCK_ACTIVITY = "noetl.test_mock"
 
 #: a virtual hour takes a tenth of a real second: timers keep their order (a 1 h step timeout
 #: fires before a 2 h task), and a case with hours of waiting runs in about a second
@@ -44,3 +54,12 @@ async def sleep(seconds: float, *, test_clock: bool, summary: str) -> None:
     due = workflow.now().timestamp() + skew() + seconds
     await workflow.sleep(timedelta(seconds=scaled(seconds)), summary=f"{summary} (test clock: {seconds:g} s)")
     setattr(workflow.instance(), _ATTR, max(skew(), due - workflow.now().timestamp()))
+
+
+async def mocked(cmd: RunTask) -> Outcome | None:
+    """The case's answer for a task the workflow runs itself (None: no mock, it runs for
+    real), from the test session's activity; its ``delay`` is waited there, on this clock."""
+    raw: dict[str, Any] | None = await workflow.execute_activity(
+        TEST_MOCK_ACTIVITY, cmd, start_to_close_timeout=timedelta(seconds=300),
+        summary=f"{cmd.step} / {cmd.task} ({cmd.kind}, test mock)")
+    return Outcome.from_dict(raw) if raw is not None else None

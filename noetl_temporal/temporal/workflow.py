@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -412,7 +412,11 @@ class PlaybookWorkflow:
         inp = self._input
         assert inp is not None
         try:
-            if cmd.kind == "activity":
+            # a test run's mock of it (docs/testing-playbooks.md); None: it runs for real
+            mocked = await test_clock.mocked(cmd) if inp.test_clock else None
+            if mocked is not None:
+                outcome = mocked
+            elif cmd.kind == "activity":
                 outcome = await user_calls.activity_outcome(
                     cmd, settled=self._started_with(behaviours.SETTLED_USER_ACTIVITY))
             elif cmd.kind == "workflow":
@@ -435,7 +439,7 @@ class PlaybookWorkflow:
         since = record["since"] if record is not None else None
         try:
             answered = await approval_runs.wait_for_answer(cmd, lambda: cmd.task_run_id not in self.engine.approvals,
-                                                           since=since, now=workflow.now())
+                                                           since=since, now=self._virtual_now())
         except asyncio.CancelledError:
             self._approvals.pop(cmd.task_run_id, None)
             self._report(cmd, task_runs.cancelled("approval cancelled"))
@@ -443,6 +447,11 @@ class PlaybookWorkflow:
         self._approvals.pop(cmd.task_run_id, None)
         if not answered and not self.engine.finished:
             self._feed(Answer(now=_now(), task_run_id=cmd.task_run_id, timed_out=True))
+
+    @staticmethod
+    def _virtual_now() -> datetime:
+        """The time the engine's records read (``since``): the real time but in test runs."""
+        return workflow.now() + timedelta(seconds=test_clock.skew())
 
     async def _proceed_later(self) -> None:
         """The engine used up one input's work budget: go on in a later activation (and

@@ -108,3 +108,56 @@ def test_hours_of_waiting_take_seconds_on_temporal_and_both_modes_agree(tmp_path
     # about 17 virtual hours (and 2 days of a task the timeout cuts short) in seconds: the dev
     # server's start, a round trip per attempt, the test clock's scaled waits
     assert took < 90, took
+
+
+WORKFLOW_KINDS_PLAYBOOK = """\
+    apiVersion: noetl.io/v2
+    kind: Playbook
+    metadata: {name: calls, path: tests/calls}
+    workflow:
+      - step: child
+        tool: {kind: playbook, path: nowhere.yaml}
+        set:
+          ctx.child: "{{ child.n }}"
+        next: {arcs: [{step: charge}]}
+      - step: charge
+        tool: {kind: activity, name: charge_card, task_queue: billing, args: [42]}
+        next: {arcs: [{step: ship}]}
+      - step: ship
+        tool: {kind: workflow, name: Shipping, task_queue: shipping}
+        set:
+          ctx.shipped: "{{ ship.id }}"
+    """
+
+WORKFLOW_KINDS_CASES = """\
+    playbook: calls.yaml
+    cases:
+      - name: a sub-playbook, an activity and a workflow, all mocked
+        mocks:
+          child: {result: {n: 7}}
+          charge: {delay: 3h, result: {ok: true}}
+        kinds:
+          workflow: {result: {id: s-1}}
+        expect:
+          status: COMPLETED
+          route: [child, charge, ship]
+          ctx: {child: 7, shipped: s-1}
+      - name: a failing mock of the activity, wrongly expected to pass
+        mocks:
+          child: {result: {n: 7}}
+          charge: {error: {type: declined, message: card declined}}
+        kinds:
+          workflow: {result: {id: s-1}}
+        expect: {status: COMPLETED, events: [task.failed, nothing]}
+    """
+
+
+def test_mocks_of_tasks_the_workflow_runs_itself_apply_on_temporal(tmp_path: Path) -> None:
+    """Neither the sub-playbook's file nor the activity or workflow exists: only the mocks
+    answer, in both modes alike."""
+    (tmp_path / "calls.yaml").write_text(textwrap.dedent(WORKFLOW_KINDS_PLAYBOOK), encoding="utf-8")
+    cases = tmp_path / "calls.test.yaml"
+    cases.write_text(textwrap.dedent(WORKFLOW_KINDS_CASES), encoding="utf-8")
+    code, default = report(str(cases))
+    assert code == 1 and "1 passed, 1 failed" in default, default
+    assert (code, default) == report("--temporal", str(cases))
