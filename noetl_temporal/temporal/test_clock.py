@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from ..engine.envelopes import Outcome
     from ..engine.messages import RunTask
 
-__all__ = ["SCALE", "TEST_MOCK_ACTIVITY", "mocked", "scaled", "skew", "sleep"]
+__all__ = ["SCALE", "TEST_MOCK_ACTIVITY", "mocked", "scaled", "set_skew", "skew", "sleep"]
 
 #: registered by ``noetl-temporal test --temporal`` on its own worker only
 TEST_MOCK_ACTIVITY = "noetl.test_mock"
@@ -45,6 +45,12 @@ def skew() -> float:
     return value if isinstance(value, float) else 0.0
 
 
+def set_skew(seconds: float) -> None:
+    """Set the running workflow's virtual lead (a test run continued as new keeps its clock)."""
+    if seconds:
+        setattr(workflow.instance(), _ATTR, seconds)
+
+
 async def sleep(seconds: float, *, test_clock: bool, summary: str) -> None:
     """``workflow.sleep``; under the test clock a scaled wait that moves virtual time on by
     ``seconds`` (never back: a shorter timer ending after a longer one changes nothing)."""
@@ -53,7 +59,7 @@ async def sleep(seconds: float, *, test_clock: bool, summary: str) -> None:
         return
     due = workflow.now().timestamp() + skew() + seconds
     await workflow.sleep(timedelta(seconds=scaled(seconds)), summary=f"{summary} (test clock: {seconds:g} s)")
-    setattr(workflow.instance(), _ATTR, max(skew(), due - workflow.now().timestamp()))
+    set_skew(max(skew(), due - workflow.now().timestamp()))
 
 
 async def mocked(cmd: RunTask) -> Outcome | None:

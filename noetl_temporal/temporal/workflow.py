@@ -257,8 +257,10 @@ class PlaybookWorkflow:
         for deadline, timer in self._timers.values():
             parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
                                                    step_run_id=timer.step_run_id)))
-        resume = {"state": snapshot.snapshot(self.engine), "parked": parked,
-                  "cancel_reason": self._cancel_reason, "cascade": self._cascade}
+        resume: dict[str, Any] = {"state": snapshot.snapshot(self.engine), "parked": parked,
+                                  "cancel_reason": self._cancel_reason, "cascade": self._cascade}
+        if test_clock.skew():   # a test run's virtual clock goes on where it was
+            resume["test_clock_skew"] = test_clock.skew()
         assert self._input is not None
         workflow.continue_as_new(dataclasses.replace(self._input, resume=resume))
 
@@ -269,6 +271,7 @@ class PlaybookWorkflow:
         self._state = snapshot.restore(playbook, resume["state"], graph)
         self._cancel_reason = resume.get("cancel_reason")
         self._cascade = resume.get("cascade", True)
+        test_clock.set_skew(float(resume.get("test_clock_skew") or 0.0))
         for data in resume.get("parked") or []:
             self._execute(_command_from(data))
         if self.engine.yield_requested:
