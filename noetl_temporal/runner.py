@@ -139,12 +139,13 @@ async def _execute(client: Client, playbook: Playbook, *, task_queue: str, addre
                    search_attributes: bool, execution_id: str | None,
                    heartbeat_timeout_s: float = 30.0, execution_timeout_s: float | None = None,
                    continue_as_new_after_events: int = 0, events_limit: int | None = None,
-                   on_start: Callable[[str, str | None], None] | None = None) -> RunReport:
+                   on_start: Callable[[str, str | None], None] | None = None, test_clock: bool = False) -> RunReport:
     handle = await start_execution(client, playbook, payload=payload, task_queue=task_queue,
                                    source=source, search_attributes=search_attributes,
                                    execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                                    execution_timeout_s=execution_timeout_s,
-                                   continue_as_new_after_events=continue_as_new_after_events)
+                                   continue_as_new_after_events=continue_as_new_after_events,
+                                   test_clock=test_clock)
     if on_start:   # now, not at the end: a run waiting at a gate is controlled from elsewhere
         on_start(handle.id, address)
     # Queries go to the latest run: a long execution continues as new.
@@ -293,13 +294,15 @@ async def run_with_client(client: Client, playbook: Playbook, *, task_queue: str
                           source: str | None = None, search_attributes: bool = False,
                           execution_id: str | None = None, heartbeat_timeout_s: float = 30.0,
                           execution_timeout_s: float | None = None,
-                          continue_as_new_after_events: int = 0, events_limit: int | None = None) -> RunReport:
+                          continue_as_new_after_events: int = 0, events_limit: int | None = None,
+                          test_clock: bool = False) -> RunReport:
     """Run on an already connected client (tests, embedding); the report holds the first
-    ``events_limit`` events (all if None)."""
+    ``events_limit`` events (all if None). ``test_clock``: ``noetl-temporal test --temporal``
+    only (temporal/test_clock.py)."""
     return await _with_worker(client, playbook, task_queue=task_queue, address=None, owns_tools=False,
                               payload=payload or {}, source=source,
                               worker=worker, on_event=on_event, search_attributes=search_attributes,
                               execution_id=execution_id, heartbeat_timeout_s=heartbeat_timeout_s,
                               execution_timeout_s=execution_timeout_s,
                               continue_as_new_after_events=continue_as_new_after_events,
-                              events_limit=events_limit)
+                              events_limit=events_limit, test_clock=test_clock)

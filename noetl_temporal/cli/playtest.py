@@ -21,8 +21,8 @@ def add_test_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML, for CI")
     parser.add_argument("--temporal", action="store_true",
                         help="run the cases through the real workflow and task activity on the embedded Temporal "
-                             "dev server (mocks applied in the activity; backoffs recorded, not waited; step "
-                             "timeouts take real time)")
+                             "dev server, on a test clock: backoffs, step timeouts and mocked delays take "
+                             "1/36,000 of their time (docs/testing-playbooks.md)")
     parser.add_argument("--record", metavar="PLAYBOOK",
                         help="run PLAYBOOK once with its tools for real and write a case from it (the tools' "
                              "answers as mocks, what the run showed as expectations) to --to; PATHs are not run")

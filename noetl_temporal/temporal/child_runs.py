@@ -58,7 +58,8 @@ async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> O
                            parent_execution_id=inp.execution_id, infra_attempts=inp.infra_attempts,
                            heartbeat_timeout_s=inp.heartbeat_timeout_s,
                            persist_events=inp.persist_events, depth=inp.depth + 1,
-                           behaviours=list(behaviours), redrive=_child_redrive(cmd, inp))
+                           behaviours=list(behaviours), redrive=_child_redrive(cmd, inp),
+                           test_clock=inp.test_clock)
     try:
         output: dict[str, Any] = await workflow.execute_child_workflow(
             WORKFLOW_NAME, child_input, id=child_id, task_queue=workflow.info().task_queue,

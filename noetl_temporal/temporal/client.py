@@ -109,7 +109,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                           api_url: str | None = None, definition: dict[str, Any] | None = None,
                           digest: str | None = None, persist_events: bool = True,
                           redrive: dict[str, Any] | None = None,
-                          payload_checked: bool = False) -> WorkflowHandle[Any, Any]:
+                          payload_checked: bool = False, test_clock: bool = False) -> WorkflowHandle[Any, Any]:
     """Start one execution, id ``<playbook-name>-<short id>`` unless given.
 
     ``search_attributes``: set ours (a namespace without them registered: a warning, and the
@@ -126,6 +126,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
     ``redrive``: a redrive's plan (``temporal/redrive.py`` builds it and calls this).
     ``payload_checked``: the caller has already refused a payload over ``MAX_PAYLOAD_SIZE`` in
     its own words (the API's 413), so it is not walked a second time here.
+    ``test_clock``: only ``noetl-temporal test --temporal`` (temporal/test_clock.py).
     """
     refused = None if payload_checked else payload_refusal(payload)
     if refused is not None:   # the workflow could not decode it in one activation
@@ -143,7 +144,7 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                            digest=digest, version=version, api_url=link,
                            heartbeat_timeout_s=heartbeat_timeout_s,
                            continue_as_new_after_events=continue_as_new_after_events,
-                           persist_events=persist_events, redrive=redrive)
+                           persist_events=persist_events, redrive=redrive, test_clock=test_clock)
 
     async def start(options: dict[str, Any]) -> WorkflowHandle[Any, Any]:
         return await client.start_workflow(WORKFLOW_NAME, plan.input, task_queue=task_queue, **options)

@@ -60,12 +60,14 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
                     timeout_s: float | None = None, digest: str | None = None, version: int | None = None,
                     api_url: str | None = None, parent: str | None = None, summary: str | None = None,
                     heartbeat_timeout_s: float = 30.0, continue_as_new_after_events: int = 0,
-                    persist_events: bool = True, redrive: dict[str, Any] | None = None) -> ExecutionStart:
+                    persist_events: bool = True, redrive: dict[str, Any] | None = None,
+                    test_clock: bool = False) -> ExecutionStart:
     """The input and start options of one execution of ``definition`` (normalized,
     ``playbook_definition``). ``timeout_s``: the execution timeout, default the playbook's
     own; ``parent``: the starting workflow's id, shown in the details and search attributes;
     ``api_url``: a link to the execution in the API, shown in the details; ``redrive``: the plan
-    of a redrive (``engine/redrive.py``), its old execution named in the memo and details."""
+    of a redrive (``engine/redrive.py``), its old execution named in the memo and details;
+    ``test_clock``: ``noetl-temporal test --temporal``'s clock (temporal/test_clock.py)."""
     digest = digest or labels.definition_hash(definition)
     inp = RunInput(execution_id=execution_id, playbook=definition, payload=payload or {}, source=source,
                    parent_execution_id=parent,
@@ -73,7 +75,7 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
                    continue_as_new_after_events=continue_as_new_after_events,
                    behaviours=[*behaviours.CURRENT, *([behaviours.REDRIVE] if redrive is not None else []),
                                *([behaviours.REDRIVE_CHILDREN] if (redrive or {}).get("children") else [])],
-                   persist_events=persist_events, redrive=redrive)
+                   persist_events=persist_events, redrive=redrive, test_clock=test_clock)
     timeout = timeout_s or definition_timeout_s(definition)
     options: dict[str, Any] = {
         "id": execution_id,

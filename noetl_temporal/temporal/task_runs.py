@@ -26,6 +26,8 @@ with workflow.unsafe.imports_passed_through():
     from .local_only import local_run_task
     from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, RunInput
 
+from . import test_clock
+
 __all__ = ["run_task", "failed_activity", "failure", "cancelled"]
 
 
@@ -96,7 +98,7 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
             attempt = int(history[-1]["attempt"]) + 1
             delay = float(history[-1].get("next_delay_s") or 0)
             if delay > 0:
-                await workflow.sleep(timedelta(seconds=delay), summary=f"retry {cmd.step}/{cmd.task}")
+                await test_clock.sleep(delay, test_clock=inp.test_clock, summary=f"retry {cmd.step}/{cmd.task}")
 
 
 def _chain(err: BaseException | None) -> list[BaseException]:

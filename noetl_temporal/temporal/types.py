@@ -52,3 +52,7 @@ class RunInput:
     # recorded step results to reuse. None: a normal start. A worker that predates the field
     # cannot decode such an input: upgrade workers before clients redrive.
     redrive: dict[str, Any] | None = None
+    # ``noetl-temporal test --temporal`` only: workflow timers wait a fraction of their time and
+    # events read virtual time (temporal/test_clock.py, docs/testing-playbooks.md). Off for
+    # every other start, and for recorded inputs, which lack it.
+    test_clock: bool = False

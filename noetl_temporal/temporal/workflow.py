@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -67,7 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from .types import EXECUTION_ID_FROM_WORKFLOW, WORKFLOW_NAME, RunInput
 
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
-from . import approval_runs, child_runs, task_runs, user_calls
+from . import approval_runs, child_runs, task_runs, test_clock, user_calls
 from .event_flush import EventFlusher
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
@@ -85,6 +85,9 @@ _last_now: tuple[int, str] = (-1, "")
 
 def _now() -> str:
     global _last_now
+    ahead = test_clock.skew()   # 0 but in test runs: virtual time (temporal/test_clock.py)
+    if ahead:
+        return (workflow.now() + timedelta(seconds=ahead)).isoformat().replace("+00:00", "Z")
     ns = workflow.time_ns()
     last = _last_now
     if last[0] == ns:
@@ -250,13 +253,15 @@ class PlaybookWorkflow:
             return
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._drain(flusher)
-        now = workflow.now().timestamp()
+        now = workflow.now().timestamp() + test_clock.skew()
         parked = [_command_dict(c) for c in [*self._queued, *self._parked, *(a for a, _ in self._approvals.values())]]
         for deadline, timer in self._timers.values():
             parked.append(_command_dict(StartTimer(timer_id=timer.timer_id, seconds=max(deadline - now, 0.0),
                                                    step_run_id=timer.step_run_id)))
-        resume = {"state": snapshot.snapshot(self.engine), "parked": parked,
-                  "cancel_reason": self._cancel_reason, "cascade": self._cascade}
+        resume: dict[str, Any] = {"state": snapshot.snapshot(self.engine), "parked": parked,
+                                  "cancel_reason": self._cancel_reason, "cascade": self._cascade}
+        if test_clock.skew():   # a test run's virtual clock goes on where it was
+            resume["test_clock_skew"] = test_clock.skew()
         assert self._input is not None
         workflow.continue_as_new(dataclasses.replace(self._input, resume=resume))
 
@@ -267,6 +272,7 @@ class PlaybookWorkflow:
         self._state = snapshot.restore(playbook, resume["state"], graph)
         self._cancel_reason = resume.get("cancel_reason")
         self._cascade = resume.get("cascade", True)
+        test_clock.set_skew(float(resume.get("test_clock_skew") or 0.0))
         for data in resume.get("parked") or []:
             self._execute(_command_from(data))
         if self.engine.yield_requested:
@@ -343,7 +349,8 @@ class PlaybookWorkflow:
         elif isinstance(command, Yield):
             asyncio.ensure_future(self._proceed_later())
         elif isinstance(command, StartTimer):
-            self._timers[command.timer_id] = (workflow.now().timestamp() + command.seconds, command)
+            self._timers[command.timer_id] = (workflow.now().timestamp() + test_clock.skew() + command.seconds,
+                                              command)
             asyncio.ensure_future(self._timer(command))
         # Finish: run() returns once the engine reports finished
 
@@ -409,7 +416,11 @@ class PlaybookWorkflow:
         inp = self._input
         assert inp is not None
         try:
-            if cmd.kind == "activity":
+            # a test run's mock of it (docs/testing-playbooks.md); None: it runs for real
+            mocked = await test_clock.mocked(cmd) if inp.test_clock else None
+            if mocked is not None:
+                outcome = mocked
+            elif cmd.kind == "activity":
                 outcome = await user_calls.activity_outcome(
                     cmd, settled=self._started_with(behaviours.SETTLED_USER_ACTIVITY))
             elif cmd.kind == "workflow":
@@ -432,7 +443,7 @@ class PlaybookWorkflow:
         since = record["since"] if record is not None else None
         try:
             answered = await approval_runs.wait_for_answer(cmd, lambda: cmd.task_run_id not in self.engine.approvals,
-                                                           since=since, now=workflow.now())
+                                                           since=since, now=self._virtual_now())
         except asyncio.CancelledError:
             self._approvals.pop(cmd.task_run_id, None)
             self._report(cmd, task_runs.cancelled("approval cancelled"))
@@ -440,6 +451,11 @@ class PlaybookWorkflow:
         self._approvals.pop(cmd.task_run_id, None)
         if not answered and not self.engine.finished:
             self._feed(Answer(now=_now(), task_run_id=cmd.task_run_id, timed_out=True))
+
+    @staticmethod
+    def _virtual_now() -> datetime:
+        """The time the engine's records read (``since``): the real time but in test runs."""
+        return workflow.now() + timedelta(seconds=test_clock.skew())
 
     async def _proceed_later(self) -> None:
         """The engine used up one input's work budget: go on in a later activation (and
@@ -464,7 +480,8 @@ class PlaybookWorkflow:
             self._feed(Proceed(now=_now()))
 
     async def _timer(self, cmd: StartTimer) -> None:
-        await workflow.sleep(timedelta(seconds=cmd.seconds), summary=cmd.timer_id)
+        await test_clock.sleep(cmd.seconds, test_clock=self._input is not None and self._input.test_clock,
+                               summary=cmd.timer_id)
         self._timers.pop(cmd.timer_id, None)
         if not self.engine.finished:
             self._feed(StepTimedOut(now=_now(), step_run_id=cmd.step_run_id))

@@ -1,14 +1,16 @@
 """``noetl-temporal test`` and ``noetl-temporal test --temporal`` agree: the same report,
 case for case and failure for failure (every event type of a run appears in an events
-diff), on a shared set of passing and failing cases (docs/testing-playbooks.md)."""
+diff), on a shared set of passing and failing cases (docs/testing-playbooks.md), hours of
+step timeout, sleep and backoff included. The scale tier (about 15 s); the default run has
+the clock's cases (test_test_clock.py)."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 import textwrap
+import time
 from pathlib import Path
+
+from .test_test_clock import clock_files, report
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,21 +45,20 @@ FAILING = """\
     """
 
 
-def report(*args: str) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "test", *args], capture_output=True, text=True,
-                          cwd=REPO, timeout=600)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
-    # timings differ (and so the summary line's padding), nothing else may
-    return proc.returncode, re.sub(r"=+", "=", re.sub(r"\(\d+ ms\)| in \d+\.\d+s ", "", proc.stdout))
-
-
 def test_both_modes_print_the_same_report(tmp_path: Path) -> None:
     failing = tmp_path / "failing.test.yaml"
     failing.write_text(textwrap.dedent(FAILING).format(playbook=REPO / "examples" / "orders.yaml"), encoding="utf-8")
-    shared = [str(REPO / "examples" / "tests" / "orders.test.yaml"), str(failing)]
+    clock = clock_files(tmp_path)
+    shared = [str(REPO / "examples" / "tests" / "orders.test.yaml"), str(failing), str(clock)]
     code, default = report(*shared)
     assert code == 1
-    assert "3 passed, 4 failed" in default
+    assert "4 passed, 5 failed" in default
     assert default.count('"task.attempt.failed"') >= 2   # the events diffs show whole runs
+    assert "hours of backoff, a sleep and a step timeout PASSED" in default
+    started = time.monotonic()
     temporal_code, temporal = report("--temporal", *shared)
+    took = time.monotonic() - started
     assert (temporal_code, temporal) == (code, default)
+    # days of virtual time (hour-long backoffs, a ten-hour sleep, a one-hour step timeout, the
+    # test clock's waits) in seconds: the dev server's start and each retry's round trip
+    assert took < 120, took
