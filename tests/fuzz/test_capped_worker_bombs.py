@@ -22,10 +22,10 @@ import time
 
 import pytest
 
+from noetl_temporal.cli.locations import locate_message
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.payload_size import MAX_PAYLOAD_SIZE
 from noetl_temporal.errors import PayloadTooLarge
-from noetl_temporal.locations import locate_message
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.playbook_result import workflow_output
