@@ -51,6 +51,7 @@ from .messages import (
     Finish,
     HoldStep,
     Input,
+    PageFetched,
     PatchCtx,
     Pause,
     Proceed,
@@ -95,6 +96,8 @@ def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Com
     budget.refill(state)
     if isinstance(event, Start):
         _start(state, event)
+    elif isinstance(event, PageFetched):
+        complete(state, loops.page_fetched(state, event), commands)
     elif isinstance(event, TaskFinished):
         complete(state, pipeline.task_finished(state, event, commands), commands)
     elif isinstance(event, HoldStep):
