@@ -198,6 +198,14 @@ class _Normalizer:
                 continue
             spec[key] = value
             self.origins.add(paths.join(paths.join(src, "spec"), key), paths.join(src, key))
+        mode = spec.get("mode")
+        if ("cursor" in out) != (mode == "cursor") and (mode is not None or "cursor" not in out):
+            self.reporter.add("NTL335", f"a cursor loop's `spec.mode` is {mode!r}" if "cursor" in out
+                              else "`spec.mode: cursor` needs `loop.cursor`",
+                              paths.join(src, "mode") if "mode" in loop else paths.join(paths.join(src, "spec"), "mode"),
+                              value=True, fix="write `mode: cursor` with `loop.cursor`, and `sequential` or "
+                                              "`parallel` with `loop.in`; `spec.max_in_flight` sets how many "
+                                              "rows run at once")
         if spec or "spec" in out:
             out["spec"] = spec
         return out
@@ -230,11 +238,6 @@ class _Normalizer:
             out.pop("cursor")
         spec = loop.get("spec")
         if isinstance(spec, Mapping):
-            mode = spec.get("mode", loop.get("mode"))
-            if mode not in (None, "cursor"):
-                self.reporter.add("NTL335", f"a cursor loop's `spec.mode` is {mode!r}", paths.join(src, "spec"),
-                                  fix="write `mode: cursor`, or leave it out; `spec.max_in_flight` sets "
-                                      "how many rows run at once")
             frame = spec.get("frame")
             rows = frame.get("max_rows") if isinstance(frame, Mapping) else None
             if frame is not None and not isinstance(frame, Mapping):

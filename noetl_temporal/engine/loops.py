@@ -112,7 +112,7 @@ def _fetch_page(state: ExecutionState, run: StepRun, commands: list[Command]) ->
                 config={**{k: v for k, v in cursor.items() if k != "claim"}, "command": cursor["claim"]})
     pipe = PipelineRun(key=f"{run.id}#cursor", step_run_id=run.id)
     context = template_context(state, step_def, args=run.args,
-                               extra={"__frame_max_rows": rows, "__cursor_offset": loop.next_index})
+                               extra={"__frame_max_rows": rows, "__cursor_offset": loop.rows})
     task_run_id = f"{run.id}:page:{loop.pages + 1}"
     try:
         config, secret_context = invocation.render_config(state, step_def, task, context)
@@ -145,8 +145,11 @@ def page_fetched(state: ExecutionState, event: PageFetched) -> FillLoop | None:
             "kind": "cursor", "message": "the cursor's claim returned no `rows`"}
     else:
         loop.pages += 1 if rows else 0
+        loop.rows += len(rows)
         loop.page_base = loop.next_index
-        loop.items = rows
+        # NoETL's ``frame.process: frame``: the whole page is one iteration (its rows a list)
+        frame = step_definition(state, run.step).loop.spec.frame or {}  # type: ignore[union-attr]
+        loop.items = [rows] if rows and frame.get("process") == "frame" else rows
         loop.exhausted = not rows
     return begin_fill(state, run)
 

@@ -100,6 +100,7 @@ class LoopRun:
     cursor: bool = False
     page_base: int = 0
     pages: int = 0
+    rows: int = 0                    # rows read so far (``__cursor_offset``)
     fetching: str | None = None      # the FetchPage task run id in flight
     exhausted: bool = False          # a claim returned no row (or failed): no more pages
     fetch_error: dict[str, Any] | None = None

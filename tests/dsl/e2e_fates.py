@@ -108,7 +108,7 @@ def markdown() -> str:
         "validates, or it is rejected with located errors that name the reason. The reasons are",
         "v10 rules (`retry` blocks, a step without a tool: the errors say what to write instead)",
         "and NoETL constructs this project does not run (its `snowflake`, `nats`, `container` ...",
-        "tools: NTL320; root `tracing`, step `output`, cursor loops),",
+        "tools: NTL320; root `tracing`, step `output`),",
         "each with its fix. See docs/validation-codes.md for the codes.",
         "",
         "This page is generated (`python -m tests.dsl.e2e_fates > docs/noetl-e2e-fates.md`) and",

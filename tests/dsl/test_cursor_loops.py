@@ -29,8 +29,9 @@ def test_noetl_s_shape_validates_for_postgres_and_duckdb():
     ("      cursor: {kind: duckdb}\n", "NTL334", "workflow[0].loop.cursor", "cursor:"),
     ("      cursor: {kind: duckdb, claim: x}\n      spec: {frame: {max_rows: 0}}\n", "NTL335",
      "workflow[0].loop.spec.frame.max_rows", "0}"),
-    ("      cursor: {kind: duckdb, claim: x}\n      spec: {mode: parallel}\n", "NTL335", "workflow[0].loop.spec",
-     "spec:"),
+    ("      cursor: {kind: duckdb, claim: x}\n      spec: {mode: parallel}\n", "NTL335", "workflow[0].loop.spec.mode",
+     "parallel"),
+    ("      in: [1]\n      mode: cursor\n", "NTL335", "workflow[0].loop.mode", "cursor"),
 ])
 def test_a_wrong_shape_is_its_own_located_error(body, code, path, at):
     text = _loop(body)

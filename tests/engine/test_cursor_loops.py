@@ -106,3 +106,12 @@ def test_executions_of_before_fail_the_step_instead_of_running_it():
     r = run(CURSOR.replace("MIF", "1"), _tool(3), behaviours=[b for b in CURRENT if b != CURSOR_LOOPS])
     assert r.status == "FAILED"
     assert not [c for c in r.ran if isinstance(c, FetchPage)]
+
+
+def test_process_frame_makes_each_page_one_iteration():
+    text = CURSOR.replace("MIF", "1").replace("max_rows: 3}", "max_rows: 3, process: frame}").replace(
+        '"{{ row.id }}"', '"{{ row | map(attribute=\'id\') | list }}"')
+    r = run(text, _tool(7))
+    assert r.status == "COMPLETED"
+    assert [c.config["input"]["row"] for c in r.ran if not isinstance(c, FetchPage)] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert r.state.step_results["each"]["count"] == 3
