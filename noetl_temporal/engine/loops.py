@@ -148,7 +148,8 @@ def page_fetched(state: ExecutionState, event: PageFetched) -> FillLoop | None:
         loop.rows += len(rows)
         loop.page_base = loop.next_index
         # NoETL's ``frame.process: frame``: the whole page is one iteration (its rows a list)
-        frame = step_definition(state, run.step).loop.spec.frame or {}  # type: ignore[union-attr]
+        loop_def = step_definition(state, run.step).loop
+        frame = (loop_def.spec.frame if loop_def is not None else None) or {}
         loop.items = [rows] if rows and frame.get("process") == "frame" else rows
         loop.exhausted = not rows
     return begin_fill(state, run)

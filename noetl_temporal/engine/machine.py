@@ -384,6 +384,7 @@ def _close(state: ExecutionState, terminal_event: str, result: dict[str, Any], c
 
 def _cancel(state: ExecutionState, reason: str | None, commands: list[Command]) -> None:
     in_flight = list(state.pipelines)
+    in_flight += [r.loop.fetching for r in state.step_runs.values() if r.loop is not None and r.loop.fetching]
     if in_flight:
         commands.append(CancelTasks(task_run_ids=in_flight, reason=reason or "execution cancelled"))
     for run in state.step_runs.values():

@@ -10,7 +10,7 @@ import pytest
 
 from noetl_temporal.engine import snapshot
 from noetl_temporal.engine.behaviours import CURRENT, CURSOR_LOOPS
-from noetl_temporal.engine.messages import FetchPage, RunTask
+from noetl_temporal.engine.messages import Cancel, FetchPage, RunTask
 
 from .harness import err, feed, finished, ok, run
 
@@ -115,3 +115,11 @@ def test_process_frame_makes_each_page_one_iteration():
     assert r.status == "COMPLETED"
     assert [c.config["input"]["row"] for c in r.ran if not isinstance(c, FetchPage)] == [[0, 1, 2], [3, 4, 5], [6]]
     assert r.state.step_results["each"]["count"] == 3
+
+
+def test_cancelling_the_execution_cancels_the_page_fetch_in_flight():
+    r = run(CURSOR.replace("MIF", "1"), _tool(10), hold=lambda c: isinstance(c, FetchPage))
+    [fetch] = r.held  # type: ignore[attr-defined]
+    feed(r, Cancel(now="2026-01-01T00:00:01Z", reason="stop"))
+    assert r.cancelled == [fetch.task_run_id]
+    assert r.status == "CANCELLED"
