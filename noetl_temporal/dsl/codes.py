@@ -216,6 +216,24 @@ _TABLE: list[Code] = [
          "`input: {rows: \"{{ load.data.command_0.rows }}\"}` where `load` is a postgres step",
          "drop `.data`: `{{ load.command_0.rows }}` (here a step's name stands for its result, NoETL's "
          "envelope `data`; docs/semantics.md, \"NoETL's step envelope\")"),
+    Code("NTL331", _E, "`loop.cursor` and `loop.in` are both given: a loop takes its items from one of them",
+         "`loop: {in: \"{{ rows }}\", cursor: {kind: postgres, claim: ...}}`",
+         "keep `in:` for a list the step already has, or `cursor:` to read rows page by page"),
+    Code("NTL332", _E, "`loop.cursor` has the wrong shape (it must be a mapping with `kind`, `claim` and, "
+                       "for postgres, `auth`)", "`cursor: \"SELECT ...\"`",
+         "write `cursor: {kind: postgres, auth: pg_local, claim: \"SELECT ... LIMIT {{ __frame_max_rows }}\"}`"),
+    Code("NTL333", _E, "`loop.cursor.kind` names a database cursor loops do not read here (postgres and "
+                       "duckdb only)", "`cursor: {kind: snowflake, ...}`",
+         "read the rows with `kind: postgres` or `kind: duckdb`, or select them in a task and loop over them "
+         "with `loop.in`"),
+    Code("NTL334", _E, "`loop.cursor` has no `claim:` statement (the SQL that returns the next page of rows)",
+         "`cursor: {kind: postgres, auth: pg_local}`",
+         "add `claim: \"... LIMIT {{ __frame_max_rows }}\"`: it runs again until it returns no row "
+         "(docs/semantics.md, \"Cursor loops\")"),
+    Code("NTL335", _E, "a cursor loop's `spec.frame.max_rows` (the page size) is not a whole number from 1 to "
+                       "10,000, or `spec.mode` is not `cursor` on a cursor loop",
+         "`spec: {mode: parallel, frame: {max_rows: 0}}`",
+         "write `spec: {mode: cursor, frame: {max_rows: 100}}` (concurrency is `spec.max_in_flight`)"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

@@ -192,14 +192,31 @@ class StepSpec(_Open):
 # room for the other steps' activities and for retries in progress.
 MAX_IN_FLIGHT = 1000
 
+#: a cursor loop's page size (``spec.frame.max_rows``): its default and its bound, so that one
+#: page (a single activity result in workflow history) stays small (docs/semantics.md)
+CURSOR_PAGE_ROWS = 100
+MAX_CURSOR_PAGE_ROWS = 10_000
+
+
 class LoopSpec(_Open):
-    mode: Literal["sequential", "parallel"] = "sequential"
+    mode: Literal["sequential", "parallel", "cursor"] = "sequential"
     max_in_flight: Annotated[int, Field(ge=1)] | NumberTemplate | None = None
+    frame: dict[str, Any] | None = Field(default=None, description="a cursor loop's page: `max_rows` (NoETL's "
+                                                                  "other frame keys are accepted and not used)")
     local: bool | None = Field(default=None, description="run tasks as Temporal local activities (fast path)")
 
 
+class Cursor(_Open):
+    """``loop.cursor``: NoETL's claim-driven cursor loop (docs/semantics.md, "Cursor loops");
+    the other keys (``auth``, ``database``, ...) are the SQL tool's own settings."""
+
+    kind: Literal["postgres", "duckdb"]
+    claim: str
+
+
 class Loop(_Closed):
-    in_: Any = Field(alias="in")
+    in_: Any = Field(default=None, alias="in")
+    cursor: Cursor | None = None
     iterator: str = "item"
     spec: LoopSpec = Field(default_factory=LoopSpec)
 

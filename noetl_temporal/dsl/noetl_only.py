@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["NOETL_TOOL_KINDS", "SERVICE_KIND_CODES", "NOETL_ROOT_KEYS", "NOETL_STEP_KEYS", "CURSOR_LOOP_FIX",
+__all__ = ["NOETL_TOOL_KINDS", "SERVICE_KIND_CODES", "NOETL_ROOT_KEYS", "NOETL_STEP_KEYS",
            "tool_kind_message"]
 
 #: NoETL tool kind -> (what it does in NoETL, what to use here instead)
@@ -52,10 +52,6 @@ NOETL_STEP_KEYS: Mapping[str, str] = {
               "or to keep more top-level keys, move `inline_max_bytes`, `store` and `output_select` into the "
               "task's `output:` (docs/tools.md, \"Large results\")",
 }
-
-CURSOR_LOOP_FIX = ("select the work rows in a `postgres` task and loop over them with "
-                   "`loop: {in: \"{{ rows_step.rows }}\", iterator: row}`; for a claim-until-empty "
-                   "queue, claim in a pipeline task and `do: jump` back to it until nothing is claimed")
 
 
 def tool_kind_message(kind: str) -> tuple[str, str, str]:

@@ -17,7 +17,8 @@ from typing import Any
 from . import paths
 from .diagnostics import Reporter, did_you_mean, kind_of
 from .keys import COPIED_STEP_KEYS, ROOT_KEYS, STEP_KEYS
-from .noetl_only import CURSOR_LOOP_FIX, NOETL_ROOT_KEYS, NOETL_STEP_KEYS
+from .models import MAX_CURSOR_PAGE_ROWS
+from .noetl_only import NOETL_ROOT_KEYS, NOETL_STEP_KEYS
 from .origins import Origins
 from .patches import collect_patches
 from .policy_rules import guard, normalize_admit
@@ -176,10 +177,8 @@ class _Normalizer:
         if not isinstance(loop, Mapping):
             self.reporter.add("NTL603", f"`loop` must be a mapping, not {kind_of(loop)}", src, value=True)
             return loop
-        if "in" not in loop and "cursor" in loop:
-            self.reporter.add("NTL603", "`loop.cursor` (NoETL's claim-driven cursor loop) does not run here: "
-                                        "`loop` needs an `in:` list", paths.join(src, "cursor"),
-                              fix=CURSOR_LOOP_FIX)
+        if "cursor" in loop:
+            loop = self.cursor_loop(loop, src)
         elif "in" not in loop:
             self.reporter.add("NTL603", "`loop` has no `in:` list", src)
         out = dict(loop)
@@ -199,8 +198,57 @@ class _Normalizer:
                 continue
             spec[key] = value
             self.origins.add(paths.join(paths.join(src, "spec"), key), paths.join(src, key))
+        mode = spec.get("mode")
+        if ("cursor" in out) != (mode == "cursor") and (mode is not None or "cursor" not in out):
+            self.reporter.add("NTL335", f"a cursor loop's `spec.mode` is {mode!r}" if "cursor" in out
+                              else "`spec.mode: cursor` needs `loop.cursor`",
+                              paths.join(src, "mode") if "mode" in loop else paths.join(paths.join(src, "spec"), "mode"),
+                              value=True, fix="write `mode: cursor` with `loop.cursor`, and `sequential` or "
+                                              "`parallel` with `loop.in`; `spec.max_in_flight` sets how many "
+                                              "rows run at once")
         if spec or "spec" in out:
             out["spec"] = spec
+        return out
+
+    def cursor_loop(self, loop: Mapping[str, Any], src: str) -> Mapping[str, Any]:
+        """``loop.cursor`` (docs/semantics.md, "Cursor loops"): its shape, located; a wrong
+        shape is reported here and the cursor dropped, so the model adds no second message."""
+        where = paths.join(src, "cursor")
+        cursor = loop["cursor"]
+        out = dict(loop)
+        if "in" in loop:
+            self.reporter.add("NTL331", "`loop.cursor` and `loop.in` are both given", where)
+            out.pop("cursor")
+            return out
+        if not isinstance(cursor, Mapping):
+            self.reporter.add("NTL332", f"`loop.cursor` must be a mapping, not {kind_of(cursor)}", where, value=True)
+            out.pop("cursor")
+            return out
+        kind = cursor.get("kind")
+        if kind not in ("postgres", "duckdb"):
+            self.reporter.add("NTL333", f"`loop.cursor.kind` is {kind!r}: cursor loops read postgres or duckdb",
+                              paths.join(where, "kind") if "kind" in cursor else where, value="kind" in cursor)
+            out.pop("cursor")
+        elif not isinstance(cursor.get("claim"), str) or not cursor["claim"].strip():
+            self.reporter.add("NTL334", "`loop.cursor` has no `claim:` statement", where)
+            out.pop("cursor")
+        elif kind == "postgres" and not cursor.get("auth") and not cursor.get("dsn"):
+            self.reporter.add("NTL332", "a postgres `loop.cursor` needs `auth:` (a keychain entry)", where,
+                              fix="add `auth: <keychain entry>` as for a postgres task (docs/keychain.md)")
+            out.pop("cursor")
+        spec = loop.get("spec")
+        if isinstance(spec, Mapping):
+            frame = spec.get("frame")
+            rows = frame.get("max_rows") if isinstance(frame, Mapping) else None
+            if frame is not None and not isinstance(frame, Mapping):
+                self.reporter.add("NTL335", f"`spec.frame` must be a mapping, not {kind_of(frame)}",
+                                  paths.join(paths.join(src, "spec"), "frame"), value=True)
+            elif rows is not None and (isinstance(rows, bool) or not isinstance(rows, int)
+                                       or not 1 <= rows <= MAX_CURSOR_PAGE_ROWS):
+                self.reporter.add("NTL335", f"`spec.frame.max_rows` is {rows!r}",
+                                  paths.join(paths.join(paths.join(src, "spec"), "frame"), "max_rows"), value=True)
+        if "cursor" not in out:
+            out["in"] = []   # reported: let the rest of the playbook be checked
         return out
 
     # ------------------------------------------------------------------ routing

@@ -17,7 +17,7 @@ from __future__ import annotations
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
-           "TASK_SIDE_RENDERS", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -114,11 +114,17 @@ SETTLED_USER_ACTIVITY = "settled-user-activity"
 #: render error fails the task in its activity rather than before it is scheduled.
 TASK_SIDE_RENDERS = "task-side-renders"
 
+#: ``loop.cursor`` runs (docs/semantics.md, "Cursor loops"): the engine fetches the loop's rows
+#: a page at a time (the ``FetchPage`` command, its ``PageFetched`` input). Before: a playbook
+#: with a cursor loop was refused by validation, so no history of before holds one; an
+#: execution without the name that meets one fails the step with a located error instead.
+CURSOR_LOOPS = "cursor-loops"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
-                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS)
+                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS)
 
 
 #: Listed only by a redrive's input (``temporal/redrive.py``, docs/operations.md), never by a

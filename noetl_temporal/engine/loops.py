@@ -10,21 +10,28 @@ runs). The loop's state moves by the "loop" table (``state_machines.py``).
 
 from __future__ import annotations
 
-from ..dsl.models import MAX_IN_FLIGHT, Step
+from ..dsl.models import CURSOR_PAGE_ROWS, MAX_IN_FLIGHT, Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
-from . import budget, pipeline
-from .behaviours import LOOP_FAIL_FAST_FAILS_STEP
-from .common import emit, error_outcome, short, template_context
+from . import budget, invocation, pipeline
+from .behaviours import CURSOR_LOOPS, LOOP_FAIL_FAST_FAILS_STEP
+from .common import emit, error_outcome, short, step_definition, template_context
 from .completions import Completion, FillLoop, IterationDone, StepRunDone
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode
-from .messages import CancelTasks, Command
+from .messages import CancelTasks, Command, FetchPage, PageFetched
 from .numbers import render_number
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun
 from .state_machines import LoopState, PipelineState, move
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "begin_fill", "fill_loop", "iteration_finished"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "start_loop", "begin_fill", "fill_loop", "iteration_finished", "page_fetched"]
+
+#: the name a cursor loop's page fetch has as a task (its ``RunTask`` fields, its task plan)
+CURSOR_TASK = "cursor"
+#: a page's rows always come back inline: the loop needs them in the workflow (NoETL's own
+#: bound on one frame, ``frame.max_bytes``, is 64 MiB; the data converter's claim check
+#: keeps such a payload out of history)
+_PAGE_INLINE_MAX_BYTES = 64 * 1024 * 1024
 
 DEFAULT_MAX_IN_FLIGHT = 10
 
@@ -34,6 +41,8 @@ def start_loop(state: ExecutionState, run: StepRun, step_def: Step) -> Completio
     when ``loop.in`` is not a list."""
     loop = step_def.loop
     assert loop is not None
+    if loop.cursor is not None:
+        return _start_cursor(state, run, step_def)
     context = template_context(state, step_def, args=run.args)
     try:
         items = render_value(loop.in_, context, where=f"{step_def.step}.loop.in")
@@ -60,6 +69,90 @@ def start_loop(state: ExecutionState, run: StepRun, step_def: Step) -> Completio
     if state.reuse_iterations:
         _claim_recorded_iterations(state, run, len(items))
     return _fill_pass(state, run)
+
+
+def _start_cursor(state: ExecutionState, run: StepRun, step_def: Step) -> Completion:
+    """Open a cursor loop: no items yet; the first fill pass asks for the first page."""
+    loop = step_def.loop
+    assert loop is not None
+    context = template_context(state, step_def, args=run.args)
+    try:
+        if CURSOR_LOOPS not in state.behaviours:
+            raise TemplateError("this execution started before cursor loops ran (behaviours.py)",
+                                where=f"{step_def.step}.loop.cursor", fix="run the playbook again")
+        max_in_flight = render_number(loop.spec.max_in_flight, context, f"{step_def.step}.loop.spec.max_in_flight",
+                                      whole=True, minimum=1, maximum=MAX_IN_FLIGHT)
+    except TemplateError as exc:
+        emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="error",
+             payload={"error": {"kind": "loop", "message": str(exc)}})
+        return StepRunDone(run.id, ok=False, result=None, outcome=error_outcome("loop", str(exc)))
+    cap = max_in_flight or 1
+    run.loop = LoopRun(items=[], iterator=loop.iterator, parallel=cap > 1, max_in_flight=cap, cursor=True)
+    emit(state, "loop.started", entity_id=step_def.step, step_run_id=run.id, status="in_progress",
+         payload={"meta": {"count": None, "mode": "cursor", "max_in_flight": cap}})
+    return _fill_pass(state, run)
+
+
+def _page_end(loop: LoopRun) -> int:
+    """One past the last index whose item the loop holds (a cursor loop: of this page)."""
+    return loop.page_base + len(loop.items)
+
+
+def _fetch_page(state: ExecutionState, run: StepRun, commands: list[Command]) -> None:
+    """Ask for the cursor's next page: the claim rendered with the page size
+    (``__frame_max_rows``) and the rows read so far (``__cursor_offset``)."""
+    loop = run.loop
+    assert loop is not None
+    step_def = step_definition(state, run.step)
+    assert step_def.loop is not None and step_def.loop.cursor is not None
+    cursor = step_def.loop.cursor.model_dump(mode="json")
+    frame = step_def.loop.spec.frame or {}
+    rows = frame.get("max_rows") or CURSOR_PAGE_ROWS
+    task = Task(name=CURSOR_TASK, kind=cursor.pop("kind"),
+                config={**{k: v for k, v in cursor.items() if k != "claim"}, "command": cursor["claim"]})
+    pipe = PipelineRun(key=f"{run.id}#cursor", step_run_id=run.id)
+    context = template_context(state, step_def, args=run.args,
+                               extra={"__frame_max_rows": rows, "__cursor_offset": loop.rows})
+    task_run_id = f"{run.id}:page:{loop.pages + 1}"
+    try:
+        config, secret_context = invocation.render_config(state, step_def, task, context)
+    except TemplateError as exc:
+        loop.exhausted = True
+        loop.fetch_error = {"kind": "template", "message": str(exc)}
+        return
+    command = invocation.run_task_command(state, run, pipe, step_def, task, task_run_id, context, config,
+                                          secret_context, [])
+    fields = {f: getattr(command, f) for f in command.__dataclass_fields__}
+    fields["result_spec"] = {"inline_max_bytes": _PAGE_INLINE_MAX_BYTES}
+    commands.append(FetchPage(**fields))
+    loop.fetching = task_run_id
+
+
+def page_fetched(state: ExecutionState, event: PageFetched) -> FillLoop | None:
+    """A page arrived: its rows are the loop's next iterations; no row (or a failed claim)
+    ends the cursor, and the loop closes when its last iterations end."""
+    run = next((r for r in state.step_runs.values()
+                if r.loop is not None and r.loop.fetching == event.task_run_id), None)
+    if run is None or run.loop is None:
+        return None   # the step ended meanwhile (skipped, timed out): the page is dropped
+    loop = run.loop
+    loop.fetching = None
+    outcome = event.outcome
+    rows = outcome.result.get("rows") if outcome.status == "ok" and isinstance(outcome.result, dict) else None
+    if not isinstance(rows, list):
+        loop.exhausted = True
+        loop.fetch_error = outcome.error.to_dict() if outcome.error is not None else {
+            "kind": "cursor", "message": "the cursor's claim returned no `rows`"}
+    else:
+        loop.pages += 1 if rows else 0
+        loop.rows += len(rows)
+        loop.page_base = loop.next_index
+        # NoETL's ``frame.process: frame``: the whole page is one iteration (its rows a list)
+        loop_def = step_definition(state, run.step).loop
+        frame = (loop_def.spec.frame if loop_def is not None else None) or {}
+        loop.items = [rows] if rows and frame.get("process") == "frame" else rows
+        loop.exhausted = not rows
+    return begin_fill(state, run)
 
 
 def _claim_recorded_iterations(state: ExecutionState, run: StepRun, count: int) -> None:
@@ -105,7 +198,13 @@ def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: lis
     # ``halted`` is read per iteration (an inline iteration may fail inside this pass);
     # ``stop_new`` was decided when the pass began.
     stop = fill.stop_new or loop.halted
-    if not stop and loop.next_index < len(loop.items) and len(loop.running) < loop.max_in_flight:
+    if loop.cursor and not stop and not loop.exhausted and loop.next_index >= _page_end(loop):
+        if loop.fetching is None:
+            _fetch_page(state, run, commands)
+        if loop.fetching is not None:
+            loop.state = move("loop", loop.state, LoopState.WAITING)
+            return []
+    if not stop and loop.next_index < _page_end(loop) and len(loop.running) < loop.max_in_flight:
         if budget.exhausted(state):
             loop.state = move("loop", loop.state, LoopState.PARKED)
             budget.park_loop(state, run.id)  # Proceed fills it on a later activation
@@ -115,7 +214,7 @@ def fill_loop(state: ExecutionState, run: StepRun, fill: FillLoop, commands: lis
         loop.next_index += 1
         end = _start_iteration(state, run, index, commands)
         return [end, fill] if end is not None else [fill]
-    if loop.running or not (stop or loop.next_index >= len(loop.items)):
+    if loop.running or loop.fetching or not (stop or loop.next_index >= _page_end(loop)):
         loop.state = move("loop", loop.state, LoopState.WAITING)
         return []
     return [_finish_loop(state, run)]
@@ -125,7 +224,7 @@ def _start_iteration(state: ExecutionState, run: StepRun, index: int,
                      commands: list[Command]) -> pipeline.PipelineEnd | None:
     loop = run.loop
     assert loop is not None
-    item = loop.items[index]
+    item = loop.items[index - loop.page_base]
     scope = {loop.iterator: item, "index": index, "_index": index}
     pipe = PipelineRun(key=f"{run.id}#{index}", step_run_id=run.id, iteration=index, iter_scope=scope)
     run.iterations[index] = pipe
@@ -147,7 +246,8 @@ def iteration_finished(state: ExecutionState, run: StepRun, index: int,
     assert loop is not None and pipe.iteration == index
     loop.running.discard(index)
     loop.done_count += 1
-    loop.results[index] = pipe.prev
+    if not loop.cursor:   # a cursor loop keeps counts only: its rows are unbounded
+        loop.results[index] = pipe.prev
     if pipe.failed:
         loop.failed.append(index)
     emit(state, "loop.iteration.failed" if pipe.failed else "loop.iteration.done", entity_id=run.step,
@@ -170,15 +270,22 @@ def iteration_finished(state: ExecutionState, run: StepRun, index: int,
 def _finish_loop(state: ExecutionState, run: StepRun) -> StepRunDone:
     loop = run.loop
     assert loop is not None
-    ok = not loop.failed and not run.cancelled
-    result = {"results": loop.results, "count": len(loop.items), "done": loop.done_count,
+    ok = not loop.failed and not run.cancelled and loop.fetch_error is None
+    count = loop.next_index if loop.cursor else len(loop.items)
+    result = {"results": loop.results, "count": count, "done": loop.done_count,
               "failed": len(loop.failed), "failed_iterations": sorted(loop.failed)}
+    meta = {"count": count, "done": loop.done_count, "failed": len(loop.failed)}
+    if loop.cursor:
+        result["pages"] = meta["pages"] = loop.pages
     loop.state = move("loop", loop.state, LoopState.COMPLETED if ok else LoopState.FAILED)
     emit(state, "loop.done", entity_id=run.step, step_run_id=run.id, status="success" if ok else "error",
-         payload={"meta": {"count": len(loop.items), "done": loop.done_count, "failed": len(loop.failed)}})
+         payload={"meta": meta, **({"error": loop.fetch_error} if loop.fetch_error is not None else {})})
     error = None
-    if not ok:
-        error = ErrorInfo(kind="loop", message=f"{len(loop.failed)} of {len(loop.items)} iterations failed"
+    if loop.fetch_error is not None:
+        error = ErrorInfo(kind="cursor", message=f"the cursor's page {loop.pages + 1} could not be read: "
+                          f"{loop.fetch_error.get('message')}")
+    elif not ok:
+        error = ErrorInfo(kind="loop", message=f"{len(loop.failed)} of {count} iterations failed"
                           if loop.failed else "loop cancelled")
     outcome = Outcome(status="ok" if ok else "error", result=result, error=error)
     return StepRunDone(run.id, ok=ok, result=result, outcome=outcome, loop_done=True)

@@ -50,6 +50,7 @@ from .messages import (
     Finish,
     HoldStep,
     Input,
+    PageFetched,
     PatchCtx,
     Pause,
     Proceed,
@@ -96,6 +97,8 @@ def _step(state: ExecutionState, event: Input) -> tuple[ExecutionState, list[Com
     budget.refill(state)
     if isinstance(event, Start):
         _start(state, event)
+    elif isinstance(event, PageFetched):
+        complete(state, loops.page_fetched(state, event), commands)
     elif isinstance(event, TaskFinished):
         complete(state, pipeline.task_finished(state, event, commands), commands)
     elif isinstance(event, HoldStep):
@@ -384,6 +387,7 @@ def _close(state: ExecutionState, terminal_event: str, result: dict[str, Any], c
 
 def _cancel(state: ExecutionState, reason: str | None, commands: list[Command]) -> None:
     in_flight = list(state.pipelines)
+    in_flight += [r.loop.fetching for r in state.step_runs.values() if r.loop is not None and r.loop.fetching]
     if in_flight:
         commands.append(CancelTasks(task_run_ids=in_flight, reason=reason or "execution cancelled"))
     for run in state.step_runs.values():

@@ -14,8 +14,9 @@ from .behaviours import CURRENT
 from .envelopes import Attempt, Outcome
 
 __all__ = [
-    "Start", "TaskFinished", "Answer", "SkipStep", "HoldStep", "RetryStep", "PatchCtx", "Pause", "Resume", "Cancel", "StepTimedOut", "Proceed",
-    "RunTask", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
+    "Start", "TaskFinished", "PageFetched", "Answer", "SkipStep", "HoldStep", "RetryStep", "PatchCtx", "Pause",
+    "Resume", "Cancel", "StepTimedOut", "Proceed",
+    "RunTask", "FetchPage", "CancelTasks", "StartTimer", "Yield", "Finish", "Input", "Command",
 ]
 
 
@@ -54,6 +55,12 @@ class TaskFinished:
     action: str | None = None
     decided: bool = False
     exhausted: bool = False
+
+
+@dataclass
+class PageFetched(TaskFinished):
+    """A cursor loop's page arrived: the outcome of its ``FetchPage`` (the SQL tool's, whose
+    ``rows`` are the page); ``engine/loops.py`` makes them the loop's next iterations."""
 
 
 @dataclass
@@ -147,7 +154,7 @@ class RetryStep:
     delay: float | None = None
 
 
-Input = (Start | TaskFinished | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer | SkipStep
+Input = (Start | TaskFinished | PageFetched | PatchCtx | Pause | Resume | Cancel | StepTimedOut | Proceed | Answer | SkipStep
          | HoldStep | RetryStep)
 
 
@@ -184,6 +191,13 @@ class RunTask:
 
 
 @dataclass
+class FetchPage(RunTask):
+    """Run a cursor loop's ``claim`` once (a postgres or duckdb task, the keychain as for any
+    SQL task) and feed its outcome back as ``PageFetched``, not ``TaskFinished``: the page
+    belongs to the loop, not to an iteration's pipeline (docs/semantics.md, "Cursor loops")."""
+
+
+@dataclass
 class CancelTasks:
     task_run_ids: list[str]
     reason: str
@@ -209,4 +223,4 @@ class Yield:
     activation short, far below Temporal's deadlock detector (2 s)."""
 
 
-Command = RunTask | CancelTasks | StartTimer | Yield | Finish
+Command = RunTask | FetchPage | CancelTasks | StartTimer | Yield | Finish

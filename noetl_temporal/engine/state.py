@@ -95,6 +95,15 @@ class LoopRun:
     done_count: int = 0
     state: LoopState = LoopState.FILLING   # moves only by the "loop" table (state_machines.py)
     halted: bool = False   # fail_fast: an iteration failed, start no more (the step will fail)
+    # A cursor loop (docs/semantics.md, "Cursor loops"): ``items`` holds the current page only,
+    # whose first row is iteration ``page_base``; ``results`` stays empty (counts only).
+    cursor: bool = False
+    page_base: int = 0
+    pages: int = 0
+    rows: int = 0                    # rows read so far (``__cursor_offset``)
+    fetching: str | None = None      # the FetchPage task run id in flight
+    exhausted: bool = False          # a claim returned no row (or failed): no more pages
+    fetch_error: dict[str, Any] | None = None
 
 
 @dataclass

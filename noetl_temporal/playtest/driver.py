@@ -38,6 +38,7 @@ from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
 from ..engine.messages import (
     CancelTasks,
     Input,
+    PageFetched,
     Proceed,
     RunTask,
     Start,
@@ -189,9 +190,12 @@ class _Run:
         def make() -> Input | None:
             if self.state.finished:   # late results after the end change nothing (as the shell)
                 return None
-            return TaskFinished(task_run_id=task_run_id, now=self.now(), outcome=result.outcome,
-                                attempts=list(result.attempts), rule_index=result.rule_index,
-                                action=result.action, decided=result.decided, exhausted=result.exhausted)
+            # a cursor loop's page goes to its loop, as the shell feeds it (docs/semantics.md)
+            page = any(r.loop is not None and r.loop.fetching == task_run_id for r in self.state.step_runs.values())
+            made = PageFetched if page else TaskFinished
+            return made(task_run_id=task_run_id, now=self.now(), outcome=result.outcome,
+                        attempts=list(result.attempts), rule_index=result.rule_index,
+                        action=result.action, decided=result.decided, exhausted=result.exhausted)
         return make
 
     # ------------------------------------------------------------------ one task

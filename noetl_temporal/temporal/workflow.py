@@ -39,8 +39,10 @@ with workflow.unsafe.imports_passed_through():
         Cancel,
         CancelTasks,
         Command,
+        FetchPage,
         HoldStep,
         Input,
+        PageFetched,
         PatchCtx,
         Pause,
         Proceed,
@@ -406,9 +408,11 @@ class PlaybookWorkflow:
 
     def _report(self, cmd: RunTask, result: TaskResult) -> None:
         if not self.engine.finished:  # late results after the end change nothing
-            self._feed(TaskFinished(task_run_id=cmd.task_run_id, now=_now(), outcome=result.outcome,
-                                    attempts=list(result.attempts), rule_index=result.rule_index,
-                                    action=result.action, decided=result.decided, exhausted=result.exhausted))
+            # a cursor loop's page goes to its loop, not to a pipeline (docs/semantics.md)
+            made = PageFetched if isinstance(cmd, FetchPage) else TaskFinished
+            self._feed(made(task_run_id=cmd.task_run_id, now=_now(), outcome=result.outcome,
+                            attempts=list(result.attempts), rule_index=result.rule_index,
+                            action=result.action, decided=result.decided, exhausted=result.exhausted))
 
     async def _run_child(self, cmd: RunTask) -> None:
         """A task the workflow runs itself: ``kind: playbook`` (resolve the child, run it as a
@@ -644,5 +648,6 @@ def _command_dict(command: RunTask | StartTimer) -> dict[str, Any]:
 
 
 def _command_from(data: dict[str, Any]) -> RunTask | StartTimer:
-    kinds: dict[str, type[RunTask] | type[StartTimer]] = {"RunTask": RunTask, "StartTimer": StartTimer}
+    kinds: dict[str, type[RunTask] | type[StartTimer]] = {"RunTask": RunTask, "FetchPage": FetchPage,
+                                                          "StartTimer": StartTimer}
     return kinds[data["type"]](**data["fields"])

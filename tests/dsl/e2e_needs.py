@@ -110,6 +110,9 @@ NEEDS: dict[str, Need] = {
         "postgres only (the child above); " + _SHORT, basis=_NONE_STATED,
         payload={"api_delay_seconds": 1, "item_delay_seconds": 0},
         setup=(P + "batch_execution/server_oom_stress_test_v2/server_oom_stress_test_v2.yaml",)),
+    P + "batch_execution/frame_heartbeat_regression/frame_heartbeat_regression.yaml": Need(
+        NOETL, "NoETL's runtime tables (`noetl.frame`, `noetl.stage`, `noetl.event`): it checks the frame "
+               "heartbeats NoETL's cursor worker writes there"),
     P + "batch_execution/multi_playbook_batch/multi_playbook_batch.yaml": Need(
         INTERNET, "httpbin.org and open-meteo, and a GCS child"),
     P + "batch_execution/parallel_distributed_claim_regression/parallel_distributed_claim_regression.yaml":
@@ -219,6 +222,12 @@ NEEDS: dict[str, Need] = {
         NOETL, "the patient endpoints of NoETL's test server, beyond the paginated contract"),
     P + "pft_flow_test/pft_queue_db_maintenance.yaml": Need(
         NOETL, "NoETL's demo database in its cluster (postgres.postgres.svc.cluster.local)"),
+    P + "pft_flow_test/test_pft_flow_v2.yaml": Need(
+        NOETL, "the patient endpoints of NoETL's test server (`/api/v1/patient/<type>`) its cursor loops feed, "
+               "beyond the paginated contract"),
+    P + "pft_flow_test/test_pft_page_continuation.yaml": Need(
+        NOETL, "the patient endpoints of NoETL's test server (`/api/v1/patient/<type>` with `paging.hasMore`) "
+               "its cursor loop feeds, beyond the paginated contract"),
     P + "pft_flow_test/test_mds_batch_worker.yaml": Need(
         NOETL, "the MDS endpoints of NoETL's test server, beyond the paginated contract"),
     P + "pft_flow_test/test_pft_flow.yaml": Need(

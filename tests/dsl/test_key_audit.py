@@ -80,6 +80,10 @@ EFFECTS: dict[str, str] = {
     "LoopSpec.mode": "tests/engine/test_routing.py::test_exclusive_and_inclusive_routing",
     "LoopSpec.max_in_flight": "tests/engine/test_templated_numbers.py::"
                               "test_a_templated_max_in_flight_is_rendered_when_the_loop_starts",
+    "LoopSpec.frame": "tests/engine/test_cursor_loops.py::test_process_frame_makes_each_page_one_iteration",
+    "Cursor.kind": "tests/temporal/test_cursor_loops.py::test_a_duckdb_claim_loop_drains_its_queue",
+    "Cursor.claim": "tests/engine/test_cursor_loops.py::test_every_row_runs_once_and_the_loop_keeps_counts_not_rows",
+    "Cursor.*": "tests/temporal/test_cursor_loops.py::test_a_postgres_claim_loop_reads_10000_rows_a_page_at_a_time",
     "LoopSpec.local": "tests/temporal/test_fast_path.py::test_a_chain_on_the_fast_path_runs_as_local_activities",
     "LoopSpec.*": "tests/temporal/test_routing_on_temporal.py::test_spec_layering_gives_tool_defaults_per_kind",
     "Task.name": "tests/dsl/test_normalize.py::test_workbook_reference_in_list_keeps_label",

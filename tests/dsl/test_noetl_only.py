@@ -58,15 +58,6 @@ def test_step_output_is_a_noetl_block():
     assert "NoETL" in diag.message and "task's `output:`" in diag.fix and "output_select" in diag.fix
 
 
-def test_a_cursor_loop_is_named_and_located_at_the_cursor():
-    text = playbook("workflow:\n  - step: a\n    loop:\n      cursor: {kind: postgres, claim: select 1}\n"
-                    "      iterator: row\n    tool: {kind: noop}\n")
-    (diag,) = errors(text)
-    assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL603", "workflow[0].loop.cursor",
-                                                            find(text, "cursor:"))
-    assert "cursor loop" in diag.message and "do: jump" in diag.fix
-
-
 @pytest.mark.parametrize("where", ["loop.spec", "loop"])
 def test_a_templated_max_in_flight_validates_and_text_that_is_no_template_is_located(where):
     # NoETL 5.x templates it; the number is checked once rendered (tests/engine/test_templated_numbers.py)

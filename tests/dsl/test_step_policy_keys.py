@@ -128,7 +128,7 @@ SHAPES = [
        - step: a
          loop: {in: [1], iterator: x, spec: {mode: paralel}}
          tool: {kind: noop}
-     """, "`mode` takes one of `sequential`, `parallel`"),
+     """, "`mode` takes one of `sequential`, `parallel`, `cursor`"),
     ("""
      executor: {spec: {no_next_is_error: maybe}}
      workflow:

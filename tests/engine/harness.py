@@ -14,7 +14,9 @@ from noetl_temporal.engine.envelopes import Attempt, Outcome
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import (
     CancelTasks,
+    FetchPage,
     Finish,
+    PageFetched,
     Proceed,
     RunTask,
     Start,
@@ -114,6 +116,7 @@ def finished(cmd: RunTask, outcome: dict[str, Any]) -> TaskFinished:
     d = evaluate_policy(cmd.rules, outcome["status"], context, cmd.on_unmatched)
     action = d.action
     exhausted = action == "retry"
-    return TaskFinished(task_run_id=cmd.task_run_id, now=NOW, outcome=Outcome.from_dict(outcome),
+    made = PageFetched if isinstance(cmd, FetchPage) else TaskFinished
+    return made(task_run_id=cmd.task_run_id, now=NOW, outcome=Outcome.from_dict(outcome),
                         attempts=[Attempt.from_dict({"attempt": 1, "status": outcome["status"], "action": action})],
                         rule_index=d.rule_index, action=action, decided=True, exhausted=exhausted)

@@ -73,7 +73,10 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # ... whose failed sub-playbook is redriven inside it (behaviour redrive-children)
              "redrive_children": HERE / "redrive_children.yaml",
              # the `retry_step` update: a policy change, then retry-now, of a task in its backoff
-             "step_retry": HERE / "step_retry.yaml"}
+             "step_retry": HERE / "step_retry.yaml",
+             # before and after the engine change `cursor-loops` (engine/loops.py)
+             "cursor_loop": HERE / "cursor_loop.yaml", "cursor_loop_patched": HERE / "cursor_loop.yaml"}
+
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
 # Recorded as the redrive of a run that failed first (``_redriven``).
@@ -89,7 +92,8 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "failed_close": ("failed-playbook-fails-workflow",), "step_timeout": ("step-timeout-bounds-step",),
           "noetl_text": ("noetl-text",),
           "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
-          "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",)}
+          "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",),
+          "cursor_loop": ("cursor-loops",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.

@@ -118,3 +118,31 @@ def test_postgres_runs_for_real_when_asked(tmp_path: Path) -> None:
         pg.execute(dsn, f"DROP TABLE IF EXISTS {table}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
+
+
+def test_a_cursor_loop_reads_its_pages_in_a_test_with_real_duckdb(tmp_path: Path) -> None:
+    # the driver feeds a page back to its loop as the workflow shell does (docs/semantics.md)
+    write(tmp_path / "pages.yaml", """\
+        apiVersion: noetl.io/v2
+        kind: Playbook
+        metadata: {name: pages}
+        workflow:
+          - step: each
+            loop:
+              cursor:
+                kind: duckdb
+                claim: "SELECT range AS n FROM range({{ __cursor_offset }}, 7) LIMIT {{ __frame_max_rows }}"
+              iterator: row
+              spec: {mode: cursor, frame: {max_rows: 3}}
+            tool: {kind: noop}
+        """)
+    test = write(tmp_path / "pages.test.yaml", """\
+        playbook: pages.yaml
+        cases:
+          - name: seven rows in pages of three
+            real: [duckdb]
+            expect: {status: COMPLETED, results: {each: {subset: {count: 7, done: 7, pages: 3}}}}
+        """)
+    out = cli(str(test))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 passed" in out.stdout

@@ -40,7 +40,7 @@ def _workflow(sandboxed: bool) -> type:
                                   "stored_fields", "stored_fields_patched", "user_calls",
                                   "settled_close", "settled_close_patched", "user_cancel", "user_cancel_patched", "redrive",
                                   "approval", "task_renders", "task_renders_patched",
-                                  "redrive_children", "step_retry"])
+                                  "redrive_children", "step_retry", "cursor_loop", "cursor_loop_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -339,6 +339,25 @@ async def test_task_side_renders_follow_the_recorded_input(name, forced, monkeyp
     assert bool(attempts) is not forced
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     switch = behaviours.TASK_SIDE_RENDERS
+    monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
+                                                               *([switch] if forced else [])])
+    replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+@pytest.mark.parametrize("name,forced", [("cursor_loop", True), ("cursor_loop_patched", False)])
+async def test_cursor_loops_follow_the_recorded_input(name, forced, monkeypatch):
+    """``cursor-loops``: ``cursor_loop`` was recorded without it (the loop step failed before
+    reading a page), ``cursor_loop_patched`` with it (its pages fetched by activities). Each
+    replays to its own events above; replaying either with the behaviour switched the other
+    way is a nondeterminism error (page activities scheduled where none were, or none where
+    they were)."""
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    done = [e for e in expected if e["event_type"] == "loop.done"]
+    assert bool(done) is not forced
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    switch = behaviours.CURSOR_LOOPS
     monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
                                                                *([switch] if forced else [])])
     replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
