@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .spec import Case, Expectation
+from .spec import Case, Expectation, located
 
 __all__ = ["Failure", "check", "subset_of"]
 
@@ -28,12 +28,7 @@ class Failure:
     show_diff: bool = False
 
     def location(self) -> str:
-        where = self.file
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.col is not None:
-                where += f":{self.col}"
-        return where
+        return located(self.file, self.line, self.col)
 
     def text(self) -> str:
         lines = [f"{self.location()}: {self.label}: {self.message}"]

@@ -35,6 +35,16 @@ ERROR_KEYS = ("type", "kind", "message", "retryable", "code", "retry_after")
 END_STATUSES = (ExecutionStatus.COMPLETED.value, ExecutionStatus.FAILED.value, ExecutionStatus.CANCELLED.value)
 
 
+def located(file: str, line: int | None, col: int | None) -> str:
+    """``file:line:col``, as far as they are known."""
+    where = file
+    if line is not None:
+        where += f":{line}"
+        if col is not None:
+            where += f":{col}"
+    return where
+
+
 @dataclass(frozen=True)
 class Problem:
     """A mistake in a test file, or a failed expectation: where, what, and the fix."""
@@ -46,12 +56,7 @@ class Problem:
     fix: str | None = None
 
     def location(self) -> str:
-        where = self.file
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.col is not None:
-                where += f":{self.col}"
-        return where
+        return located(self.file, self.line, self.col)
 
     def __str__(self) -> str:
         return f"{self.location()}: {self.message}" + (f" — fix: {self.fix}" if self.fix else "")
