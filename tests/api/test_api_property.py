@@ -62,7 +62,7 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 # other check (no 5xx, documented status codes, content types, response schemas,
 # rejection of schema-invalid data, Allow headers ...) still runs on them.
 SEMANTIC_422 = {"POST /executions", "POST /catalog", "GET /executions", "POST /schedules",
-                "POST /executions/{id}/redrive",
+                "POST /executions/{execution_id}/redrive",
                 "POST /schedules/{name}/backfill"}
 
 
