@@ -50,7 +50,7 @@ from .types import WORKFLOW_NAME, RunInput
 
 __all__ = ["NotFound", "ExecutionFinished", "Rejected", "ExecutionInfo", "TERMINAL_STATES",
            "describe", "cancel", "pause", "resume", "patch_ctx", "list_executions", "read_input",
-           "read_detail", "run_output", "shared", "search_attributes_available", "visibility_query",
+           "read_detail", "waiting_approvals", "run_output", "shared", "search_attributes_available", "visibility_query",
            "pinned_playbook"]
 
 _T = TypeVar("_T")
@@ -459,6 +459,17 @@ def pinned_playbook(inp: RunInput) -> dict[str, Any]:
     return {"name": meta.get("name"), "path": meta.get("path") or meta.get("name"), "source": inp.source,
             "catalog_version": catalog_version, "version": labels.playbook_version(definition, catalog_version),
             "sha256": labels.definition_hash(definition)}
+
+
+async def waiting_approvals(client: Client, execution_id: str) -> list[dict[str, Any]] | None:
+    """The approve tasks waiting for a person, from the workflow's ``status`` query; None when
+    it does not answer in time (docs/approvals.md)."""
+    try:
+        status = await _handle(client, execution_id).query("status", rpc_timeout=QUERY_TIMEOUT)
+    except Exception:   # no worker answered: the page draws no form, as for a finished run
+        return None
+    waiting = status.get("waiting")
+    return list(waiting) if waiting else None
 
 
 def shown_state(info: ExecutionInfo, detail: dict[str, Any]) -> str:

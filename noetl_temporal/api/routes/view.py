@@ -20,7 +20,7 @@ from noetl_temporal.graphview import graph_view
 from noetl_temporal.graphview.page import execution_page
 from noetl_temporal.graphview.redrive import REDRIVABLE, redrive_fragment
 from noetl_temporal.graphview.states import WATCHED_TYPES, first_paint
-from noetl_temporal.observe import read_events, read_status
+from noetl_temporal.observe import read_events
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.close_status import TERMINAL_STATES
 
@@ -57,7 +57,9 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
     painted = first_paint([n.name for n in view.nodes], detail, events,
                           frozenset(n.name for n in view.nodes if n.discards))
     finished = state in TERMINAL_STATES
-    waiting = None if finished else (await read_status(client, execution_id, settings.event_store)).get("waiting")
+    # Approvals waiting for a person: only a live workflow knows them, and it has just answered
+    # its detail query (an empty detail: no worker answered, so neither would a status query).
+    waiting = await control.waiting_approvals(client, execution_id) if detail and not finished else None
     # A redrive names its origin (its input's plan) and what it reused; an old execution its
     # redrives (execution.redriven, appended to its stored events): docs/operations.md.
     store = settings.event_store
