@@ -26,10 +26,9 @@ from noetl_temporal.cli.locations import locate_message
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.payload_size import MAX_PAYLOAD_SIZE
 from noetl_temporal.errors import PayloadTooLarge
-from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.playbook_result import workflow_output
-from tests.support.capped_worker import MEMORY_CAP, REPO, CappedWorker
+from tests.support.capped_worker import MEMORY_CAP, REPO, CappedWorker, cancel_and_wait
 from tests.support.processes import pid_alive, wait_dead
 
 # The template bombs that bypassed a size or work check (tests/engine/test_template_bounds.py
@@ -260,15 +259,9 @@ async def test_background_processes_die_with_their_task_and_cancel_takes_effect(
                 break
             await asyncio.sleep(0.1)
         pids.append(int((tmp_path / "spin.pid").read_text()))
-        cancelled_at = time.monotonic()
-        await control.cancel(client, spin.id, reason="bomb")
-        for _ in range(300):
-            info = await control.describe(client, spin.id)
-            if info.state != "RUNNING":
-                break
-            await asyncio.sleep(0.2)
+        info, took = await cancel_and_wait(client, spin.id)
         assert info.state == "CANCELLED", info
-        assert time.monotonic() - cancelled_at < 30
+        assert took < 30
         assert await wait_dead(pids[-1], 10), "the cancelled task's setsid() child outlived it"
         assert worker.alive()
     finally:

@@ -18,10 +18,9 @@ import time
 
 from noetl_temporal.cli.locations import locate_message
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal import control
 from noetl_temporal.temporal.client import start_execution
 from noetl_temporal.temporal.playbook_result import workflow_output
-from tests.support.capped_worker import MEMORY_CAP, CappedWorker
+from tests.support.capped_worker import MEMORY_CAP, CappedWorker, cancel_and_wait
 
 BOMB = "{{ ('.' * 100000 ~ 'a.') | urlize }}"
 
@@ -121,14 +120,8 @@ async def test_cancelling_a_bomb_s_execution_takes_effect(temporal, task_queue, 
         bomb = await start_execution(client, _loaded(PYTHON_BOMB).playbook, task_queue=task_queue,
                                      execution_timeout_s=120, heartbeat_timeout_s=2)
         await asyncio.sleep(1.5)   # its render child is running
-        cancelled_at = time.monotonic()
-        await control.cancel(client, bomb.id, reason="bomb")
-        for _ in range(150):
-            info = await control.describe(client, bomb.id)
-            if info.state != "RUNNING":
-                break
-            await asyncio.sleep(0.2)
+        info, took = await cancel_and_wait(client, bomb.id, polls=150)
         assert info.state == "CANCELLED", info
-        assert time.monotonic() - cancelled_at < 30
-        print(f"cancel took effect in {time.monotonic() - cancelled_at:.1f} s")
+        assert took < 30
+        print(f"cancel took effect in {took:.1f} s")
         assert worker.alive(), f"the capped worker died: {worker.tail()}"

@@ -10,6 +10,7 @@ process still runs: a worker that died and was replaced would not pass.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import resource
@@ -90,3 +91,18 @@ class CappedWorker:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+
+
+async def cancel_and_wait(client, execution_id: str, polls: int = 300):
+    """Cancel an execution and poll until it leaves RUNNING: its last description and how many
+    seconds the cancel took to take effect (what the bomb tests bound)."""
+    from noetl_temporal.temporal import control
+
+    cancelled_at = time.monotonic()
+    await control.cancel(client, execution_id, reason="bomb")
+    for _ in range(polls):
+        info = await control.describe(client, execution_id)
+        if info.state != "RUNNING":
+            break
+        await asyncio.sleep(0.2)
+    return info, time.monotonic() - cancelled_at
