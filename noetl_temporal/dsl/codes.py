@@ -74,8 +74,8 @@ _TABLE: list[Code] = [
          "use the type the message names (mapping or list)"),
     Code("NTL105", _W, "unexpected `apiVersion`", "`apiVersion: noetl.io/v1`",
          "use `apiVersion: noetl.io/v2`"),
-    Code("NTL106", _E, "`executor.requires` names a tool kind or feature this worker lacks",
-         "`requires: {tools: [snowflake]}`, `requires: {features: [ai_meta]}`",
+    Code("NTL106", _E, "`executor.requires` names a tool kind this worker lacks",
+         "`requires: {tools: [snowflake]}`",
          "the message names the missing item and what the worker has: use those, or run the playbook "
          "where it is provided"),
     # ------------------------------------------------------------------ steps
@@ -216,6 +216,11 @@ _TABLE: list[Code] = [
          "`input: {rows: \"{{ load.data.command_0.rows }}\"}` where `load` is a postgres step",
          "drop `.data`: `{{ load.command_0.rows }}` (here a step's name stands for its result, NoETL's "
          "envelope `data`; docs/semantics.md, \"NoETL's step envelope\")"),
+    Code("NTL340", _W, "`executor.requires.features` names a feature no noetl-temporal worker provides; NoETL "
+                       "does not check the list, so the playbook runs as it does there",
+         "`requires: {features: [result_storage, ai_meta]}`",
+         "nothing to do if the steps need nothing more than this worker has (a step that does fails there, "
+         "as on NoETL); the features it provides are listed in docs/semantics.md (\"executor.requires\")"),
     Code("NTL331", _E, "`loop.cursor` and `loop.in` are both given: a loop takes its items from one of them",
          "`loop: {in: \"{{ rows }}\", cursor: {kind: postgres, claim: ...}}`",
          "keep `in:` for a list the step already has, or `cursor:` to read rows page by page"),

@@ -1,9 +1,14 @@
 """``executor.requires`` (NoETL 5.x): the tool kinds and features a playbook needs.
 
-Checked by ``validate`` against what a noetl-temporal worker runs: every tool kind it
-registers (``tool_kinds``; a worker registers them all) and the features below. A name it
-lacks is the error NTL106, naming the missing item, so a playbook written for another
-runtime stops before it starts instead of failing at the step that needs it.
+Checked by ``validate`` against what a noetl-temporal worker runs. A tool kind it does not
+register (``tool_kinds``; a worker registers them all) is the error NTL106, naming it, so a
+playbook written for another runtime stops before it starts instead of failing at the step
+that needs it. A feature name it does not provide is the warning NTL340 and the playbook
+runs: NoETL itself never checks ``features`` (its model ``ExecutorRequires.features`` in
+noetl/core/dsl/engine/models/executor.py is a free list of strings, and
+``_validate_executor`` in noetl/core/dsl/engine/parser/validation.py only checks that it
+is a list), so a playbook naming ``ai_meta`` (NoETL's quantum_cudaq fixture) runs there, and
+here too (docs/noetl-e2e-fates.md).
 """
 
 from __future__ import annotations
@@ -48,7 +53,9 @@ def check_requires(playbook: Playbook, reporter: Reporter) -> None:
                                     path, value=True)
     for i, feature in enumerate(requires.features):
         if feature not in FEATURES:
-            reporter.add_normalized("NTL106", f"this playbook requires feature {feature!r}, which this worker does "
-                                              f"not provide{did_you_mean(feature, FEATURES)}; it provides: "
+            reporter.add_normalized("NTL340", f"this playbook requires feature {feature!r}, which no noetl-temporal "
+                                              f"worker provides{did_you_mean(feature, FEATURES)}; NoETL does not "
+                                              "check feature names and runs it, and so does this runtime: a step "
+                                              "that needs more than it has fails at that step; it provides: "
                                               f"{', '.join(FEATURES)}", f"executor.requires.features[{i}]",
                                     value=True)

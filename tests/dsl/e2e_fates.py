@@ -19,6 +19,7 @@ from noetl_temporal.dsl import Diagnostic, validate_file
 from tests.support.corpus import NOETL_E2E
 
 E2E = NOETL_E2E  # copied into tests/corpus (tests/corpus/README.md)
+P = "fixtures/playbooks/"
 CONFIG = E2E / "fixtures" / "playbook_test_config.yaml"
 
 # Files of the set that are not playbooks, and what they are.
@@ -87,6 +88,140 @@ def expected_by_noetl() -> dict[str, str]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# What NoETL's own runtime does with each file refused here, and whether this machine could run
+# it. The evidence is NoETL's source (github.com/noetl/noetl, read at commit 3badb77a), file and
+# function; "could run here" means every service the run needs is a local one this project tests
+# with (docs/noetl-e2e-runs.md, kind `local`). A file NoETL runs and that could run here must not
+# be refused: the count of those is on the page and tests/dsl/test_e2e_fates.py keeps it at the
+# rows of PENDING.
+
+_SRC = "noetl/noetl@3badb77a "
+_PARSER = _SRC + "noetl/core/dsl/engine/parser/validation.py `_validate_step_v10`"
+_EXEC_PY = _SRC + "noetl/tools/python/executor.py `execute_python_task_async`"
+_RETRY_IGNORED = (
+    "NoETL accepts it and ignores the tool's `retry:` mapping: `ToolSpec` takes any key "
+    "(noetl/core/dsl/engine/models/tools.py, `extra = \"allow\"`), and the worker reads a tool's `retry` "
+    "only as a list of pagination policies for http (noetl/worker/nats_worker.py `_execute_tool`); "
+    "nothing else reads it (" + _SRC.strip() + ")")
+
+
+@dataclass(frozen=True)
+class OnNoetl:
+    runs: bool      # NoETL's runtime accepts the file and runs it (given the services it names)
+    here: bool      # every service that run needs is a local one this machine has
+    evidence: str   # why: NoETL's source (file and function), or what the run needs
+
+
+def _no_tool_on_a_step(step: str) -> OnNoetl:
+    return OnNoetl(False, False, f"NoETL refuses it: step '{step}' has no `tool`, and NoETL's parser raises "
+                                 f"\"Missing 'tool' field\" ({_PARSER}, called by `DSLParser.parse`)")
+
+
+def _top_level_return() -> OnNoetl:
+    return OnNoetl(False, False, "NoETL accepts it and its python step fails: the code is run as written, "
+                                 "`exec(code, ...)`, not wrapped in a function, so a top-level `return` is "
+                                 f"SyntaxError 'return' outside function and the task ends in error ({_EXEC_PY}); "
+                                 "refusing it at validation is the same answer, earlier")
+
+
+def _spec_settings(needs: str) -> OnNoetl:
+    return OnNoetl(False, False, "NoETL accepts it (its parser reads only `policy` under a task's `spec:`: "
+                                 f"{_SRC}noetl/core/dsl/engine/parser/validation.py `_validate_task_spec_v10`) and "
+                                 "its first task fails: the tools read their settings beside `kind:`, so a python "
+                                 "task with its code under `spec:` raises \"No code provided\" "
+                                 f"({_EXEC_PY}) and a http task has no url (noetl/tools/http/executor.py "
+                                 f"`execute_http_task` reads `url`/`endpoint`/`method` from the task itself); "
+                                 f"its http tasks also need {needs}")
+
+
+def _cloud(evidence: str) -> OnNoetl:
+    return OnNoetl(True, False, evidence)
+
+
+ON_NOETL: dict[str, OnNoetl] = {
+    P + "api_integration/amadeus_ai_api/amadeus_ai_api.yaml": _cloud(
+        _RETRY_IGNORED + "; it needs the Amadeus and OpenAI APIs (accounts)"),
+    P + "broken_playbooks/should_error_tool_is_required.yaml": _no_tool_on_a_step("end"),
+    P + "broken_sql.yaml": _top_level_return(),
+    P + "duckdb_test.yaml": _top_level_return(),
+    P + "loop_test.yaml": _top_level_return(),
+    P + "postgres_test.yaml": _top_level_return(),
+    P + "container_callback_happy_path/container_callback_happy_path.yaml": _cloud(
+        "NoETL runs `kind: container` as a Kubernetes Job (noetl/tools/container/job.py); no cluster here"),
+    P + "container_callback_oom/container_callback_oom.yaml": _cloud(
+        "NoETL runs `kind: container` as a Kubernetes Job (noetl/tools/container/job.py); no cluster here"),
+    P + "container_postgres_init/container_postgres_init.yaml": _cloud(
+        "NoETL runs `kind: container` as a Kubernetes Job (noetl/tools/container/job.py); no cluster here"),
+    P + "data_transfer/http_to_databases/http_to_databases.yaml": _cloud(
+        "NoETL runs it with a Snowflake account (noetl/tools/snowflake) and its lake service (noetl/tools/ducklake)"),
+    P + "data_transfer/snowflake_postgres/snowflake_postgres.yaml": _cloud(
+        "NoETL runs it with a Snowflake account (noetl/tools/snowflake)"),
+    P + "load_test/tooling_non_blocking/tooling_non_blocking.yaml": _cloud(
+        "NoETL runs it with a Snowflake account (noetl/tools/snowflake)"),
+    P + "ducklake_test/playbook.yaml": _cloud(
+        "NoETL runs it through its lake service (noetl/tools/ducklake) with DuckDB's DuckLake extension, "
+        "downloaded from DuckDB's extension repository: no internet here"),
+    P + "deployment/deploy_gateway_kind.yaml": _cloud(
+        "NoETL runs it and takes every arc, ignoring `cond:` (noetl/core/dsl/engine/models/workflow.py `Arc` has "
+        "no `cond` field and drops unknown keys); it needs Docker, Kind and kubectl to build a cluster"),
+    P + "examples/http_pagination_v2.yaml": _spec_settings("api.example.com, which does not resolve"),
+    P + "examples/simple_http.yaml": _spec_settings("httpbin.org (internet)"),
+    P + "examples/variable_lifecycle_example.yaml": _spec_settings("api.example.com, which does not resolve"),
+    P + "examples/weather_loop.yaml": _spec_settings("api.open-meteo.com (internet)"),
+    P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": _cloud(
+        "NoETL runs it (step `output:` is the pending item below); it needs the reference-chain endpoints of "
+        "NoETL's test server (`/api/v1/reference-chain/items`), beyond the paginated stand-in's contract"),
+    P + "pagination/fetch_load_test/test_fetch_load.yaml": _cloud(
+        "NoETL runs it; it needs the patient-records endpoints of NoETL's test server, beyond the paginated "
+        "stand-in's contract"),
+    P + "test_gcs_storage.yaml": _cloud("NoETL runs it; it writes to Google Cloud Storage (`kind: gcs`)"),
+    P + "test_large_result_extraction.yaml": OnNoetl(
+        True, True, "NoETL reads a step's `output:` block; python only"),
+    P + "test_output_select.yaml": OnNoetl(
+        True, True, "NoETL reads a step's `output:` block and `kind: artifact`; python only"),
+    P + "test_storage_tiers.yaml": OnNoetl(
+        True, True, "NoETL reads a step's `output:` block (stores on disk, NATS KV) and `kind: artifact`; "
+                    "python and NATS"),
+    P + "regression_test/master_regression_test.yaml": _cloud(
+        _RETRY_IGNORED + "; its sub-playbooks need internet and cloud services (open-meteo, OpenAI, GCS)"),
+    P + "regression_test/master_regression_test_parallel.yaml": _cloud(
+        _RETRY_IGNORED + "; its sub-playbooks need cloud services (Snowflake, GCS, Google OAuth)"),
+    P + "script_execution/k8s_job_python_gcs.yaml": _cloud(
+        "NoETL runs `kind: script` as a Kubernetes Job (noetl/tools/script/__init__.py `execute_script_task`) "
+        "on a script from GCS: no cluster and no GCS here"),
+    P + "script_execution/python_gcs_example.yaml": _cloud(
+        "NoETL loads the script from Google Cloud Storage with GCP credentials (noetl/tools/container/loader.py)"),
+    P + "spike/spike_e2e_test.yaml": _no_tool_on_a_step("end"),
+    P + "spike/spike_failing_subflow.yaml": _no_tool_on_a_step("end"),
+    P + "subscription/subscription_kafka_drain.yaml": _cloud(
+        "NoETL's subscription tool (its Rust worker: packaging/pypi/Cargo.lock pulls the `kafka` crate) polls a "
+        "Kafka broker; none runs here"),
+    P + "subscription/subscription_pubsub_drain.yaml": _cloud(
+        "NoETL's subscription tool (its Rust worker) polls Google Cloud Pub/Sub; no account, and the gcloud SDK here has no "
+        "pubsub-emulator component"),
+}
+
+#: refused here although NoETL runs them and they could run here, because another helper of
+#: issue 42 is doing the construct: remove a row once that work is merged (the file then
+#: validates and gets a row in tests/dsl/e2e_needs.py instead)
+PENDING: dict[str, str] = {
+    P + "test_large_result_extraction.yaml": "issue 42 §1: the step-level `output:` block (NTL203)",
+    P + "test_output_select.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `artifact`",
+    P + "test_storage_tiers.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `artifact put`",
+}
+
+
+def refused_though_noetl_runs_it_here() -> list[str]:
+    """Rejected files that NoETL runs and whose services all exist here: the issue's count."""
+    return sorted(f.path for f in fates() if f.valid is False
+                  and ON_NOETL[f.path].runs and ON_NOETL[f.path].here)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -94,6 +229,7 @@ def _cell(text: str) -> str:
 def markdown() -> str:
     table = fates()
     expected = expected_by_noetl()
+    blocked = refused_though_noetl_runs_it_here()
     playbooks = [f for f in table if f.valid is not None]
     valid = [f for f in playbooks if f.valid]
     by_code: dict[str, int] = {}
@@ -117,16 +253,28 @@ def markdown() -> str:
         "",
         f"{len(playbooks)} playbooks: {len(valid)} valid, {len(playbooks) - len(valid)} rejected. "
         "Files rejected per code: " + ", ".join(f"{c} {n}" for c, n in sorted(by_code.items())) + ".",
-        "The last column is the execution status NoETL's regression runner expects",
+        "",
+        "For each rejected file, what NoETL's own runtime does with it (NoETL runs it: it accepts the file",
+        "and runs it, given the services it names) and whether every service that run needs is a local one",
+        "this machine has (could run here), with the evidence: NoETL's source, file and function, or what",
+        "the run needs. "
+        f"**Refused although NoETL runs it and it could run here: {len(blocked)}**"
+        + (f" ({len(blocked)} pending: another piece of issue 42 is doing their construct: "
+           + "; ".join(f"`{p.removeprefix(P)}`: {PENDING.get(p, 'not pending')}" for p in blocked) + ")."
+           if blocked else "."),
+        "",
+        "The column \"NoETL expects\" is the execution status NoETL's regression runner expects",
         "(`fixtures/playbook_test_config.yaml`), for the files it runs.",
         "",
-        "| file | fate | codes | reason | NoETL expects |",
-        "|---|---|---|---|---|",
+        "| file | fate | codes | reason | NoETL runs it | could run here | evidence | NoETL expects |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for f in table:
         reason = "; ".join(f.reasons()) if f.errors else f.note
+        on = ON_NOETL.get(f.path) if f.valid is False else None
+        noetl = [_yes(on.runs), _yes(on.here), _cell(on.evidence)] if on else ["", "", ""]
         lines.append(f"| `{f.path}` | {f.label()} | {', '.join(f.codes)} | {_cell(reason)} | "
-                     f"{expected.get(f.path, '')} |")
+                     + " | ".join(noetl) + f" | {expected.get(f.path, '')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .e2e_fates import CONFIG, _cell, expected_by_noetl, fates
+from .e2e_fates import CONFIG, P, _cell, expected_by_noetl, fates
 
 LOCAL = "local"        # PostgreSQL (keychain), duckdb, NATS, the paginated stand-in, the catalog
 INTERNET = "internet"  # public endpoints on the internet, no account
@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 69
+RUNNABLE_COUNT = 70
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,6 @@ def _local(reason: str, expect: str = COMPLETED, basis: str = "", **kw: Any) -> 
 _NONE_STATED = "none stated: a correct run completes"
 _SHORT = "the delays that outlast NoETL's 120 s NATS lease are cut to 1 s"
 
-P = "fixtures/playbooks/"
 #: our stand-ins for the script files two fixtures load, relative to the repository root,
 #: where the tests run (the worker resolves a relative `script` file from its working directory)
 _SCRIPTS = "tests/support/noetl_scripts/"
@@ -238,6 +237,13 @@ NEEDS: dict[str, Need] = {
     P + "postgres_excel_gcs_test/postgres_excel_gcs_test.yaml": Need(CLOUD, "a GCS bucket with HMAC keys"),
     P + "python_psycopg/http_to_postgres_bulk/http_to_postgres_bulk_python.yaml": Need(
         INTERNET, "jsonplaceholder.typicode.com, and NoETL's demo database in its cluster"),
+    P + "quantum_cudaq/quantum_cudaq.yaml": _local(
+        "python, postgres and http, each with its own fallback: CUDA-Q is not installed (its simulation falls back "
+        "to synthetic counts, as the playbook provides), its problem catalog and result endpoints "
+        "(*.example.com) do not resolve and its rules continue; requires feature `ai_meta`, which NoETL does not "
+        "check (NTL340). Its postgres insert reads `{{ ai_analysis.data.aggregates.runs }}` (NTL339): the SQL "
+        "renders empty there and its rule notes 'Postgres persistence failed' until NoETL's step envelope "
+        "`data` is read (issue 42, the `{{ step.data }}` item)", basis=_NONE_STATED),
     P + "regression_test/create_test_schema.yaml": _local("postgres only: creates a schema", basis=_NONE_STATED),
     P + "retry_test/duckdb_retry_query.yaml": _local("duckdb with a retry policy"),
     P + "retry_test/http_retry_status_code.yaml": Need(INTERNET, "httpbin.org"),
