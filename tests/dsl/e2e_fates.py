@@ -94,7 +94,7 @@ def expected_by_noetl() -> dict[str, str]:
 # function; "could run here" means every service the run needs is a local one this project tests
 # with (docs/noetl-e2e-runs.md, kind `local`). A file NoETL runs and that could run here must not
 # be refused: the count of those is on the page and tests/dsl/test_e2e_fates.py keeps it at the
-# rows of PENDING.
+# files it lists as pending (work in progress elsewhere).
 
 _SRC = "noetl/noetl@3badb77a "
 _PARSER = _SRC + "noetl/core/dsl/engine/parser/validation.py `_validate_step_v10`"
@@ -105,6 +105,11 @@ _RETRY_IGNORED = (
     "only as a list of pagination policies for http (noetl/worker/nats_worker.py `_execute_tool`); "
     "nothing else reads it (" + _SRC.strip() + ")")
 
+_STEP_OUTPUT = (
+    "NoETL runs it and drops the step's `output:` block: its v10 `Step` model has no `output` field "
+    "(\"Legacy fields (output, result, vars) removed in v10\") and ignores unknown keys "
+    "(" + _SRC + "noetl/core/dsl/engine/models/workflow.py `Step`)")
+
 
 @dataclass(frozen=True)
 class OnNoetl:
@@ -113,9 +118,9 @@ class OnNoetl:
     evidence: str   # why: NoETL's source (file and function), or what the run needs
 
 
-def _no_tool_on_a_step(step: str) -> OnNoetl:
+def _no_tool_on_a_step(step: str, besides: str = "") -> OnNoetl:
     return OnNoetl(False, False, f"NoETL refuses it: step '{step}' has no `tool`, and NoETL's parser raises "
-                                 f"\"Missing 'tool' field\" ({_PARSER}, called by `DSLParser.parse`)")
+                                 f"\"Missing 'tool' field\" ({_PARSER}, called by `DSLParser.parse`){besides}")
 
 
 def _top_level_return() -> OnNoetl:
@@ -164,25 +169,22 @@ ON_NOETL: dict[str, OnNoetl] = {
         "downloaded from DuckDB's extension repository: no internet here"),
     P + "deployment/deploy_gateway_kind.yaml": _cloud(
         "NoETL runs it and takes every arc, ignoring `cond:` (noetl/core/dsl/engine/models/workflow.py `Arc` has "
-        "no `cond` field and drops unknown keys); it needs Docker, Kind and kubectl to build a cluster"),
+        "no `cond` field and drops unknown keys); it needs a Docker daemon and Kind to build a cluster: neither "
+        "runs here"),
     P + "examples/http_pagination_v2.yaml": _spec_settings("api.example.com, which does not resolve"),
     P + "examples/simple_http.yaml": _spec_settings("httpbin.org (internet)"),
     P + "examples/variable_lifecycle_example.yaml": _spec_settings("api.example.com, which does not resolve"),
     P + "examples/weather_loop.yaml": _spec_settings("api.open-meteo.com (internet)"),
     P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": _cloud(
-        "NoETL runs it (step `output:` is the pending item below); it needs the reference-chain endpoints of "
+        _STEP_OUTPUT + "; it needs the reference-chain endpoints of "
         "NoETL's test server (`/api/v1/reference-chain/items`), beyond the paginated stand-in's contract"),
     P + "pagination/fetch_load_test/test_fetch_load.yaml": _cloud(
-        "NoETL runs it; it needs the patient-records endpoints of NoETL's test server, beyond the paginated "
+        _STEP_OUTPUT + "; it needs the patient-records endpoints of NoETL's test server, beyond the paginated "
         "stand-in's contract"),
-    P + "test_gcs_storage.yaml": _cloud("NoETL runs it; it writes to Google Cloud Storage (`kind: gcs`)"),
-    P + "test_large_result_extraction.yaml": OnNoetl(
-        True, True, "NoETL reads a step's `output:` block; python only"),
-    P + "test_output_select.yaml": OnNoetl(
-        True, True, "NoETL reads a step's `output:` block and `kind: artifact`; python only"),
-    P + "test_storage_tiers.yaml": OnNoetl(
-        True, True, "NoETL reads a step's `output:` block (stores on disk, NATS KV) and `kind: artifact`; "
-                    "python and NATS"),
+    P + "test_gcs_storage.yaml": _cloud(_STEP_OUTPUT + "; it writes to Google Cloud Storage (`kind: gcs`)"),
+    P + "test_large_result_extraction.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python only"),
+    P + "test_output_select.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python and `kind: artifact`"),
+    P + "test_storage_tiers.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python, NATS KV and `kind: artifact`"),
     P + "regression_test/master_regression_test.yaml": _cloud(
         _RETRY_IGNORED + "; its sub-playbooks need internet and cloud services (open-meteo, OpenAI, GCS)"),
     P + "regression_test/master_regression_test_parallel.yaml": _cloud(
@@ -192,8 +194,12 @@ ON_NOETL: dict[str, OnNoetl] = {
         "on a script from GCS: no cluster and no GCS here"),
     P + "script_execution/python_gcs_example.yaml": _cloud(
         "NoETL loads the script from Google Cloud Storage with GCP credentials (noetl/tools/container/loader.py)"),
-    P + "spike/spike_e2e_test.yaml": _no_tool_on_a_step("end"),
-    P + "spike/spike_failing_subflow.yaml": _no_tool_on_a_step("end"),
+    P + "spike/spike_e2e_test.yaml": _no_tool_on_a_step(
+        "end", "; its `kind: agent` step would also need NoETL's server and an MCP/AI backend "
+               "(noetl/tools/agent/executor.py)"),
+    P + "spike/spike_failing_subflow.yaml": _no_tool_on_a_step(
+        "end", "; NoETL's http tool would not read its `timeout_seconds` either: it reads `timeout` "
+               "(noetl/tools/http/executor.py `execute_http_task`)"),
     P + "subscription/subscription_kafka_drain.yaml": _cloud(
         "NoETL's subscription tool (its Rust worker: packaging/pypi/Cargo.lock pulls the `kafka` crate) polls a "
         "Kafka broker; none runs here"),
@@ -201,16 +207,6 @@ ON_NOETL: dict[str, OnNoetl] = {
         "NoETL's subscription tool (its Rust worker) polls Google Cloud Pub/Sub; no account, and the gcloud SDK here has no "
         "pubsub-emulator component"),
 }
-
-#: refused here although NoETL runs them and they could run here, because another helper of
-#: issue 42 is doing the construct: remove a row once that work is merged (the file then
-#: validates and gets a row in tests/dsl/e2e_needs.py instead)
-PENDING: dict[str, str] = {
-    P + "test_large_result_extraction.yaml": "issue 42 §1: the step-level `output:` block (NTL203)",
-    P + "test_output_select.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `artifact`",
-    P + "test_storage_tiers.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `artifact put`",
-}
-
 
 def refused_though_noetl_runs_it_here() -> list[str]:
     """Rejected files that NoETL runs and whose services all exist here: the issue's count."""
@@ -255,13 +251,13 @@ def markdown() -> str:
         "Files rejected per code: " + ", ".join(f"{c} {n}" for c, n in sorted(by_code.items())) + ".",
         "",
         "For each rejected file, what NoETL's own runtime does with it (NoETL runs it: it accepts the file",
-        "and runs it, given the services it names) and whether every service that run needs is a local one",
-        "this machine has (could run here), with the evidence: NoETL's source, file and function, or what",
-        "the run needs. "
+        "and its run does what the playbook says, given the services it names; \"no\" when NoETL refuses the",
+        "file or its run fails on the construct refused here) and whether every service that run needs is a",
+        "local one this machine has (could run here), with the evidence: NoETL's source, file and function,",
+        "or what the run needs. "
         f"**Refused although NoETL runs it and it could run here: {len(blocked)}**"
-        + (f" ({len(blocked)} pending: another piece of issue 42 is doing their construct: "
-           + "; ".join(f"`{p.removeprefix(P)}`: {PENDING.get(p, 'not pending')}" for p in blocked) + ")."
-           if blocked else "."),
+        + (" (" + ", ".join(f"`{p.removeprefix(P)}`" for p in blocked) + ": work in progress, listed as "
+           "pending in tests/dsl/test_e2e_fates.py)." if blocked else "."),
         "",
         "The column \"NoETL expects\" is the execution status NoETL's regression runner expects",
         "(`fixtures/playbook_test_config.yaml`), for the files it runs.",

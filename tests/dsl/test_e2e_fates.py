@@ -15,7 +15,6 @@ from .e2e_fates import (
     E2E,
     NOT_PLAYBOOKS,
     ON_NOETL,
-    PENDING,
     P,
     fates,
     markdown,
@@ -75,6 +74,16 @@ def test_every_rejected_file_says_what_noetl_does_with_it_and_only_those():
     for path, on in ON_NOETL.items():
         assert on.evidence, path
         assert on.runs or not on.here, path  # "could run here" is asked only of what NoETL runs
+
+
+#: refused here although NoETL runs them and they could run here, because another piece of
+#: issue 42 is doing their construct: remove a row once that work is merged (the file then
+#: validates, and gets a row in tests/dsl/e2e_needs.py so test_e2e_runs.py runs it)
+PENDING = {
+    P + "test_large_result_extraction.yaml": "issue 42 §1: the step-level `output:` block (NTL203)",
+    P + "test_output_select.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `kind: artifact`",
+    P + "test_storage_tiers.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `artifact put`",
+}
 
 
 def test_nothing_is_refused_that_noetl_runs_and_could_run_here_but_what_is_pending():
