@@ -41,7 +41,8 @@ EFFECTS: dict[str, str] = {
     "Executor.requires": "tests/temporal/test_noetl_additions.py::"
                          "test_run_refuses_a_playbook_requiring_what_the_worker_lacks_naming_it",
     "ExecutorRequires.tools": "tests/dsl/test_requires.py::test_each_missing_item_is_named_and_located",
-    "ExecutorRequires.features": "tests/dsl/test_requires.py::test_each_missing_item_is_named_and_located",
+    "ExecutorRequires.features": "tests/dsl/test_requires.py::"
+                                 "test_a_feature_no_worker_provides_warns_and_the_playbook_is_valid_as_on_noetl",
     "ExecutorSpec.entry_step": "tests/engine/test_routing.py::test_entry_step_override",
     "ExecutorSpec.final_step": "tests/engine/test_routing.py::"
                                "test_fail_fast_cancels_in_flight_branches_then_runs_final_step",

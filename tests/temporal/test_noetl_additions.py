@@ -249,6 +249,16 @@ async def test_a_playbook_whose_requirements_the_worker_meets_runs(run_yaml):
     assert report.steps["s"]["result"] == "ran"
 
 
+def test_run_refuses_a_playbook_requiring_what_the_worker_lacks_naming_it(tmp_path):
+    path = tmp_path / "needs.yaml"
+    path.write_text(textwrap.dedent(REQUIRES % "").replace("tools: [python]", "tools: [python, pyhton]"))
+    proc = subprocess.run([sys.executable, "-m", "noetl_temporal.cli", "run", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"{path}:6:" in proc.stderr and "NTL106" in proc.stderr
+    assert "requires tool 'pyhton', which this worker does not run (did you mean 'python'?)" in proc.stderr
+
+
 def test_run_warns_of_a_feature_no_worker_provides_and_runs_the_playbook_as_noetl_does(tmp_path):
     """NoETL never checks ``executor.requires.features`` (noetl/core/dsl/engine/parser/validation.py,
     ``_validate_executor``: only that it is a list), so its quantum_cudaq fixture, which names
