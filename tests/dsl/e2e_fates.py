@@ -140,34 +140,35 @@ def _spec_settings(needs: str) -> OnNoetl:
                                  f"its http tasks also need {needs}")
 
 
-def _cloud(evidence: str) -> OnNoetl:
+def _elsewhere(evidence: str) -> OnNoetl:
+    """NoETL runs it; a service it needs (a cloud account, a cluster, a broker ...) is not on this machine."""
     return OnNoetl(True, False, evidence)
 
 
 ON_NOETL: dict[str, OnNoetl] = {
-    P + "api_integration/amadeus_ai_api/amadeus_ai_api.yaml": _cloud(
+    P + "api_integration/amadeus_ai_api/amadeus_ai_api.yaml": _elsewhere(
         _RETRY_IGNORED + "; it needs the Amadeus and OpenAI APIs (accounts)"),
     P + "broken_playbooks/should_error_tool_is_required.yaml": _no_tool_on_a_step("end"),
     P + "broken_sql.yaml": _top_level_return(),
     P + "duckdb_test.yaml": _top_level_return(),
     P + "loop_test.yaml": _top_level_return(),
     P + "postgres_test.yaml": _top_level_return(),
-    P + "container_callback_happy_path/container_callback_happy_path.yaml": _cloud(
+    P + "container_callback_happy_path/container_callback_happy_path.yaml": _elsewhere(
         "NoETL runs `kind: container` as a Kubernetes Job (noetl/tools/container/job.py); no cluster here"),
-    P + "container_callback_oom/container_callback_oom.yaml": _cloud(
+    P + "container_callback_oom/container_callback_oom.yaml": _elsewhere(
         "NoETL runs `kind: container` as a Kubernetes Job (noetl/tools/container/job.py); no cluster here"),
-    P + "container_postgres_init/container_postgres_init.yaml": _cloud(
+    P + "container_postgres_init/container_postgres_init.yaml": _elsewhere(
         "NoETL runs `kind: container` as a Kubernetes Job (noetl/tools/container/job.py); no cluster here"),
-    P + "data_transfer/http_to_databases/http_to_databases.yaml": _cloud(
+    P + "data_transfer/http_to_databases/http_to_databases.yaml": _elsewhere(
         "NoETL runs it with a Snowflake account (noetl/tools/snowflake) and its lake service (noetl/tools/ducklake)"),
-    P + "data_transfer/snowflake_postgres/snowflake_postgres.yaml": _cloud(
+    P + "data_transfer/snowflake_postgres/snowflake_postgres.yaml": _elsewhere(
         "NoETL runs it with a Snowflake account (noetl/tools/snowflake)"),
-    P + "load_test/tooling_non_blocking/tooling_non_blocking.yaml": _cloud(
+    P + "load_test/tooling_non_blocking/tooling_non_blocking.yaml": _elsewhere(
         "NoETL runs it with a Snowflake account (noetl/tools/snowflake)"),
-    P + "ducklake_test/playbook.yaml": _cloud(
+    P + "ducklake_test/playbook.yaml": _elsewhere(
         "NoETL runs it through its lake service (noetl/tools/ducklake) with DuckDB's DuckLake extension, "
         "downloaded from DuckDB's extension repository: no internet here"),
-    P + "deployment/deploy_gateway_kind.yaml": _cloud(
+    P + "deployment/deploy_gateway_kind.yaml": _elsewhere(
         "NoETL runs it and takes every arc, ignoring `cond:` (noetl/core/dsl/engine/models/workflow.py `Arc` has "
         "no `cond` field and drops unknown keys); it needs a Docker daemon and Kind to build a cluster: neither "
         "runs here"),
@@ -175,24 +176,24 @@ ON_NOETL: dict[str, OnNoetl] = {
     P + "examples/simple_http.yaml": _spec_settings("httpbin.org (internet)"),
     P + "examples/variable_lifecycle_example.yaml": _spec_settings("api.example.com, which does not resolve"),
     P + "examples/weather_loop.yaml": _spec_settings("api.open-meteo.com (internet)"),
-    P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": _cloud(
+    P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": _elsewhere(
         _STEP_OUTPUT + "; it needs the reference-chain endpoints of "
         "NoETL's test server (`/api/v1/reference-chain/items`), beyond the paginated stand-in's contract"),
-    P + "pagination/fetch_load_test/test_fetch_load.yaml": _cloud(
+    P + "pagination/fetch_load_test/test_fetch_load.yaml": _elsewhere(
         _STEP_OUTPUT + "; it needs the patient-records endpoints of NoETL's test server, beyond the paginated "
         "stand-in's contract"),
-    P + "test_gcs_storage.yaml": _cloud(_STEP_OUTPUT + "; it writes to Google Cloud Storage (`kind: gcs`)"),
+    P + "test_gcs_storage.yaml": _elsewhere(_STEP_OUTPUT + "; it writes to Google Cloud Storage (`kind: gcs`)"),
     P + "test_large_result_extraction.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python only"),
     P + "test_output_select.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python and `kind: artifact`"),
     P + "test_storage_tiers.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python, NATS KV and `kind: artifact`"),
-    P + "regression_test/master_regression_test.yaml": _cloud(
+    P + "regression_test/master_regression_test.yaml": _elsewhere(
         _RETRY_IGNORED + "; its sub-playbooks need internet and cloud services (open-meteo, OpenAI, GCS)"),
-    P + "regression_test/master_regression_test_parallel.yaml": _cloud(
+    P + "regression_test/master_regression_test_parallel.yaml": _elsewhere(
         _RETRY_IGNORED + "; its sub-playbooks need cloud services (Snowflake, GCS, Google OAuth)"),
-    P + "script_execution/k8s_job_python_gcs.yaml": _cloud(
+    P + "script_execution/k8s_job_python_gcs.yaml": _elsewhere(
         "NoETL runs `kind: script` as a Kubernetes Job (noetl/tools/script/__init__.py `execute_script_task`) "
         "on a script from GCS: no cluster and no GCS here"),
-    P + "script_execution/python_gcs_example.yaml": _cloud(
+    P + "script_execution/python_gcs_example.yaml": _elsewhere(
         "NoETL loads the script from Google Cloud Storage with GCP credentials (noetl/tools/container/loader.py)"),
     P + "spike/spike_e2e_test.yaml": _no_tool_on_a_step(
         "end", "; its `kind: agent` step would also need NoETL's server and an MCP/AI backend "
@@ -200,13 +201,14 @@ ON_NOETL: dict[str, OnNoetl] = {
     P + "spike/spike_failing_subflow.yaml": _no_tool_on_a_step(
         "end", "; NoETL's http tool would not read its `timeout_seconds` either: it reads `timeout` "
                "(noetl/tools/http/executor.py `execute_http_task`)"),
-    P + "subscription/subscription_kafka_drain.yaml": _cloud(
+    P + "subscription/subscription_kafka_drain.yaml": _elsewhere(
         "NoETL's subscription tool (its Rust worker: packaging/pypi/Cargo.lock pulls the `kafka` crate) polls a "
         "Kafka broker; none runs here"),
-    P + "subscription/subscription_pubsub_drain.yaml": _cloud(
+    P + "subscription/subscription_pubsub_drain.yaml": _elsewhere(
         "NoETL's subscription tool (its Rust worker) polls Google Cloud Pub/Sub; no account, and the gcloud SDK here has no "
         "pubsub-emulator component"),
 }
+
 
 def refused_though_noetl_runs_it_here() -> list[str]:
     """Rejected files that NoETL runs and whose services all exist here: the issue's count."""
