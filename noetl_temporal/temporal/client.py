@@ -7,13 +7,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition
 from ..engine.payload_size import PAYLOAD_FIX, payload_refusal
 from ..errors import ConfigError, PayloadTooLarge
-from .close_status import execution_state
+from .close_status import normalized_state
 from .converter import CODEC_ENV, configured_data_converter
 from .naming import new_execution_id
 from .starts import execution_start
@@ -172,9 +172,3 @@ async def start_execution(client: Client, playbook: Playbook, *, payload: dict[s
                 "them (its playbook is in the memo). Register them once with `noetl-temporal setup "
                 "--namespace %s` (docs/deployment.md)", client.namespace, execution_id, client.namespace)
     return await start(plan.without_search_attributes())
-
-
-def normalized_state(status: WorkflowExecutionStatus | None, result_state: str | None = None) -> str:
-    """The execution state (see :func:`.close_status.execution_state`); ``result_state``: the
-    state the workflow's output recorded, read for COMPLETED workflows."""
-    return execution_state(status, result_state)[0]

@@ -14,7 +14,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from ..engine.status_layers import TERMINAL, ExecutionStatus
 
-__all__ = ["OPEN_STATUSES", "TERMINAL_STATES", "WITH_OUTPUT", "execution_state"]
+__all__ = ["OPEN_STATUSES", "TERMINAL_STATES", "WITH_OUTPUT", "execution_state", "normalized_state"]
 
 _T, _E = WorkflowExecutionStatus, ExecutionStatus
 
@@ -53,3 +53,9 @@ def execution_state(status: WorkflowExecutionStatus | None,
     if recorded:
         return recorded, False
     return _INFERRED.get(status, _E.FAILED).value, True
+
+
+def normalized_state(status: WorkflowExecutionStatus | None, result_state: str | None = None) -> str:
+    """The execution state (see :func:`execution_state`); ``result_state``: the state the
+    workflow's output recorded, read for COMPLETED workflows."""
+    return execution_state(status, result_state)[0]

@@ -36,15 +36,14 @@ from temporalio.service import RPCError, RPCStatusCode
 from ..engine.envelopes import RunOutput
 from ..errors import NoetlError, NotFound
 from . import labels
-from .client import normalized_state
-from .close_status import TERMINAL_STATES, WITH_OUTPUT
+from .close_status import TERMINAL_STATES, WITH_OUTPUT, normalized_state
 from .playbook_result import workflow_output
 from .search_attributes import (
     PLAYBOOK_HASH,
     PLAYBOOK_NAME,
     PLAYBOOK_PATH,
     PLAYBOOK_VERSION,
-    STARTS_NEED,
+    search_attributes_available,
 )
 from .types import WORKFLOW_NAME, RunInput
 
@@ -358,18 +357,6 @@ def visibility_query(*, state: str | None = None, playbook_path: str | None = No
                 raise ValueError("give times with a timezone, e.g. 2025-01-31T12:00:00Z")
             parts.append(f"StartTime {op} {_quote(when.isoformat())}")
     return " AND ".join(parts)
-
-
-async def search_attributes_available(client: Client) -> bool:
-    """Whether the server knows all our search attributes (then starts set them)."""
-    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
-
-    try:
-        resp = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=client.namespace), timeout=RPC_TIMEOUT)
-    except RPCError:
-        return False
-    return all(key.name in resp.custom_attributes for key in STARTS_NEED)
 
 
 async def list_executions(client: Client, *, state: str | None = None, playbook_path: str | None = None,

@@ -23,6 +23,7 @@ from .activities import ACTIVITIES
 from .metrics import MetricsInterceptor
 from .pacing import YIELD_ACTIVITY, yield_activation
 from .persistence import PERSIST_EVENTS_ACTIVITY, EventSink
+from .sandbox import sandbox_runner
 from .subplaybooks import RESOLVE_PLAYBOOK_ACTIVITY, resolve_playbook
 from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY
 from .variants import playbook_workflow
@@ -50,7 +51,7 @@ class Registration:
 
     activities: tuple[Callable[..., Any], ...]
     interceptors: tuple[Interceptor, ...]
-    #: our workflow runs in the worker's sandboxed runner (``worker.sandbox_runner()`` by default)
+    #: our workflow runs in the worker's sandboxed runner (``sandbox.sandbox_runner()`` by default)
     sandboxed: bool
 
     def workflows(self, *, versioned: bool = False) -> tuple[type, ...]:
@@ -63,8 +64,6 @@ class Registration:
 
         Workflows and activities are added to the user's, our interceptors go first; the
         user's ``workflow_runner`` is kept (our workflow only uses it when sandboxed)."""
-        from .worker import sandbox_runner
-
         options = dict(user)
         deployment = user.get("deployment_config")
         versioned = bool(deployment is not None and deployment.use_worker_versioning)

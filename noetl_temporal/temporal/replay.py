@@ -28,9 +28,9 @@ from temporalio.worker import Replayer
 
 from ..errors import ConfigError
 from .converter import data_converter as layered_converter
+from .sandbox import sandbox_runner
 from .types import WORKFLOW_NAME
 from .variants import playbook_workflow
-from .worker import sandbox_runner
 
 __all__ = ["ReplayResult", "replay_histories", "load_history"]
 

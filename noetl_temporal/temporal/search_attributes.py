@@ -21,12 +21,18 @@ still gets the six (a redrive there starts without it, with a warning to run ``s
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from temporalio.common import SearchAttributeKey, TypedSearchAttributes
+from temporalio.service import RPCError
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
 
 __all__ = ["PLAYBOOK_PATH", "PLAYBOOK_NAME", "NOETL_STATE", "PARENT_EXECUTION_ID", "PLAYBOOK_VERSION",
-           "PLAYBOOK_HASH", "REDRIVEN_FROM", "SEARCH_ATTRIBUTES", "STARTS_NEED", "has_attribute"]
+           "PLAYBOOK_HASH", "REDRIVEN_FROM", "SEARCH_ATTRIBUTES", "STARTS_NEED", "has_attribute",
+           "search_attributes_available"]
 
 PLAYBOOK_PATH = SearchAttributeKey.for_keyword("NoetlPlaybookPath")
 PLAYBOOK_NAME = SearchAttributeKey.for_keyword("NoetlPlaybookName")
@@ -41,7 +47,7 @@ REDRIVEN_FROM = SearchAttributeKey.for_keyword("NoetlRedrivenFrom")
 #: what ``setup`` and the embedded dev server register
 SEARCH_ATTRIBUTES = [PLAYBOOK_PATH, PLAYBOOK_NAME, NOETL_STATE, PARENT_EXECUTION_ID, PLAYBOOK_VERSION,
                      PLAYBOOK_HASH, REDRIVEN_FROM]
-#: what a namespace must have for starts to set ours (``control.search_attributes_available``):
+#: what a namespace must have for starts to set ours (:func:`search_attributes_available`):
 #: not ``NoetlRedrivenFrom``, so a namespace set up before it existed keeps the others
 STARTS_NEED = SEARCH_ATTRIBUTES[:6]
 
@@ -50,3 +56,16 @@ def has_attribute(attributes: TypedSearchAttributes, key: SearchAttributeKey[Any
     """``key in attributes`` (same name and type), spelled out: typeshed sees the
     collection's items (pairs), not its keys."""
     return any(pair.key == key for pair in attributes)
+
+
+async def search_attributes_available(client: Client, timeout: timedelta = timedelta(seconds=10)) -> bool:
+    """Whether the server knows all our search attributes (then starts set them). Here, not
+    in ``control``, because the workflow's own activities ask it too (``subplaybooks``)."""
+    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+
+    try:
+        resp = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace), timeout=timeout)
+    except RPCError:
+        return False
+    return all(key.name in resp.custom_attributes for key in STARTS_NEED)

@@ -191,7 +191,7 @@ def _answer(definition: dict[str, Any], source: str) -> dict[str, Any]:
 async def _with_search_attributes(answer: dict[str, Any]) -> dict[str, Any]:
     """Whether the namespace has our search attributes (a child started with them where they
     are not registered would fail its parent's workflow task)."""
-    from .control import search_attributes_available
+    from .search_attributes import search_attributes_available
 
     answer["search_attributes"] = await search_attributes_available(activity.client())
     return answer

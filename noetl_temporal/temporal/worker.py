@@ -26,36 +26,17 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .. import sealing
 from ..store.event_store import EventStore
 from .collector import CollectorPacing
 from .converter import users_codec, warn_without_claim_check
 from .registration import SANDBOX_ENV, registration, sandbox_requested
+from .sandbox import PASSTHROUGH_MODULES, sandbox_runner
 from .types import DEFAULT_TASK_QUEUE
 
 __all__ = ["build_worker", "sandbox_runner", "workflow_runner", "PASSTHROUGH_MODULES", "SANDBOX_ENV",
            "enable_bytecode_cache"]
-
-
-# Pure, deterministic modules shared with the sandbox instead of re-imported per run.
-# jinja2 creates a lock at import and fails inside the sandbox; our own engine modules
-# hold no clock, randomness or I/O (tests/test_architecture.py checks the engine, and that
-# only it and the pure parts it may import are listed here).
-PASSTHROUGH_MODULES = (
-    "jinja2", "markupsafe", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
-    "noetl_temporal.templates", "noetl_temporal.templates.limits", "noetl_temporal.templates.undefined",
-    "noetl_temporal.templates.text", "noetl_temporal.errors", "noetl_temporal.engine.status_layers",
-    "noetl_temporal.dsl.models", "noetl_temporal.engine",
-    # the tracing interceptor's workflow side (only used when tracing is on)
-    "opentelemetry",
-)
-
-
-def sandbox_runner() -> SandboxedWorkflowRunner:
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES))
 
 
 def workflow_runner(sandboxed: bool | None = None) -> WorkflowRunner:
