@@ -9,7 +9,7 @@ to learn its imports, so a function-level import counts as much as a top-level o
    The library never imports the command line or the REST service; the service never
    imports the command line; the DSL never imports the Temporal shell, the tools, the
    stores or the service; the engine imports only the DSL, templates, tool kinds, itself and pure helpers, and
-   the workflow sandbox shares (``temporal/worker.py``'s ``PASSTHROUGH_MODULES``) only those.
+   the workflow sandbox shares (``hosting/worker.py``'s ``PASSTHROUGH_MODULES``) only those.
 3. The distribution installs one top-level package, ``noetl_temporal``.
 4. The python tool's child program and fork server (:data:`STANDALONE`) are loaded by
    path or run from their text, without the package: standard library only.
@@ -40,10 +40,10 @@ ROOT = "noetl_temporal"
 #: submodules). Every module of the package belongs to exactly one part.
 PARTS: dict[str, tuple[str, ...]] = {
     "package": ("noetl_temporal",),  # the lazy public API (__init__: importlib, no imports)
-    "helpers": ("noetl_temporal.errors", "noetl_temporal.redact", "noetl_temporal.oneline"),
+    "helpers": ("noetl_temporal.errors", "noetl_temporal.client.redact", "noetl_temporal.client.oneline"),
     "templates": ("noetl_temporal.templates",),
     "tool_kinds": ("noetl_temporal.tool_kinds",),
-    "files": ("noetl_temporal.local_data", "noetl_temporal.pgschema", "noetl_temporal.sealing"),
+    "files": ("noetl_temporal.store.local_data", "noetl_temporal.store.pgschema", "noetl_temporal.store.sealing"),
     "keychain": ("noetl_temporal.keychain",),
     "dsl": ("noetl_temporal.dsl",),
     "engine": ("noetl_temporal.engine",),
@@ -52,8 +52,8 @@ PARTS: dict[str, tuple[str, ...]] = {
     "store": ("noetl_temporal.store",),
     "temporal": ("noetl_temporal.temporal",),
     "workflow": ("noetl_temporal.workflow",),
-    "observe": ("noetl_temporal.observe",),
-    "runner": ("noetl_temporal.runner", "noetl_temporal.compat"),
+    "observe": ("noetl_temporal.client.observe",),
+    "runner": ("noetl_temporal.client.end_to_end", "noetl_temporal.client.compat"),
     "api": ("noetl_temporal.api",),
     "playtest": ("noetl_temporal.playtest",),
     "cli": ("noetl_temporal.cli",),
@@ -399,7 +399,7 @@ def test_standalone_checks_allow_the_package_itself_and_the_standard_library() -
 def test_the_workflow_sandbox_shares_only_pure_parts() -> None:
     # The sandbox passes these modules through (imported once, outside it, with all they
     # import) instead of re-importing them per run: only the engine and what it may import.
-    from noetl_temporal.temporal.worker import PASSTHROUGH_MODULES
+    from noetl_temporal.hosting.worker import PASSTHROUGH_MODULES
 
     pure = {"engine"} | MAY_IMPORT["engine"]
     ours = [m for m in PASSTHROUGH_MODULES if m.startswith(ROOT)]
@@ -496,7 +496,7 @@ def test_engine_checks_allow_pure_code(snippet: str) -> None:
 
 @pytest.mark.parametrize(("module", "snippet"), [
     ("noetl_temporal.temporal.example", "from ..cli import main"),
-    ("noetl_temporal.runner", "from noetl_temporal.api.app import create_app"),
+    ("noetl_temporal.client.end_to_end", "from noetl_temporal.api.app import create_app"),
     ("noetl_temporal.api.example", "def f():\n    from noetl_temporal.cli import main"),
     ("noetl_temporal.dsl.example", "from ..temporal import client"),
     ("noetl_temporal.dsl.example", "from ..engine import machine"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 
 from . import loops, pipeline, steps
-from .completions import Completion, FillLoop, IterationDone, PipelineDone
+from .internal_completions import Completion, FillLoop, IterationDone, PipelineDone
 from .messages import Command
 from .state import ExecutionState, StepRun
 
