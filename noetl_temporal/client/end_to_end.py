@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from ..conversion.playbook_result import workflow_output
@@ -191,7 +191,7 @@ async def _execute(client: Client, playbook: Playbook, *, task_queue: str, addre
                      events_truncated=event_count > len(events))
 
 
-async def _safe_query(handle, name: str) -> Any:
+async def _safe_query(handle: WorkflowHandle[Any, Any], name: str) -> Any:
     try:
         return await handle.query(name)
     except Exception:
