@@ -572,7 +572,7 @@ def test_engine_checks_allow_pure_code(snippet: str) -> None:
 
 
 @pytest.mark.parametrize(("module", "snippet"), [
-    ("noetl_temporal.temporal.example", "from ..cli import main"),
+    ("noetl_temporal.hosting.example", "from ..cli import main"),
     ("noetl_temporal.client.end_to_end", "from noetl_temporal.api.app import create_app"),
     ("noetl_temporal.api.example", "def f():\n    from noetl_temporal.cli import main"),
     ("noetl_temporal.dsl.example", "from ..client import connect"),

@@ -1,4 +1,4 @@
-"""The completer: dispatches the engine's internal completions (``completions.py``).
+"""The completer: dispatches the engine's internal completions (``internal_completions.py``).
 
 Lower modules never call up: a pipeline that ends returns ``PipelineDone`` or
 ``IterationDone``, a loop returns ``FillLoop`` (its next fill step) or ``StepRunDone``

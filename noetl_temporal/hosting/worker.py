@@ -82,6 +82,6 @@ def build_worker(client: Client, *, task_queue: str = DEFAULT_TASK_QUEUE,
     sealing.install(users_codec(client.data_converter))
     ours = registration(event_store, sandboxed=sandboxed)
     worker_options.setdefault("max_concurrent_activities", max_concurrent_activities)
-    # Full garbage collections between activations, not inside them (``collector.py``).
+    # Full garbage collections between activations, not inside them (``full_collections.py``).
     worker_options["plugins"] = [*worker_options.get("plugins", ()), CollectorPacing()]
     return Worker(client, task_queue=task_queue, **ours.worker_options(**worker_options))

@@ -18,7 +18,7 @@ loaded machine a 10,000-step definition can take more than the detector's 2 s, a
 detector interrupts the activation's thread: built there, the build died with it, the
 retried task started it again and the run never got past its first activation. On its own
 thread the build finishes, the cache keeps it, and the retried task finds it. A CLI run
-builds it before it starts the run (``runner.py``), so its first activation does not.
+builds it before it starts the run (``client/end_to_end.py``), so its first activation does not.
 """
 
 from __future__ import annotations

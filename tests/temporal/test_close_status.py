@@ -1,7 +1,7 @@
 """One mapping from Temporal's close status to the execution state, for every reader.
 
 ``client/connect.py`` (control, API listings: the workflow's output state) and
-``observe.py`` (status reads: the terminal lifecycle event) must give the same answer,
+``client/observe.py`` (status reads: the terminal lifecycle event) must give the same answer,
 and docs/status.md must print it.
 """
 
