@@ -214,7 +214,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         return await measure(args.address, requests=args.requests, rounds=args.rounds,
                              worker_in_api=args.worker_in_api, kinds=tuple(args.kinds.split(",")),
                              executions=args.executions, page_size=args.page_size)
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
+    from noetl_temporal.client.devserver import EmbeddedTemporal
 
     async with EmbeddedTemporal() as server:
         return await measure(server.address, requests=args.requests, rounds=args.rounds,
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--page-size", type=int, default=20, help="the list's page size (default 20)")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON too")
     args = parser.parse_args(argv)
-    from noetl_temporal.temporal.runtime import install_runtime
+    from noetl_temporal.hosting.runtime import install_runtime
 
     install_runtime()
     result = asyncio.run(run(args))

@@ -57,7 +57,7 @@ def _events(execution_id: str, items: int) -> Iterator[list[dict[str, Any]]]:
     from noetl_temporal.engine.envelopes import Outcome
     from noetl_temporal.engine.machine import new_state, step
     from noetl_temporal.engine.messages import Proceed, RunTask, Start, TaskFinished, Yield
-    from noetl_temporal.temporal.event_flush import MAX_EVENT_BACKLOG
+    from noetl_temporal.workflow.event_flush import MAX_EVENT_BACKLOG
 
     state = new_state(load_playbook_text(loop(items)).playbook, execution_id)
     queue: list[Any] = [Start(execution_id=execution_id, now=NOW)]
@@ -251,7 +251,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         if args.address:
             return [row for kind in args.stores
                     for row in await measure(args.address, kind, args.events, args.pg_dsn, scratch)]
-        from noetl_temporal.temporal.devserver import EmbeddedTemporal
+        from noetl_temporal.client.devserver import EmbeddedTemporal
 
         async with EmbeddedTemporal() as server:
             return [row for kind in args.stores

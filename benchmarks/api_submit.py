@@ -99,12 +99,12 @@ async def _bare_starter(client: Any, text: str, queue: str, api_url: str):
     """``start(id)``: one ``client.start_workflow`` with exactly the API's request, built once."""
     from datetime import timedelta
 
+    from noetl_temporal.client.control import search_attributes_available
     from noetl_temporal.dsl import load_playbook_text
     from noetl_temporal.dsl.models import playbook_definition
     from noetl_temporal.engine import behaviours
-    from noetl_temporal.temporal import labels
-    from noetl_temporal.temporal.control import search_attributes_available
-    from noetl_temporal.temporal.types import WORKFLOW_NAME, RunInput
+    from noetl_temporal.workflow import labels
+    from noetl_temporal.workflow.types import WORKFLOW_NAME, RunInput
 
     playbook = load_playbook_text(text, "<request>").playbook
     definition = playbook_definition(playbook)
@@ -178,7 +178,7 @@ class _Http:
 async def _side_round(side: str, n: int, in_flight: int, api: _Http, bare: Any,
                       text: str) -> tuple[float, list[float], list[str]]:
     """(seconds, latencies, execution ids) of ``n`` starts, ``in_flight`` at a time."""
-    from noetl_temporal.temporal.naming import new_execution_id
+    from noetl_temporal.workflow.naming import new_execution_id
 
     gate = asyncio.Semaphore(in_flight)
     body = json.dumps({"playbook": text}).encode()
@@ -230,7 +230,7 @@ async def _wait_closed(client: Any, ids: list[str], timeout: float = 600.0) -> N
 async def measure(address: str, *, executions: int = 200, in_flight: int = 50, rounds: int = 3,
                   warmup: int = 10, scratch: Path | None = None, profile: Path | None = None) -> dict[str, Any]:
     """Start the worker and the API as CLI processes on ``address``, and time both sides."""
-    from noetl_temporal.temporal.client import Target, connect
+    from noetl_temporal.client.connect import Target, connect
 
     scratch = scratch or Path(tempfile.mkdtemp(prefix="noetl-api-bench-"))
     scratch.mkdir(parents=True, exist_ok=True)
@@ -317,7 +317,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.address:
         return await measure(args.address, executions=args.executions, in_flight=args.in_flight, rounds=args.rounds,
                              profile=args.profile_api)
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
+    from noetl_temporal.client.devserver import EmbeddedTemporal
 
     async with EmbeddedTemporal() as server:
         return await measure(server.address, executions=args.executions, in_flight=args.in_flight,
@@ -343,7 +343,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    from noetl_temporal.temporal.runtime import install_runtime
+    from noetl_temporal.hosting.runtime import install_runtime
 
     install_runtime()
     result = asyncio.run(run(args))

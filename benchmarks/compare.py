@@ -51,7 +51,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def server_args(setting: str) -> tuple[str, ...]:
-    from noetl_temporal.temporal.devserver import DEV_SERVER_ARGS
+    from noetl_temporal.client.devserver import DEV_SERVER_ARGS
 
     args = SERVERS[setting]
     return DEV_SERVER_ARGS if args is None else args
@@ -76,7 +76,7 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
                   scratch: Path, isolated: bool = True, persist_events: bool = True) -> dict[str, Any]:
     from temporalio.client import Client
 
-    from noetl_temporal.temporal.converter import data_converter
+    from noetl_temporal.conversion.converter import data_converter
 
     row: dict[str, Any] = {"workload": workload.key, "title": workload.title, "executions": workload.executions}
     run_playbook = workload.playbook is not None
@@ -130,8 +130,8 @@ async def measure(server, workload: Workload, warm: Workload, playbooks: dict, r
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from noetl_temporal.client.devserver import EmbeddedTemporal
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
 
     scratch = Path(tempfile.mkdtemp(prefix="noetl-bench-"))
     # Both the benchmark and the playbook worker read these: keep the user's stores clean.
@@ -229,7 +229,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    from noetl_temporal.temporal.runtime import install_runtime
+    from noetl_temporal.hosting.runtime import install_runtime
 
     install_runtime()
     results = asyncio.run(run(args))

@@ -141,9 +141,9 @@ class PeakRss:
 
 
 async def on_temporal(sizes: list[int], kind: str) -> None:
-    from noetl_temporal.temporal.client import start_execution
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
-    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.client.connect import start_execution
+    from noetl_temporal.client.devserver import EmbeddedTemporal
+    from noetl_temporal.hosting.worker import build_worker
 
     scratch = tempfile.mkdtemp(prefix="noetl-scale-")
     os.environ.setdefault("NOETL_STORE", scratch)   # its events.db, payloads/, results/

@@ -29,7 +29,7 @@ from noetl_temporal.engine import progress
 from noetl_temporal.engine.graph import StepGraph
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Start
-from noetl_temporal.temporal.definitions import prepare_playbook
+from noetl_temporal.workflow.definitions import prepare_playbook
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -98,9 +98,9 @@ async def rebuild_on_temporal(n: int) -> None:
     import tempfile
     import uuid
 
-    from noetl_temporal.runner import run_with_client
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
-    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.client.devserver import EmbeddedTemporal
+    from noetl_temporal.client.end_to_end import run_with_client
+    from noetl_temporal.hosting.worker import build_worker
 
     from .task_durations import ActivationClock, describe, task_durations
 

@@ -133,7 +133,7 @@ async def _start(client: Any, playbook: Any, queue: str, persist: bool, continue
     """``persist=False`` is a diagnostic: the same execution with no event store writes (the
     workflow keeps its whole log then), to tell the store's local activities' share of
     native memory."""
-    from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.client.connect import start_execution
 
     return await start_execution(client, playbook, task_queue=queue, execution_timeout_s=3600,
                                  continue_as_new_after_events=continue_after, persist_events=persist)
@@ -141,9 +141,9 @@ async def _start(client: Any, playbook: Any, queue: str, persist: bool, continue
 
 async def run(items: int, kind: str, types_every: float = 0.0, persist: bool = True,
               continue_after: int = 0) -> None:
+    from noetl_temporal.client.devserver import EmbeddedTemporal
+    from noetl_temporal.hosting.worker import build_worker
     from noetl_temporal.store import default_event_store_url
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
-    from noetl_temporal.temporal.worker import build_worker
 
     scratch = tempfile.mkdtemp(prefix="noetl-loop-rss-")
     os.environ.setdefault("NOETL_STORE", scratch)   # its events.db, payloads/, results/

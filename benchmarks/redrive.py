@@ -5,7 +5,7 @@
 A chain of ``--steps`` steps (every step a ``noop`` task but the last, a ``python`` task that
 fails until a flag file exists) runs once and FAILS at its last step; the flag is created
 and the execution is redriven ``--rounds`` times, each redrive of the same failed execution,
-through :func:`noetl_temporal.temporal.redrive.redrive` (what ``noetl-temporal redrive`` and
+through :func:`noetl_temporal.client.redrive_start.redrive` (what ``noetl-temporal redrive`` and
 ``POST /executions/{id}/redrive`` call). Per round, from the call: the new execution started
 (the call returned), the rerun started (the last step's ``task.started`` event, the only
 task of the redrive), COMPLETED (its result); and how many tasks (tools) it ran, counted
@@ -70,13 +70,13 @@ async def _stored_events(store: Any, execution_id: str, count: int, timeout: flo
 async def measure(address: str, *, steps: int = STEPS, rounds: int = 3, scratch: Path) -> dict[str, Any]:
     from temporalio.client import Client
 
+    from noetl_temporal.client.connect import start_execution
+    from noetl_temporal.client.redrive_start import redrive
+    from noetl_temporal.conversion.converter import data_converter
+    from noetl_temporal.conversion.playbook_result import workflow_output
     from noetl_temporal.dsl import load_playbook_text
+    from noetl_temporal.hosting.worker import build_worker
     from noetl_temporal.store.event_store import open_event_store
-    from noetl_temporal.temporal.client import start_execution
-    from noetl_temporal.temporal.converter import data_converter
-    from noetl_temporal.temporal.playbook_result import workflow_output
-    from noetl_temporal.temporal.redrive import redrive
-    from noetl_temporal.temporal.worker import build_worker
 
     scratch.mkdir(parents=True, exist_ok=True)
     store = open_event_store(str(scratch / "events.db"))
@@ -138,7 +138,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="noetl-bench-redrive-"))
     if args.address:
         return await measure(args.address, steps=args.steps, rounds=args.rounds, scratch=scratch)
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
+    from noetl_temporal.client.devserver import EmbeddedTemporal
 
     async with EmbeddedTemporal() as server:
         return await measure(server.address, steps=args.steps, rounds=args.rounds, scratch=scratch)
@@ -156,7 +156,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from noetl_temporal.temporal.runtime import install_runtime
+    from noetl_temporal.hosting.runtime import install_runtime
 
     install_runtime()
     print(markdown(asyncio.run(run(parse(argv)))))

@@ -20,9 +20,9 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl.models import Playbook
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.playbook_result import workflow_output
 
 from .task_durations import run_histories
 from .workloads import Workload

@@ -20,14 +20,14 @@ async def _worker(side: str, address: str, queue: str):
     from temporalio.client import Client
     from temporalio.worker import Worker
 
-    from noetl_temporal.temporal.runtime import install_runtime
+    from noetl_temporal.hosting.runtime import install_runtime
 
     install_runtime()
     # The retry workload fails attempts on purpose; the SDK logs each with a traceback.
     logging.getLogger("temporalio").setLevel(logging.ERROR)
     if side == "playbook":
-        from noetl_temporal.temporal.converter import data_converter
-        from noetl_temporal.temporal.worker import build_worker
+        from noetl_temporal.conversion.converter import data_converter
+        from noetl_temporal.hosting.worker import build_worker
 
         from .handwritten import ACTIVITIES
 

@@ -40,21 +40,21 @@ __all__ = [
 ]
 
 _WHERE = {
-    "load_playbook": "dsl", "load_playbook_text": "dsl", "validate_text": "dsl",
-    "playbook_json_schema": "dsl", "Playbook": "dsl", "Diagnostic": "dsl",
-    "run": "compat", "run_async": "compat", "run_playbook": "runner", "run_with_client": "runner", "RunReport": "runner",
-    "Target": "temporal.client", "connect": "temporal.client", "start_execution": "temporal.client",
-    "execute_playbook": "workflow",
-    "PlaybookWorkflow": "temporal.workflow", "ACTIVITIES": "temporal.activities",
-    "build_worker": "temporal.worker", "hosted_worker": "temporal.hosting", "sandbox_runner": "temporal.worker",
-    "workflow_runner": "temporal.worker",
-    "EmbeddedTemporal": "temporal.devserver", "data_converter": "temporal.converter",
-    "registration": "temporal.registration", "Registration": "temporal.registration",
-    "replay_histories": "temporal.replay", "ReplayResult": "temporal.replay",
-    "read_status": "observe", "read_events": "observe", "follow_events": "observe",
-    "open_event_store": "store.event_store",
-    "NoetlError": "errors", "PlaybookInvalid": "errors", "TemplateError": "errors", "ConfigError": "errors",
-    "NotFound": "errors", "InvalidTransition": "errors", "RunFailed": "errors",
+    "load_playbook": ".dsl", "load_playbook_text": ".dsl", "validate_text": ".dsl",
+    "playbook_json_schema": ".dsl", "Playbook": ".dsl", "Diagnostic": ".dsl",
+    "run": ".client.compat", "run_async": ".client.compat", "run_playbook": ".client.end_to_end", "run_with_client": ".client.end_to_end", "RunReport": ".client.end_to_end",
+    "Target": ".client.connect", "connect": ".client.connect", "start_execution": ".client.connect",
+    "execute_playbook": ".workflow",
+    "PlaybookWorkflow": ".workflow.playbook_workflow", "ACTIVITIES": ".workflow.activities",
+    "build_worker": ".hosting.worker", "hosted_worker": ".hosting.lifecycle", "sandbox_runner": ".hosting.sandbox",
+    "workflow_runner": ".hosting.worker",
+    "EmbeddedTemporal": ".client.devserver", "data_converter": ".conversion.converter",
+    "registration": ".hosting.registration", "Registration": ".hosting.registration",
+    "replay_histories": ".hosting.replay", "ReplayResult": ".hosting.replay",
+    "read_status": ".client.observe", "read_events": ".client.observe", "follow_events": ".client.observe",
+    "open_event_store": ".store.event_store",
+    "NoetlError": ".errors", "PlaybookInvalid": ".errors", "TemplateError": ".errors", "ConfigError": ".errors",
+    "NotFound": ".errors", "InvalidTransition": ".errors", "RunFailed": ".errors",
 }
 
 
@@ -74,7 +74,7 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'noetl_temporal' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 

@@ -51,7 +51,7 @@ stay: a task-policy jump cycle past ``executor.spec.max_jumps`` fails its pipeli
 Tool errors never escape an activity as Python exceptions: the activity turns them into
 the outcome envelope (``status: error``) so task policies can route on them. Only policy
 retries and bugs cross the activity boundary, as typed ``ApplicationError``s
-(see ``noetl_temporal.temporal.activities``).
+(see ``noetl_temporal.workflow.activities``).
 """
 
 from __future__ import annotations

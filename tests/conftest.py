@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from noetl_temporal.client.devserver import EmbeddedTemporal
+from noetl_temporal.client.end_to_end import RunReport, run_with_client
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.runner import RunReport, run_with_client
-from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from tests.support import confine
 from tests.support.corpus import NOETL
 from tests.support.http_server import HTTPTestServer

@@ -8,8 +8,8 @@ to learn its imports, so a function-level import counts as much as a top-level o
 2. Import directions: :data:`MAY_IMPORT` says which part of the package may import which.
    The library never imports the command line or the REST service; the service never
    imports the command line; the DSL never imports the Temporal shell, the tools, the
-   stores or the service; the engine imports only the DSL, templates, tool kinds, itself and pure helpers, and
-   the workflow sandbox shares (``temporal/worker.py``'s ``PASSTHROUGH_MODULES``) only those.
+   stores or the service; the engine imports only the DSL, templates, tool kinds, itself and the errors, and
+   the workflow sandbox shares (``hosting/worker.py``'s ``PASSTHROUGH_MODULES``) only those.
 3. The distribution installs one top-level package, ``noetl_temporal``.
 4. The python tool's child program and fork server (:data:`STANDALONE`) are loaded by
    path or run from their text, without the package: standard library only.
@@ -40,20 +40,19 @@ ROOT = "noetl_temporal"
 #: submodules). Every module of the package belongs to exactly one part.
 PARTS: dict[str, tuple[str, ...]] = {
     "package": ("noetl_temporal",),  # the lazy public API (__init__: importlib, no imports)
-    "helpers": ("noetl_temporal.errors", "noetl_temporal.redact", "noetl_temporal.oneline"),
+    "errors": ("noetl_temporal.errors",),
     "templates": ("noetl_temporal.templates",),
     "tool_kinds": ("noetl_temporal.tool_kinds",),
-    "files": ("noetl_temporal.local_data", "noetl_temporal.pgschema", "noetl_temporal.sealing"),
     "keychain": ("noetl_temporal.keychain",),
     "dsl": ("noetl_temporal.dsl",),
     "engine": ("noetl_temporal.engine",),
     "graphview": ("noetl_temporal.graphview",),
     "tools": ("noetl_temporal.tools",),
     "store": ("noetl_temporal.store",),
-    "temporal": ("noetl_temporal.temporal",),
+    "conversion": ("noetl_temporal.conversion",),
     "workflow": ("noetl_temporal.workflow",),
-    "observe": ("noetl_temporal.observe",),
-    "runner": ("noetl_temporal.runner", "noetl_temporal.compat"),
+    "hosting": ("noetl_temporal.hosting",),
+    "client": ("noetl_temporal.client",),
     "api": ("noetl_temporal.api",),
     "playtest": ("noetl_temporal.playtest",),
     "cli": ("noetl_temporal.cli",),
@@ -61,43 +60,32 @@ PARTS: dict[str, tuple[str, ...]] = {
 
 #: part -> the other parts it may import. Closed under chaining (a part may import what
 #: the parts it imports may import), except the one narrow edge in NARROW.
+_BELOW_TEMPORAL = frozenset({"dsl", "engine", "errors", "templates", "tool_kinds", "keychain", "tools", "store"})
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "package": frozenset(),
-    "helpers": frozenset(),
-    "templates": frozenset({"helpers"}),
+    "errors": frozenset(),
+    "templates": frozenset({"errors"}),
     "tool_kinds": frozenset(),
-    "files": frozenset(),
-    "keychain": frozenset({"helpers", "templates", "tool_kinds"}),
-    "engine": frozenset({"dsl", "helpers", "templates", "tool_kinds"}),
-    "dsl": frozenset({"helpers", "templates", "tool_kinds"}),
-    "graphview": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds"}),
-    "tools": frozenset({"helpers", "templates", "tool_kinds", "files", "keychain"}),
-    "store": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds", "files"}),
-    "temporal": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds", "files", "keychain", "tools",
-                           "store"}),
-    "workflow": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds", "files", "keychain", "tools",
-                           "store", "temporal"}),
-    "observe": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds", "files", "keychain", "store",
-                          "temporal", "tools"}),
-    "runner": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds", "files", "keychain", "store",
-                         "temporal", "tools", "observe"}),
-    "api": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds", "files", "keychain", "store",
-                      "temporal", "tools", "observe", "runner", "graphview"}),
-    "playtest": frozenset({"dsl", "engine", "helpers", "templates", "tool_kinds", "files", "keychain", "store",
-                           "temporal", "tools", "observe", "runner"}),
-    "cli": frozenset({"package", "dsl", "engine", "helpers", "templates", "tool_kinds", "files", "keychain",
-                      "store", "temporal", "tools", "observe", "runner", "graphview", "api", "playtest"}),
+    "keychain": frozenset({"errors", "templates", "tool_kinds"}),
+    "engine": frozenset({"dsl", "errors", "templates", "tool_kinds"}),
+    "dsl": frozenset({"errors", "templates", "tool_kinds"}),
+    "graphview": frozenset({"dsl", "engine", "errors", "templates", "tool_kinds"}),
+    "tools": frozenset({"errors", "templates", "tool_kinds", "keychain"}),
+    "store": frozenset({"dsl", "engine", "errors", "templates", "tool_kinds"}),
+    "conversion": frozenset({"dsl", "engine", "errors", "templates", "tool_kinds", "store"}),
+    "workflow": _BELOW_TEMPORAL | {"conversion"},
+    "hosting": _BELOW_TEMPORAL | {"conversion", "workflow"},
+    "client": _BELOW_TEMPORAL | {"conversion", "workflow", "hosting"},
+    "api": _BELOW_TEMPORAL | {"conversion", "workflow", "hosting", "client", "graphview"},
+    "playtest": _BELOW_TEMPORAL | {"conversion", "workflow", "hosting", "client"},
+    "cli": _BELOW_TEMPORAL | {"package", "conversion", "workflow", "hosting", "client", "graphview", "api",
+                              "playtest"},
 }
 
-#: The package's loose root modules: ``__init__`` and ``errors``, what several parts share
-#: (``redact``: the API and schedules; ``oneline``: progress output), and the modules not yet
-#: moved into a folder (issue 44). A new part is a folder: a new root module fails
-#: :func:`test_no_new_loose_root_module` until it is listed here with a reason.
-ROOT_MODULES = frozenset({
-    "__init__", "errors", "redact", "oneline",
-    "workflow", "observe", "runner", "compat",
-    "local_data", "pgschema", "sealing",
-})
+#: The package's loose root modules: ``__init__`` (the public API) and ``errors`` (the
+#: exception tree every part raises). Every other module lives in the folder of its part: a
+#: new root module fails :func:`test_no_loose_root_module`.
+ROOT_MODULES = frozenset({"__init__", "errors"})
 
 #: Single modules a part may import from a part it may not import otherwise, and why.
 NARROW: dict[tuple[str, str], str] = {
@@ -111,12 +99,11 @@ NARROW: dict[tuple[str, str], str] = {
 #: standalone package its own modules).
 STANDALONE = ("noetl_temporal.tools.python.runner", "noetl_temporal.tools.python.zygote")
 
-#: The playbook workflow's own modules (``noetl_temporal.temporal.<name>``) -> those of them
-#: each may import: the run (``workflow``) uses its parts, a part never imports the run or
-#: a part above it (so no circle can form as the shell grows).
+#: The playbook workflow's own modules (``noetl_temporal.workflow.<name>``) -> those of them
+#: each may import: the run (``playbook_workflow``) uses its parts, a part never imports the
+#: run or a part above it (so no circle can form as the shell grows).
 WORKFLOW_SHELL: dict[str, frozenset[str]] = {
-    "variants": frozenset({"workflow"}),
-    "workflow": frozenset({"task_runs", "child_runs", "user_calls", "event_flush", "patches"}),
+    "playbook_workflow": frozenset({"task_runs", "child_runs", "user_calls", "event_flush", "patches"}),
     "child_runs": frozenset({"task_runs", "patches"}),
     "user_calls": frozenset(),
     "task_runs": frozenset(),
@@ -223,7 +210,7 @@ def direction_violations(path: Path, module: str, tree: ast.AST) -> list[str]:
 
 def shell_violations(path: Path, module: str, tree: ast.AST) -> list[str]:
     """Imports among the workflow's own modules that go against :data:`WORKFLOW_SHELL`."""
-    shell = f"{ROOT}.temporal."
+    shell = f"{ROOT}.workflow."
     name = module.removeprefix(shell)
     if not module.startswith(shell) or name not in WORKFLOW_SHELL:
         return []
@@ -232,7 +219,7 @@ def shell_violations(path: Path, module: str, tree: ast.AST) -> list[str]:
         other = imp.module.removeprefix(shell)
         if imp.module.startswith(shell) and other in WORKFLOW_SHELL and other != name \
                 and other not in WORKFLOW_SHELL[name]:
-            found.append(f"{where(path, imp.line)}: temporal.{name} may not import temporal.{other}")
+            found.append(f"{where(path, imp.line)}: workflow.{name} may not import workflow.{other}")
     return found
 
 
@@ -311,10 +298,68 @@ def standalone_violations(path: Path, module: str, tree: ast.AST) -> list[str]:
     return found
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Lines of the imports under ``if TYPE_CHECKING:``: never run, so they make no circle."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _dotted(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if hasattr(n, "lineno")}
+    return lines
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports, function-level imports included, those under
+    ``if TYPE_CHECKING:`` left out (they never run)."""
+    graph: dict[str, set[str]] = {}
+    for path, module, tree in sources():
+        skip = _type_checking_only(tree)
+        graph[module] = {imp.module for imp in imports(tree, module, path.name == "__init__.py")
+                         if imp.module.startswith(ROOT + ".") and imp.module != module and imp.line not in skip}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, children = work[-1]
+            child = next((c for c in children if c in graph), None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
 # ----------------------------------------------------------------------- the diagram
 
 def _label(part: str) -> str:
-    """``dsl["dsl/"]``, ``runner["runner.py"]``, ``helpers["helpers: errors.py, ..."]``."""
+    """``dsl["dsl/"]``, ``errors["errors.py"]``, ``package["package: __init__.py"]``."""
     names = []
     for prefix in PARTS[part]:
         rel = prefix.removeprefix(ROOT).removeprefix(".").replace("/", ".")
@@ -349,10 +394,40 @@ def test_every_module_belongs_to_a_part() -> None:
         part_of(module)  # raises with the module's name
 
 
-def test_no_new_loose_root_module() -> None:
+def test_no_loose_root_module() -> None:
     loose = {p.stem for p in PACKAGE.glob("*.py")}
-    assert loose <= ROOT_MODULES, f"a new part is a folder, not a root module: {sorted(loose - ROOT_MODULES)}"
+    assert loose <= ROOT_MODULES, f"a part is a folder, not a root module: {sorted(loose - ROOT_MODULES)}"
     assert ROOT_MODULES <= loose, f"ROOT_MODULES lists modules that moved: {sorted(ROOT_MODULES - loose)}"
+
+
+def test_every_part_is_a_folder() -> None:
+    # the root's two modules are parts of their own: the public API and the exception tree
+    for part, prefixes in PARTS.items():
+        for prefix in prefixes:
+            if part not in ("package", "errors"):
+                assert (REPO.joinpath(*prefix.split(".")) / "__init__.py").is_file(), f"{part}: {prefix} is no folder"
+
+
+def test_no_import_circle() -> None:
+    # A circle makes the import order matter and the parts impossible to read one at a time.
+    found = circles(import_graph())
+    assert not found, "modules that import each other (break the circle, docs/layout.md):\n" + "\n".join(
+        " <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("graph", [
+    {"a": {"b"}, "b": {"a"}},
+    {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()},
+    {"x": {"a"}, "a": {"b", "x"}, "b": set()},
+])
+def test_circle_checks_catch_circles(graph: dict[str, set[str]]) -> None:
+    assert circles(graph)
+
+
+def test_circle_checks_leave_type_checking_imports_out() -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\nfrom .c import C\n")
+    assert _type_checking_only(tree) == {3}
+    assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
 def test_import_directions() -> None:
@@ -366,8 +441,9 @@ def test_the_library_never_imports_the_command_line_or_the_service() -> None:
         if part not in ("cli", "api"):
             assert not allowed & {"cli", "api"}, part
     assert "cli" not in MAY_IMPORT["api"]
-    assert not MAY_IMPORT["dsl"] & {"temporal", "tools", "keychain", "store", "api", "cli", "runner", "observe"}
-    assert MAY_IMPORT["engine"] <= {"dsl", "helpers", "templates", "tool_kinds"}
+    assert not MAY_IMPORT["dsl"] & {"conversion", "workflow", "hosting", "client", "tools", "keychain", "store", "api",
+                                    "cli"}
+    assert MAY_IMPORT["engine"] <= {"dsl", "errors", "templates", "tool_kinds"}
 
 
 def test_the_engine_is_pure() -> None:
@@ -399,7 +475,7 @@ def test_standalone_checks_allow_the_package_itself_and_the_standard_library() -
 def test_the_workflow_sandbox_shares_only_pure_parts() -> None:
     # The sandbox passes these modules through (imported once, outside it, with all they
     # import) instead of re-importing them per run: only the engine and what it may import.
-    from noetl_temporal.temporal.worker import PASSTHROUGH_MODULES
+    from noetl_temporal.hosting.worker import PASSTHROUGH_MODULES
 
     pure = {"engine"} | MAY_IMPORT["engine"]
     ours = [m for m in PASSTHROUGH_MODULES if m.startswith(ROOT)]
@@ -408,20 +484,20 @@ def test_the_workflow_sandbox_shares_only_pure_parts() -> None:
 
 
 def test_the_workflow_imports_its_parts_and_they_never_import_it() -> None:
-    found = [v for path, module, tree in sources(PACKAGE / "temporal") for v in shell_violations(path, module, tree)]
+    found = [v for path, module, tree in sources(PACKAGE / "workflow") for v in shell_violations(path, module, tree)]
     assert not found, "imports against the workflow's own layering (WORKFLOW_SHELL):\n" + "\n".join(found)
-    shell = {module_name(p).removeprefix(f"{ROOT}.temporal.") for p in (PACKAGE / "temporal").glob("*.py")}
+    shell = {module_name(p).removeprefix(f"{ROOT}.workflow.") for p in (PACKAGE / "workflow").glob("*.py")}
     assert set(WORKFLOW_SHELL) <= shell, "WORKFLOW_SHELL names a module that does not exist"
 
 
 @pytest.mark.parametrize(("module", "snippet"), [
-    ("task_runs", "from .workflow import PlaybookWorkflow"),
+    ("task_runs", "from .playbook_workflow import PlaybookWorkflow"),
     ("event_flush", "from . import child_runs"),
-    ("child_runs", "from noetl_temporal.temporal import workflow"),
+    ("child_runs", "from noetl_temporal.workflow import playbook_workflow"),
 ])
 def test_shell_checks_catch_violations(module: str, snippet: str) -> None:
-    path = PACKAGE / "temporal" / f"{module}.py"
-    assert shell_violations(path, f"{ROOT}.temporal.{module}", ast.parse(snippet))
+    path = PACKAGE / "workflow" / f"{module}.py"
+    assert shell_violations(path, f"{ROOT}.workflow.{module}", ast.parse(snippet))
 
 
 def test_importing_the_dsl_loads_no_runtime() -> None:
@@ -430,7 +506,8 @@ def test_importing_the_dsl_loads_no_runtime() -> None:
     import subprocess
 
     heavy = ("temporalio", "httpx", "psycopg", "duckdb", "fastapi", "uvicorn",
-             "noetl_temporal.temporal", "noetl_temporal.tools", "noetl_temporal.keychain", "noetl_temporal.store",
+             "noetl_temporal.conversion", "noetl_temporal.workflow", "noetl_temporal.hosting",
+             "noetl_temporal.client", "noetl_temporal.tools", "noetl_temporal.keychain", "noetl_temporal.store",
              "noetl_temporal.api", "noetl_temporal.cli")
     code = ("import sys, noetl_temporal.dsl as d; d.validate_text('x: 1'); "
             f"print('\\n'.join(m for m in sys.modules if m.startswith({heavy!r})))")
@@ -495,10 +572,10 @@ def test_engine_checks_allow_pure_code(snippet: str) -> None:
 
 
 @pytest.mark.parametrize(("module", "snippet"), [
-    ("noetl_temporal.temporal.example", "from ..cli import main"),
-    ("noetl_temporal.runner", "from noetl_temporal.api.app import create_app"),
+    ("noetl_temporal.hosting.example", "from ..cli import main"),
+    ("noetl_temporal.client.end_to_end", "from noetl_temporal.api.app import create_app"),
     ("noetl_temporal.api.example", "def f():\n    from noetl_temporal.cli import main"),
-    ("noetl_temporal.dsl.example", "from ..temporal import client"),
+    ("noetl_temporal.dsl.example", "from ..client import connect"),
     ("noetl_temporal.dsl.example", "from ..engine import machine"),
     ("noetl_temporal.engine.example", "from ..store import event_store"),
     ("noetl_temporal.engine.example", "from ..tools import http"),
@@ -516,7 +593,8 @@ def test_direction_checks_catch_violations(module: str, snippet: str) -> None:
     ("noetl_temporal.tools.example", "from ..engine.envelopes import Outcome"),
     ("noetl_temporal.tools.example", "from ..store import large_results"),
     ("noetl_temporal.tools.example", "from ..keychain import Scrubber"),
-    ("noetl_temporal.api.example", "from noetl_temporal.temporal import control"),
+    ("noetl_temporal.api.example", "from noetl_temporal.client import control"),
+    ("noetl_temporal.client.example", "from ..hosting.lifecycle import hosted_worker"),
     ("noetl_temporal.engine.example", "from ..dsl.models import Step\nfrom ..templates import render_value"),
 ])
 def test_direction_checks_allow_what_the_rules_allow(module: str, snippet: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: loaded on first use only, never by ``import noetl_temporal.temporal.worker``
+#: loaded on first use only, never by ``import noetl_temporal.hosting.worker``
 LAZY = ("yaml", "noetl_temporal.dsl.loader", "noetl_temporal.dsl.yaml_loader", "noetl_temporal.dsl.schema",
         "sqlite3")
 
@@ -28,7 +28,7 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def test_importing_the_worker_loads_none_of_them() -> None:
-    loaded = _loaded_after("import noetl_temporal.temporal.worker")
+    loaded = _loaded_after("import noetl_temporal.hosting.worker")
     assert loaded == [], f"importing the worker module loads {loaded} (import them where they are used)"
 
 

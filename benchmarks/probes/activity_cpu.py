@@ -31,7 +31,7 @@ from temporalio.testing import ActivityEnvironment
 from benchmarks import bodies
 from benchmarks.workloads import IN_WORKER_OPT_IN, chain, with_opt_in
 from noetl_temporal.engine.messages import RunTask
-from noetl_temporal.temporal.activities import run_task, run_task_local
+from noetl_temporal.workflow.activities import run_task, run_task_local
 
 
 def _run_task_of_the_chain() -> RunTask:

@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.workloads import loop
+from noetl_temporal.conversion.local_only import LocalOnlyList
+from noetl_temporal.conversion.payload_converter import PayloadConverter
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.envelopes import Outcome
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Proceed, RunTask, Start, TaskFinished, Yield
 from noetl_temporal.store.event_store import EventStore, PostgresEventStore, SqliteEventStore
-from noetl_temporal.temporal.event_flush import EVENT_BATCH
-from noetl_temporal.temporal.local_only import LocalOnlyList
-from noetl_temporal.temporal.payloads import PayloadConverter
+from noetl_temporal.workflow.event_flush import EVENT_BATCH
 
 NOW = "2026-01-01T00:00:00.000000Z"
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -180,10 +180,10 @@ async def _drive(address: str, steps: int, in_worker: bool) -> None:
     from temporalio.client import Client
 
     from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, chain, playbook_yaml, with_opt_in
+    from noetl_temporal.client.connect import start_execution
+    from noetl_temporal.conversion.converter import data_converter
+    from noetl_temporal.conversion.playbook_result import workflow_output
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.temporal.client import start_execution
-    from noetl_temporal.temporal.converter import data_converter
-    from noetl_temporal.temporal.playbook_result import workflow_output
 
     assert FAST_PATH_OPT_IN is not None
     book = with_opt_in(chain(steps, "fast"), FAST_PATH_OPT_IN)
@@ -258,10 +258,10 @@ async def main() -> None:
 
     from benchmarks import handwritten
     from benchmarks.probes.workflow_cpu import Meter, TimedRunner
-    from noetl_temporal.temporal.converter import data_converter
-    from noetl_temporal.temporal.devserver import temporal_cli_path
-    from noetl_temporal.temporal.runtime import install_runtime
-    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.client.devserver import temporal_cli_path
+    from noetl_temporal.conversion.converter import data_converter
+    from noetl_temporal.hosting.runtime import install_runtime
+    from noetl_temporal.hosting.worker import build_worker
     from noetl_temporal.tools import aclose_clients
 
     install_runtime()

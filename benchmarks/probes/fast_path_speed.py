@@ -17,11 +17,11 @@ import uuid
 
 from temporalio.testing import WorkflowEnvironment
 
+from noetl_temporal.client.devserver import temporal_cli_path
+from noetl_temporal.client.end_to_end import run_with_client
+from noetl_temporal.conversion.converter import data_converter
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.converter import data_converter
-from noetl_temporal.temporal.devserver import temporal_cli_path
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.tools import aclose_clients
 
 

@@ -72,12 +72,12 @@ from benchmarks.engine_scale import chain as scale_chain
 from benchmarks.workloads import FAST_PATH_OPT_IN, IN_WORKER_OPT_IN, branches, playbook_yaml, with_opt_in
 from benchmarks.workloads import chain as fed_chain
 from benchmarks.workloads import loop as par_loop
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.devserver import temporal_cli_path
+from noetl_temporal.conversion.converter import data_converter
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.converter import data_converter
-from noetl_temporal.temporal.devserver import temporal_cli_path
-from noetl_temporal.temporal.playbook_result import workflow_output
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.tools import aclose_clients
 
 SIDES = ("python", "fed", "fast", "noop", "handwritten", "handwritten_unsandboxed", "handwritten_local",
@@ -90,13 +90,13 @@ SPLIT = ("noetl_temporal.engine.machine.step", "noetl_temporal.engine.progress.d
          # parts of the engine's step (nested in it)
          "noetl_temporal.engine.event_log.EventLog.emit", "noetl_temporal.engine.invocation.render_config",
          "noetl_temporal.engine.invocation.run_task_command",
-         "noetl_temporal.temporal.payloads.PayloadConverter.to_payloads",
-         "noetl_temporal.temporal.payloads.LocalOnlyJSON.to_payload",   # nested: the events' batches
-         "noetl_temporal.temporal.payloads.PayloadConverter.from_payloads",
+         "noetl_temporal.conversion.payload_converter.PayloadConverter.to_payloads",
+         "noetl_temporal.conversion.payload_converter.LocalOnlyJSON.to_payload",   # nested: the events' batches
+         "noetl_temporal.conversion.payload_converter.PayloadConverter.from_payloads",
          "noetl_temporal.engine.envelopes.TaskResult.from_dict",
          "temporalio.worker._workflow_instance._ActivityHandle._apply_schedule_command",
          "temporalio.worker._workflow_instance._WorkflowInstanceImpl._apply",
-         "noetl_temporal.temporal.task_runs.local_run_task",
+         "noetl_temporal.workflow.task_runs.local_run_task",
          "noetl_temporal.engine.pipeline.task_finished")
 
 

@@ -17,8 +17,8 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 from temporalio.client import Client
 
+from noetl_temporal.client.control import NotFound
 from noetl_temporal.store.catalog import Catalog
-from noetl_temporal.temporal.control import NotFound
 
 from .settings import Settings, TemporalLink
 

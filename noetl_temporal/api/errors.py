@@ -14,10 +14,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from temporalio.service import RPCError, RPCStatusCode
 
+from noetl_temporal.client.control import ExecutionFinished, NotFound, Rejected
+from noetl_temporal.client.redrive_start import StillRunning
+from noetl_temporal.client.schedules import ScheduleExists, ScheduleInvalid
 from noetl_temporal.errors import ConfigError, NoetlError, PlaybookInvalid
-from noetl_temporal.temporal.control import ExecutionFinished, NotFound, Rejected
-from noetl_temporal.temporal.redrive import StillRunning
-from noetl_temporal.temporal.schedules import ScheduleExists, ScheduleInvalid
 
 from .admission import Overloaded
 from .limits import TooLarge

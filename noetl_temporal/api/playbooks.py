@@ -40,7 +40,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from noetl_temporal.dsl import LoadedPlaybook, load_playbook_text
 from noetl_temporal.dsl.models import Playbook, playbook_definition
-from noetl_temporal.temporal.labels import definition_hash
+from noetl_temporal.workflow.labels import definition_hash
 
 from .limits import expanded_size
 

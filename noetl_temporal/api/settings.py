@@ -17,11 +17,11 @@ from typing import Any
 
 from temporalio.client import Client
 
+from noetl_temporal.client.connect import Target, connect
 from noetl_temporal.errors import ConfigError
 from noetl_temporal.store.catalog import Catalog
 from noetl_temporal.store.event_store import EventStore
-from noetl_temporal.temporal.client import Target, connect
-from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
+from noetl_temporal.workflow.types import DEFAULT_TASK_QUEUE
 
 from .admission import DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_WAITING
 
@@ -107,7 +107,7 @@ class TemporalLink:
             return self.settings.search_attributes
         stale = time.monotonic() - self._asked_at >= self.settings.search_attributes_recheck_s
         if self._path_attribute is None or (not self._path_attribute and stale):
-            from noetl_temporal.temporal.control import search_attributes_available
+            from noetl_temporal.client.control import search_attributes_available
 
             self._path_attribute = await search_attributes_available(await self.client())
             self._asked_at = time.monotonic()

@@ -1,7 +1,7 @@
 """``noetl-temporal approve ID STEP --set k=v ...``: answer a waiting approval (docs/approvals.md).
 
 The same call as the API's ``POST /executions/{id}/steps/{step}/answer``
-(``temporal/answers.py``). Who answers is ``--by`` (default: the login name): the CLI
+(``client/answers.py``). Who answers is ``--by`` (default: the login name): the CLI
 talks to Temporal directly, and whoever may do that may control every execution, so the
 name is declared, not authenticated; the API authenticates it by token.
 Exit codes: 0 answered, 1 unknown or finished execution, 2 usage, connection, or an
@@ -41,8 +41,8 @@ def _login() -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..temporal.answers import answer
-    from ..temporal.control import Rejected
+    from ..client.answers import answer
+    from ..client.control import Rejected
     from .run import parse_payload
 
     async def call(client: Any) -> Any:

@@ -47,10 +47,10 @@ def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
 def codec_server_command(args: argparse.Namespace) -> int:
     from ..api.codec_server import DEFAULT_UI_ORIGINS, codec_app
     from ..api.serving import uvicorn_config
+    from ..conversion.converter import configured_data_converter, users_codec
     from ..errors import NoetlError
-    from ..sealing import CODEC_ENV
     from ..store.blobs import set_payload_location
-    from ..temporal.converter import configured_data_converter, users_codec
+    from ..store.sealing import CODEC_ENV
 
     set_payload_location(args.payload_store)
     spec = args.codec or os.environ.get(CODEC_ENV) or None

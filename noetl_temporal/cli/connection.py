@@ -2,7 +2,7 @@
 
 ``run``, ``status``/``events``, ``cancel``/``pause``/``resume``/``ctx``, ``schedule ...``, ``worker`` and
 ``api``/``dev`` all take the same flags with the same meaning; :func:`target_of` turns
-them into a :class:`~noetl_temporal.temporal.client.Target` the same way for all of them
+them into a :class:`~noetl_temporal.client.connect.Target` the same way for all of them
 (flag, else Temporal's environment and config profile, see ``resolve_target``).
 """
 
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the client imports temporalio: only when a command runs, not for --help
     from temporalio.client import Client
 
+    from ..client.connect import Target
     from ..store.catalog import Catalog
-    from ..temporal.client import Target
 
 __all__ = ["add_connection_arguments", "target_of", "connect_to", "CONNECTION_FLAGS", "CATALOG_FLAGS",
            "add_catalog_arguments", "catalog_of", "run_call"]
@@ -59,12 +59,12 @@ def target_of(args: argparse.Namespace) -> Target:
     """Where Temporal is, from the connection flags the command has (absent ones: unset)."""
     import os
 
-    from ..sealing import CODEC_ENV
-    from ..temporal.client import resolve_target
+    from ..client.connect import resolve_target
+    from ..store.sealing import CODEC_ENV
 
     if getattr(args, "codec", None):
         # --codec is $NOETL_CODEC for this process: the stores a command reads without
-        # connecting (``noetl_temporal.sealing``) find it there too.
+        # connecting (``noetl_temporal.store.sealing``) find it there too.
         os.environ[CODEC_ENV] = args.codec
     return resolve_target(getattr(args, "address", None), getattr(args, "namespace", None),
                           getattr(args, "task_queue", None), getattr(args, "profile", None),
@@ -74,8 +74,8 @@ def target_of(args: argparse.Namespace) -> Target:
 async def connect_to(args: argparse.Namespace, *, needs: str) -> tuple[Target, Client]:
     """The target and a connected client; without an address a ConfigError whose message is
     ``needs`` (what the command needs a server for)."""
+    from ..client.connect import connect
     from ..errors import ConfigError
-    from ..temporal.client import connect
 
     target = target_of(args)
     if target.address is None:

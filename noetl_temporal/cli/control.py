@@ -1,6 +1,6 @@
 """``noetl-temporal cancel|pause|resume|ctx ID``: control a running execution.
 
-The same control module as the REST API (``noetl_temporal.temporal.control``).
+The same control module as the REST API (``noetl_temporal.client.control``).
 Exit codes: 0 done, 1 the execution is unknown or already finished, 2 usage or connection.
 """
 
@@ -49,7 +49,7 @@ def add_ctx_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def control_command(args: argparse.Namespace) -> int:
-    from ..temporal import control
+    from ..client import control
     from .run import parse_payload
 
     async def call(client: Any) -> Any:

@@ -17,7 +17,7 @@ from ..errors import ConfigError, NotFound
 from .connection import add_connection_arguments, target_of
 
 if TYPE_CHECKING:   # (imported when a command runs: --help stays fast)
-    from ..temporal.liveness import Liveness
+    from ..client.liveness import Liveness
 
 __all__ = ["add_status_arguments", "status_command", "add_events_arguments", "events_command"]
 
@@ -51,7 +51,7 @@ def add_events_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _client(args: argparse.Namespace):
-    from ..temporal.client import connect
+    from ..client.connect import connect
 
     target = target_of(args)
     if target.address is None:
@@ -86,13 +86,13 @@ def _run(coro) -> int:
 
 
 def status_command(args: argparse.Namespace) -> int:
-    from ..observe import read_status_view
+    from ..client.observe import read_status_view
 
     async def go() -> int:
         client = await _client(args)
         status, liveness = await read_status_view(client, args.execution_id, _store(args))
         if client is not None:   # a redrive says what it reused and reran (docs/operations.md)
-            from ..temporal.redrive import redrive_summary
+            from ..client.redrive_start import redrive_summary
 
             summary = await redrive_summary(client, args.execution_id,
                                             ask_workflow=liveness is None or liveness.workers_polling > 0)
@@ -119,7 +119,7 @@ def status_command(args: argparse.Namespace) -> int:
 
 async def _pinned(client: Any, execution_id: str) -> dict[str, Any]:
     """What ``--playbook`` adds: read from the workflow's input, which carries the definition."""
-    from ..temporal import control
+    from ..client import control
 
     if client is None:
         raise ConfigError("--playbook reads the execution's input from Temporal",
@@ -164,7 +164,7 @@ def _line(event: dict[str, Any]) -> str:
 
 
 def events_command(args: argparse.Namespace) -> int:
-    from ..observe import follow_events, read_events
+    from ..client.observe import follow_events, read_events
 
     async def go() -> int:
         client = await _client(args)

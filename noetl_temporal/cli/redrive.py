@@ -1,7 +1,7 @@
 """``noetl-temporal redrive ID [--from STEP] [--playbook FILE | --latest]``: rerun what failed.
 
 Starts a new execution that reuses the recorded results of the steps the old one completed
-and reruns the rest (``noetl_temporal.temporal.redrive``; docs/operations.md). Prints what it
+and reruns the rest (``noetl_temporal.client.redrive_start``; docs/operations.md). Prints what it
 started as JSON. Exit codes: 0 started (with ``--wait``: and COMPLETED), 1 the execution is
 unknown, still running, or cannot be redriven as asked (with ``--wait``: the redrive did not
 complete), 2 usage, connection or an invalid ``--playbook``.
@@ -38,11 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..client.redrive_start import redrive
+    from ..conversion.playbook_result import workflow_output
     from ..dsl import load_playbook
     from ..errors import ConfigError, NoetlError, PayloadTooLarge, PlaybookInvalid
     from ..store.event_store import open_event_store
-    from ..temporal.playbook_result import workflow_output
-    from ..temporal.redrive import redrive
 
     playbook = None
     if args.playbook:

@@ -28,10 +28,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def replay_command(args: argparse.Namespace) -> int:
+    from ..conversion.converter import configured_data_converter
     from ..errors import NoetlError
-    from ..sealing import CODEC_ENV
-    from ..temporal.converter import configured_data_converter
-    from ..temporal.replay import replay_histories
+    from ..hosting.replay import replay_histories
+    from ..store.sealing import CODEC_ENV
 
     # The SDK logs every failed activation with its stack; each result line already says why.
     logging.getLogger("temporalio").addHandler(logging.NullHandler())

@@ -31,8 +31,8 @@ def add_now_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_now(args: argparse.Namespace) -> int:
-    from ..temporal.control import Rejected
-    from ..temporal.step_retries import retry_now
+    from ..client.control import Rejected
+    from ..client.step_retries import retry_now
 
     async def call(client: Any) -> Any:
         return await retry_now(client, args.execution_id, args.step, reason=args.reason, by=args.by or _login(),
@@ -50,8 +50,8 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_policy(args: argparse.Namespace) -> int:
-    from ..temporal.control import Rejected
-    from ..temporal.step_retries import set_retry
+    from ..client.control import Rejected
+    from ..client.step_retries import set_retry
 
     async def call(client: Any) -> Any:
         return await set_retry(client, args.execution_id, args.step, attempts=args.attempts, delay=args.delay,

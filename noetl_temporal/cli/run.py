@@ -142,7 +142,7 @@ def _put(data: dict[str, Any], parts: list[str], value: Any) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ..runner import ProgressPrinter, run_playbook
+    from ..client.end_to_end import ProgressPrinter, run_playbook
     try:
         payload = parse_payload(args.payload, args.sets, args.set_strings, args.input_file)
     except ValueError as exc:

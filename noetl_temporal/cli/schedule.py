@@ -1,5 +1,5 @@
 """``noetl-temporal schedule create|list|describe|pause|unpause|trigger|backfill|delete``:
-playbook schedules as Temporal Schedules (``noetl_temporal.temporal.schedules``, the same
+playbook schedules as Temporal Schedules (``noetl_temporal.client.schedules``, the same
 module as the API's ``/schedules``; docs/schedules.md).
 
 Exit codes: 0 done, 1 the schedule is unknown or the name is taken, 2 invalid input (a
@@ -91,8 +91,8 @@ def add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _create(args: argparse.Namespace, client: Any, target: Any) -> dict[str, Any]:
+    from ..client import schedules
     from ..dsl import load_playbook
-    from ..temporal import schedules
     from .run import parse_payload
 
     payload = parse_payload(args.payload, args.sets)
@@ -109,7 +109,7 @@ async def _create(args: argparse.Namespace, client: Any, target: Any) -> dict[st
 
 
 async def _go(args: argparse.Namespace) -> int:
-    from ..temporal import schedules
+    from ..client import schedules
 
     target, client = await connect_to(args, needs=_NEEDS)
     command = args.schedule_command
@@ -148,7 +148,7 @@ async def _go(args: argparse.Namespace) -> int:
 
 
 def schedule_command(args: argparse.Namespace) -> int:
-    from ..temporal.schedules import ScheduleExists, ScheduleInvalid
+    from ..client.schedules import ScheduleExists, ScheduleInvalid
 
     try:
         return asyncio.run(_go(args))

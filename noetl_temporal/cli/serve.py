@@ -93,7 +93,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def _port_or_free(port: int) -> int:
-    from ..temporal.devserver import free_port
+    from ..client.devserver import free_port
 
     with socket.socket() as probe:
         try:
@@ -154,8 +154,8 @@ def _url(host: str, port: int) -> str:
 async def _api(args: argparse.Namespace) -> None:
     from noetl_temporal.api.app import create_app
 
-    from ..temporal.client import connect
-    from ..temporal.hosting import hosted_worker
+    from ..client.connect import connect
+    from ..hosting.lifecycle import hosted_worker
 
     target = target_of(args)
     if target.address is None:
@@ -182,9 +182,9 @@ async def _api(args: argparse.Namespace) -> None:
 async def _dev(args: argparse.Namespace) -> None:
     from noetl_temporal.api.app import create_app
 
-    from ..temporal.converter import configured_data_converter
-    from ..temporal.devserver import EmbeddedTemporal
-    from ..temporal.hosting import hosted_worker
+    from ..client.devserver import EmbeddedTemporal
+    from ..conversion.converter import configured_data_converter
+    from ..hosting.lifecycle import hosted_worker
 
     target = target_of(args)
     queue = target.task_queue

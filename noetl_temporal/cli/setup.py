@@ -20,8 +20,8 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _setup(args: argparse.Namespace) -> None:
-    from ..temporal.namespace_setup import register_search_attributes
-    from ..temporal.search_attributes import SEARCH_ATTRIBUTES
+    from ..client.namespace_setup import register_search_attributes
+    from ..workflow.search_attributes import SEARCH_ATTRIBUTES
 
     target, client = await connect_to(args, needs="setup prepares a namespace of a running Temporal server")
     added = await register_search_attributes(client)

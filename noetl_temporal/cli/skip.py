@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..temporal.answers import skip
-    from ..temporal.control import Rejected
+    from ..client.answers import skip
+    from ..client.control import Rejected
 
     async def call(client: Any) -> Any:
         result = None
@@ -58,8 +58,8 @@ def add_hold_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_hold(args: argparse.Namespace) -> int:
     """``pause-step`` / ``resume-step``: no new run of the step starts until it is resumed."""
-    from ..temporal.answers import hold_step
-    from ..temporal.control import Rejected
+    from ..client.answers import hold_step
+    from ..client.control import Rejected
 
     return run_call(args, lambda client: hold_step(client, args.execution_id, args.step,
                                                    hold=args.command == "pause-step", reason=args.reason,

@@ -26,8 +26,8 @@ def add_telemetry_arguments(parser: argparse.ArgumentParser) -> None:
 
 def apply_telemetry_arguments(args: argparse.Namespace) -> None:
     """Before any Temporal client exists: the runtime with metrics, and tracing on."""
-    from ..temporal.runtime import install_runtime
-    from ..temporal.tracing import client_interceptors
+    from ..hosting.runtime import install_runtime
+    from ..workflow.tracing import client_interceptors
 
     if getattr(args, "tracing", False):
         client_interceptors(True)           # fails now, with the fix, if OpenTelemetry is missing

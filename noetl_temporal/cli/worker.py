@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 async def serve(args: argparse.Namespace) -> None:
     # imported here: every command's parser is built at start, and the worker's machinery
     # (the Temporal SDK, every tool) cost `validate` a second of CPU before its first line
-    from noetl_temporal.temporal.hosting import hosted_worker
+    from noetl_temporal.hosting.lifecycle import hosted_worker
 
     target, client = await connect_to(args, needs="a worker needs a Temporal server to poll")
     stop = asyncio.Event()

@@ -47,7 +47,7 @@ BOUNDED_EVENT_BACKLOG = "bounded-event-backlog"
 
 #: The workflow shell's: a playbook that ends FAILED closes its workflow as Temporal *Failed*
 #: (an ``ApplicationError`` of type ``PlaybookFailed`` carrying the output,
-#: ``temporal/playbook_result.py``), so Temporal's own status, UI, metrics and alerts see it.
+#: ``conversion/playbook_result.py``), so Temporal's own status, UI, metrics and alerts see it.
 #: Before: the workflow completed normally and only its output said FAILED.
 FAILED_PLAYBOOK_FAILS_WORKFLOW = "failed-playbook-fails-workflow"
 
@@ -64,7 +64,7 @@ STEP_TIMEOUT_BOUNDS_STEP = "step-timeout-bounds-step"
 PACED_WORKFLOW_TASKS = "paced-workflow-tasks"
 
 #: The workflow shell's: a run continues as new after a bounded amount of work too (yields of
-#: inline work, events stored; ``temporal/run_length.py``), not only when its history is long.
+#: inline work, events stored; ``workflow/run_length.py``), not only when its history is long.
 #: Before: a 10,000-step noop chain was one run, so a query to it after it closed replayed all
 #: its work (5-6 s), and a noop loop's worker kept every event-store write's batch (2.2 KiB an
 #: item of native memory held by the SDK) until the loop ended. With it, a run's first yield
@@ -96,7 +96,7 @@ STORED_RESULT_FIELDS = "stored-result-fields"
 SETTLED_CLOSE = "settled-close"
 
 #: The workflow shell's: ``settled-close`` for a user's own activity (``kind: activity``,
-#: ``temporal/user_calls.py``): a cancelled call ends once the user's worker acknowledged the
+#: ``workflow/user_calls.py``): a cancelled call ends once the user's worker acknowledged the
 #: cancel (``WAIT_CANCELLATION_COMPLETED``; a heartbeating activity sees it), so the run closes
 #: with nothing pending. Before: the call resolved at once (``TRY_CANCEL``) and the run could
 #: close while the user's activity still ran.
@@ -127,7 +127,7 @@ CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFE
                             SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS)
 
 
-#: Listed only by a redrive's input (``temporal/redrive.py``, docs/operations.md), never by a
+#: Listed only by a redrive's input (``client/redrive_start.py``, docs/operations.md), never by a
 #: normal start, whose behaviour it does not change: the engine reuses the recorded results of
 #: the input's ``redrive`` plan. Listed so that a worker that predates redrive refuses the
 #: execution (``unknown``) instead of running it from the start: Temporal's data converter
@@ -136,7 +136,7 @@ REDRIVE = "redrive"
 
 #: Listed, besides ``redrive``, by a redrive whose plan redrives failed sub-playbooks inside it
 #: (the plan's ``children``, docs/operations.md): the workflow shell gives each such child its
-#: old child's plan (``temporal/child_runs.py``). Listed so that a worker that knows ``redrive``
+#: old child's plan (``workflow/child_runs.py``). Listed so that a worker that knows ``redrive``
 #: but not this refuses the execution instead of running those children whole.
 REDRIVE_CHILDREN = "redrive-children"
 

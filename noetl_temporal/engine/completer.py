@@ -1,4 +1,4 @@
-"""The completer: dispatches the engine's internal completions (``completions.py``).
+"""The completer: dispatches the engine's internal completions (``internal_completions.py``).
 
 Lower modules never call up: a pipeline that ends returns ``PipelineDone`` or
 ``IterationDone``, a loop returns ``FillLoop`` (its next fill step) or ``StepRunDone``
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 
 from . import loops, pipeline, steps
-from .completions import Completion, FillLoop, IterationDone, PipelineDone
+from .internal_completions import Completion, FillLoop, IterationDone, PipelineDone
 from .messages import Command
 from .state import ExecutionState, StepRun
 

@@ -48,7 +48,7 @@ class StepGraph:
     def analyse(self) -> StepGraph:
         """Compute the whole analysis now (it is otherwise computed on first use, inside the
         engine's first input): the shell does it once per playbook and shares the result
-        between the executions of that playbook on a worker (``temporal/definitions.py``)."""
+        between the executions of that playbook on a worker (``workflow/definitions.py``)."""
         for name in ("steps", "successors", "back_edges", "forward_upstreams", "join_upstreams",
                      "joins", "_inclusive_forward_successors", "result_paths", "loop_steps"):
             getattr(self, name)

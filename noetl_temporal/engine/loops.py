@@ -16,9 +16,9 @@ from ..templates import render_value
 from . import budget, invocation, pipeline
 from .behaviours import CURSOR_LOOPS, LOOP_FAIL_FAST_FAILS_STEP
 from .common import emit, error_outcome, short, step_definition, template_context
-from .completions import Completion, FillLoop, IterationDone, StepRunDone
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode
+from .internal_completions import Completion, FillLoop, IterationDone, StepRunDone
 from .messages import CancelTasks, Command, FetchPage, PageFetched
 from .numbers import render_number
 from .state import ExecutionState, LoopRun, PipelineRun, StepRun

@@ -30,10 +30,10 @@ from .common import (
     step_definition,
     template_context,
 )
-from .completions import IterationDone, PipelineDone
 from .context import outcome_view, set_path
 from .envelopes import Attempt, ErrorInfo, Outcome
 from .failure import timeout_message
+from .internal_completions import IterationDone, PipelineDone
 from .messages import Command, TaskFinished
 from .policy_evaluation import evaluate_policy
 from .state import ExecutionState, PipelineRun, StepRun

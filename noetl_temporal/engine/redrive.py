@@ -1,6 +1,6 @@
 """Redrive: a new execution that reuses what a failed one already did (docs/operations.md).
 
-Pure. The caller (``temporal/redrive.py``) reads the old execution's record (its workflow
+Pure. The caller (``client/redrive_start.py``) reads the old execution's record (its workflow
 input and output, through the Temporal client and the deployment's data converter) and asks
 :func:`plan` which recorded step results the new execution may reuse. The plan travels in the
 new execution's workflow input (``RunInput.redrive``, size-capped like every input), so a

@@ -1,8 +1,8 @@
 """An operator makes a retrying step retry now, or changes its retry policy (docs/approvals.md).
 
-A task's policy retries are Temporal's own activity retries (``temporal/activities.py``),
+A task's policy retries are Temporal's own activity retries (``workflow/activities.py``),
 so Temporal carries both controls out: the client calls the server's activity APIs
-(``temporal/step_retries.py``). The engine's part is the workflow update's rule and record:
+(``client/step_retries.py``). The engine's part is the workflow update's rule and record:
 :func:`refusal` is the ``retry_step`` validator (the step must be running a task the
 client saw Temporal hold for it), :func:`record` writes ``step.retry.now`` /
 ``step.retry.policy`` (who, why, when, the new policy) to the event log.

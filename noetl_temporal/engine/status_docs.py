@@ -51,8 +51,8 @@ def render_docs() -> str:
              "`noetl_temporal/engine/status_layers.py` and `noetl_temporal/engine/state_machines.py`; do not edit by hand.", "",
              "Only the execution layer decides an execution's status.", ""]
     parts += ["## Temporal close status -> execution state", "",
-              "One function, `noetl_temporal.temporal.close_status.execution_state`, used by every "
-              "reader (`noetl_temporal.observe` when no live workflow state exists, the control module "
+              "One function, `noetl_temporal.client.close_status.execution_state`, used by every "
+              "reader (`noetl_temporal.client.observe` when no live workflow state exists, the control module "
               "and the API's listings). The state the lifecycle recorded (the terminal lifecycle event, "
               "or the workflow's output) always wins; without one the state is inferred and the status "
               "read says `completion_inferred: true`. Success is only ever reported from "
@@ -62,7 +62,7 @@ def render_docs() -> str:
               "| RUNNING (worker answers) | - | the workflow's own state (PENDING/RUNNING) | false |",
               "| RUNNING (no worker answers) | - | RUNNING once anything shows the run got past its start "
               "(a pending activity or child, its first workflow task completed, `NoetlState`, a stored "
-              "`playbook.started`), else PENDING: never back to PENDING (`temporal/liveness.py`) | false |",
+              "`playbook.started`), else PENDING: never back to PENDING (`client/liveness.py`) | false |",
               "| COMPLETED | `playbook.finished` | its `payload.meta.status` (COMPLETED; FAILED for executions "
               "started before `failed-playbook-fails-workflow`) | false |",
               "| COMPLETED | none | FAILED (no recorded state: not trusted) | true |",

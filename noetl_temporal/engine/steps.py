@@ -13,9 +13,9 @@ from typing import Any
 
 from . import budget, loops, pipeline, redrive, routing
 from .common import emit, engine_error, error_outcome, record_failure, short, step_definition
-from .completions import Completion, StepRunDone
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode, step_timeout, stop, timeout_message
+from .internal_completions import Completion, StepRunDone
 from .messages import CancelTasks, Command, StartTimer
 from .state import ExecutionState, PipelineRun, StepRecord, StepRun, Token
 from .status_layers import StepStatus, transition

@@ -1,6 +1,6 @@
 """The default mode of ``noetl-temporal test``: the pure engine, mocked tools, virtual time.
 
-The driver does what ``temporal/workflow.py`` does with the engine's commands, with a
+The driver does what ``workflow/playbook_workflow.py`` does with the engine's commands, with a
 virtual clock in place of Temporal's timers (docs/testing-playbooks.md):
 
 * ``RunTask``: the task's attempts, as the task activity makes them: each attempt's
@@ -49,8 +49,10 @@ from ..engine.messages import (
 )
 from ..engine.policy_evaluation import evaluate_policy, next_attempt
 from ..errors import NoetlError
-from ..temporal.workflow import MAX_PENDING  # tasks in flight at once; more wait their turn, as there
 from ..tool_kinds import WORKFLOW_KINDS
+from ..workflow.playbook_workflow import (
+    MAX_PENDING,  # tasks in flight at once; more wait their turn, as there
+)
 from .spec import Case, Mock, Response
 
 __all__ = ["Actual", "run_case", "attempts_in", "EPOCH", "MAX_DEPTH"]
@@ -260,7 +262,7 @@ class _Run:
     def child(self, cmd: RunTask) -> tuple[Outcome, float]:
         """A sub-playbook run for real: resolved as the worker resolves it, run by this driver;
         the virtual seconds it took."""
-        from ..temporal.subplaybooks import _resolve, child_payload, child_result
+        from ..workflow.subplaybooks import _resolve, child_payload, child_result
 
         path = cmd.config.get("path") or cmd.config.get("playbook")
         if self.depth + 1 > MAX_DEPTH:
@@ -269,7 +271,7 @@ class _Run:
             resolved = _resolve(str(path).strip(), cmd.config.get("version"), cmd.source)
         except NoetlError as exc:
             return _failure("playbook", f"sub-playbook {path!r}: {exc}"), 0.0
-        from ..temporal.definitions import prepare_playbook
+        from ..workflow.definitions import prepare_playbook
 
         playbook, _ = prepare_playbook(resolved["playbook"])
         child_id = f"{self.execution_id}/{cmd.task_run_id}"
@@ -339,8 +341,8 @@ def _real(cmd: RunTask, attempt: int) -> tuple[Outcome, float]:
 async def _execute_once(cmd: RunTask, call: Any) -> Outcome:
     """The tool's run on a loop of its own, whose pooled resources (HTTP connections, the
     python fork server) are released before the loop closes, as a stopping worker does."""
-    from ..temporal.activities import execute
     from ..tools import aclose_clients
+    from ..workflow.activities import execute
 
     try:
         return await execute(cmd, call)
@@ -355,8 +357,8 @@ def _unmocked(cmd: RunTask) -> str:
 
 def load(path: str) -> tuple[Playbook, str]:
     """The playbook as a worker runs it: its normalized definition, validated again."""
-    from ..temporal.definitions import prepare_playbook
-    from ..temporal.subplaybooks import located_source
+    from ..workflow.definitions import prepare_playbook
+    from ..workflow.subplaybooks import located_source
 
     loaded = load_playbook(path)
     playbook, _ = prepare_playbook(playbook_definition(loaded.playbook))

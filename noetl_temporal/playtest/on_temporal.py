@@ -8,7 +8,7 @@ The hook answers each attempt from the case's mocks, so the activity still evalu
 policy, records the attempts and raises its ``PolicyRetry``; with the hook set the retry's
 backoff is recorded (``next_delay_s``, the events) but not waited for. There is no offline
 time-skipping server (the SDK's downloads one), so the executions run on the test clock
-(``temporal/test_clock.py``): workflow timers (a step's ``spec.timeout``, a fast-path retry's
+(``workflow/test_clock.py``): workflow timers (a step's ``spec.timeout``, a fast-path retry's
 wait) and a mock's ``delay`` take 1/``SCALE`` of their time, so they still end in the order
 their virtual times give.
 """
@@ -23,8 +23,8 @@ from temporalio import activity
 
 from ..engine.envelopes import ErrorInfo, Outcome
 from ..engine.messages import RunTask
-from ..temporal.test_clock import TEST_MOCK_ACTIVITY
 from ..tool_kinds import WORKFLOW_KINDS
+from ..workflow.test_clock import TEST_MOCK_ACTIVITY
 from .driver import Actual, attempts_in, load
 from .spec import Case, Mock
 
@@ -32,7 +32,7 @@ __all__ = ["TemporalRunner"]
 
 #: a case's execution may run this long before it counts as stuck
 EXECUTION_TIMEOUT_S = 300.0
-#: the task activity heartbeats every third of this (temporal/activities.py, ``_Heartbeats``):
+#: the task activity heartbeats every third of this (workflow/activities.py, ``_Heartbeats``):
 #: a cancel (a step's timeout cutting a mocked ``delay`` short) reaches a waiting mock within
 #: about a second, not the ten seconds of the default 30 s
 HEARTBEAT_TIMEOUT_S = 3.0
@@ -58,7 +58,7 @@ class TemporalRunner:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from ..temporal.activities import set_test_hook
+        from ..workflow.activities import set_test_hook
 
         try:
             self._loop.run(self._stack.aclose())
@@ -67,9 +67,9 @@ class TemporalRunner:
             self._loop.close()
 
     async def _start(self) -> None:
-        from ..temporal.activities import set_test_hook
-        from ..temporal.devserver import DEV_SERVER_ARGS, EmbeddedTemporal
-        from ..temporal.hosting import hosted_worker
+        from ..client.devserver import DEV_SERVER_ARGS, EmbeddedTemporal
+        from ..hosting.lifecycle import hosted_worker
+        from ..workflow.activities import set_test_hook
 
         embedded = await self._stack.enter_async_context(
             EmbeddedTemporal(ui=False, server_args=(*DEV_SERVER_ARGS, *TEST_SERVER_ARGS)))
@@ -83,7 +83,7 @@ class TemporalRunner:
         return self._loop.run(self._run(case, playbook_file))
 
     async def _run(self, case: Case, playbook_file: str) -> tuple[Any, str | None]:
-        from ..runner import run_with_client
+        from ..client.end_to_end import run_with_client
 
         playbook, source = load(playbook_file)
         self._case, self._problems = case, []
@@ -118,7 +118,7 @@ class TemporalRunner:
 
             self._problems.append(_unmocked(cmd))
             return Outcome.failed(ErrorInfo(kind="unmocked", message=_unmocked(cmd)))
-        from ..temporal.test_clock import scaled
+        from ..workflow.test_clock import scaled
         from .driver import _outcome
 
         answer = mock.answer(attempt)

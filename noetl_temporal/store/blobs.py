@@ -33,8 +33,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigError
-from ..local_data import data_dir
-from ..pgschema import ensure_schema
+from .local_data import data_dir
+from .pgschema import ensure_schema
 
 __all__ = ["STORE_ENV", "StoreURL", "parse_store_url", "store_url", "payload_location", "event_location",
            "result_kind", "result_root", "result_dsn", "pg_connect", "set_payload_location",

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, NotFound
-from ..local_data import data_dir
 from .catalog_paths import MAX_PATH_CHARS, PATH_PATTERN, canonical_path, path_problem
 from .catalog_paths import RULE as PATH_RULE
+from .local_data import data_dir
 
 __all__ = ["Catalog", "NotFound", "default_sqlite_path", "PATH_PATTERN", "MAX_PATH_CHARS", "catalog_path_of",
            "path_problem", "canonical_path"]

@@ -1,13 +1,13 @@
 """The durable event log: written as an execution progresses, readable after it closed.
 
 Workers persist each execution's events through a local activity (see
-``noetl_temporal.temporal.persistence``); the API and CLI read them here when no live
+``noetl_temporal.workflow.persistence``); the API and CLI read them here when no live
 workflow state exists (closed executions, no worker running). Writes are idempotent by
 ``(execution_id, event_id)``, so a replayed or retried flush never duplicates an event.
 
 Backends: SQLite (embedded default, one file) and PostgreSQL (``postgresql://`` URL).
 Where: the ``events.db`` file or the database of ``$NOETL_STORE`` (``blobs.py``). Under a deployment's own payload
-codec each event's body is sealed with it (``noetl_temporal.sealing``); the columns it is
+codec each event's body is sealed with it (``noetl_temporal.store.sealing``); the columns it is
 searched by (ids, type, entity, status, timestamp) stay clear.
 """
 
@@ -18,9 +18,9 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import sealing
 from ..engine.event_types import TERMINAL_EVENT_TYPES
 from ..errors import ConfigError
+from . import sealing
 from .blobs import STORE_ENV, event_location, is_postgres, pg_connect, sqlite_path
 from .legacy import expand_types
 

@@ -39,9 +39,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import sealing
 from ..errors import ToolConfigError, ToolError
 from ..templates import is_template, render
+from . import sealing
 from .blobs import STORE_ENV, pg_connect, result_dsn, result_kind, result_root
 from .kept_fields import kept_fields, part_of
 

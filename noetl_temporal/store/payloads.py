@@ -3,7 +3,7 @@
 Content-addressed (the key is the payload's SHA-256), so a write is idempotent and two
 writers of one payload agree. A directory (``<dir>/<key[:2]>/<key>``) or the PostgreSQL
 table ``noetl_payloads``; where it is comes from ``$NOETL_STORE`` (``blobs.py``). The codec
-that uses it is ``noetl_temporal.temporal.claimcheck``.
+that uses it is ``noetl_temporal.conversion.claimcheck``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``kind: activity`` (temporal/user_calls.py): a user's own Temporal activity, by type name."""
+"""``kind: activity`` (workflow/user_calls.py): a user's own Temporal activity, by type name."""
 
 from .declaration import Setting, ToolKind
 

@@ -1,4 +1,4 @@
-"""``kind: playbook`` (temporal/subplaybooks.py): another playbook as a child workflow."""
+"""``kind: playbook`` (workflow/subplaybooks.py): another playbook as a child workflow."""
 
 from .declaration import Setting, ToolKind
 

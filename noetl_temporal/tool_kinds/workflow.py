@@ -1,4 +1,4 @@
-"""``kind: workflow`` (temporal/user_calls.py): a user's own Temporal workflow as a child, by type name."""
+"""``kind: workflow`` (workflow/user_calls.py): a user's own Temporal workflow as a child, by type name."""
 
 from .activity import ARGS, NAME, TASK_QUEUE
 from .declaration import Setting, ToolKind

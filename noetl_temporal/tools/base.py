@@ -1,7 +1,7 @@
 """The tool interface: one call description, one protocol, one registry, one envelope.
 
 Tools are plain asyncio code with no Temporal imports, so they can be tested and reused
-without a server. The activity wrapper (``noetl_temporal.temporal``) calls ``run_outcome``,
+without a server. The activity wrapper (``noetl_temporal.workflow.activities``) calls ``run_outcome``,
 which never raises for a tool failure: every failure becomes a ``status: error`` outcome
 so that task policies (``when: output.error.kind == ...``) can route on it. It returns the
 typed :class:`~noetl_temporal.engine.envelopes.Outcome`, which stays typed up to the

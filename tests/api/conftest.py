@@ -20,9 +20,9 @@ import pytest
 import pytest_asyncio
 
 from noetl_temporal.api import Settings, create_app
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.catalog import Catalog
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.worker import build_worker
 
 PG_DSN = os.environ.get("NOETL_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -16,7 +16,7 @@ from temporalio.client import Client
 from noetl_temporal.api import Settings, create_app
 from noetl_temporal.api.serving import uvicorn_config
 from noetl_temporal.cli.serve import bind_socket
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 
 
 class LiveServer:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 
 from .conftest import app_client, events_of, make_settings, playbook, wait_for, wait_state
 

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
+from noetl_temporal.client.observe import STATUS_FIELDS
 from noetl_temporal.dsl import validate_text
-from noetl_temporal.observe import STATUS_FIELDS
 
 from .conftest import events_of, playbook, wait_for, wait_state
 
@@ -263,9 +263,9 @@ async def test_starts_of_the_same_text_send_the_same_request_as_an_uncached_star
     """The second start is served from the playbook cache (its definition, digest and size):
     what it sends Temporal must be the first start's, and what ``start_execution`` sends
     when it dumps and hashes the playbook itself (the CLI's path), byte for byte."""
+    from noetl_temporal.client.connect import start_execution
+    from noetl_temporal.client.control import search_attributes_available
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.temporal.client import start_execution
-    from noetl_temporal.temporal.control import search_attributes_available
 
     body = {"playbook": HELLO, "payload": {"name": "ada", "n": [1, 2]}}
     first, second = [(await api.post("/executions", json=body)).json()["execution_id"] for _ in range(2)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.temporal.search_attributes import REDRIVEN_FROM
+from noetl_temporal.workflow.search_attributes import REDRIVEN_FROM
 from tests.support.redrive import STEPS, counts, ten_steps
 
 from .conftest import events_of, playbook, wait_for, wait_state

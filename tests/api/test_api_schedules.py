@@ -15,7 +15,7 @@ from typing import get_args
 import pytest
 
 from noetl_temporal.api.models import Overlap
-from noetl_temporal.temporal.schedules import OVERLAP_POLICIES
+from noetl_temporal.client.schedules import OVERLAP_POLICIES
 
 from .conftest import playbook, wait_for, wait_state
 
@@ -219,9 +219,9 @@ async def test_a_scheduled_run_replays_under_its_own_id(api, temporal, sandboxed
     from temporalio.worker import Replayer
 
     from noetl_temporal.engine import machine
-    from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
-    from noetl_temporal.temporal.worker import sandbox_runner
-    from noetl_temporal.temporal.workflow import PlaybookWorkflow
+    from noetl_temporal.hosting.variants import SandboxedPlaybookWorkflow
+    from noetl_temporal.hosting.worker import sandbox_runner
+    from noetl_temporal.workflow.playbook_workflow import PlaybookWorkflow
 
     name = f"api-replay-{uuid.uuid4().hex[:8]}"
     assert (await api.post("/schedules", json={"name": name, "playbook": _pb(name), "every": "1h",

@@ -11,8 +11,8 @@ from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
 
 import noetl_temporal
-from noetl_temporal.temporal.namespace_setup import register_search_attributes
-from noetl_temporal.temporal.search_attributes import PLAYBOOK_NAME
+from noetl_temporal.client.namespace_setup import register_search_attributes
+from noetl_temporal.workflow.search_attributes import PLAYBOOK_NAME
 from tests.api.conftest import app_client, make_settings, playbook, wait_for
 
 pytestmark = pytest.mark.temporal

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 from tests.api.conftest import app_client, make_settings, playbook, wait_state
 from tests.temporal.test_subplaybook_paths import CHILD, PARENT
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.payload_size import MAX_PAYLOAD_SIZE, payload_refusal
 from noetl_temporal.errors import PayloadTooLarge
-from noetl_temporal.temporal.client import start_execution
 
 from .conftest import app_client, make_settings, playbook
 

@@ -17,7 +17,7 @@ from noetl_temporal.api.settings import DEFAULT_MAX_BODY_BYTES
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.dsl.models import playbook_definition
 from noetl_temporal.errors import PlaybookInvalid
-from noetl_temporal.temporal import labels
+from noetl_temporal.workflow import labels
 
 from .conftest import playbook
 
@@ -110,7 +110,7 @@ def test_labels_given_the_digest_say_what_they_say_without_it():
 async def test_a_start_leaves_the_cached_definition_as_it_was(temporal):
     """The entry's definition goes into the workflow input of every start from it: a start
     that changed it (the converter, the labels, the input) would change the next ones'."""
-    from noetl_temporal.temporal.client import start_execution
+    from noetl_temporal.client.connect import start_execution
 
     cache = PlaybookCache(LIMIT)
     entry = await load_for_start(cache, GOOD, "<request>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.redact import MASK, is_secret_key, redact
+from noetl_temporal.client.redact import MASK, is_secret_key, redact
 
 
 @pytest.mark.parametrize("key", ["password", "db_password", "PGPASSWORD", "api_key", "apiKey", "x-api-key",

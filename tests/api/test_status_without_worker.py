@@ -18,10 +18,10 @@ import time
 import pytest
 from temporalio.service import RPCError
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import EVENTS_QUERY_TIMEOUT, read_events
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import EVENTS_QUERY_TIMEOUT, read_events
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 from tests.api.conftest import app_client, make_settings, wait_for
 from tests.chaos.workers import REPO, WorkerProcess
 

@@ -148,7 +148,7 @@ def _js_pred() -> str:
 
 async def test_page_is_served_with_the_pinned_graph_and_token(temporal, task_queue, catalog, event_store,
                                                                tmp_path):
-    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.hosting.worker import build_worker
 
     settings = make_settings(temporal, task_queue, catalog, event_store, token="s3cret")
     auth = {"Authorization": "Bearer s3cret"}

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import read_status
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_status
-from noetl_temporal.temporal.client import start_execution
 
 from .workers import WorkerProcess
 

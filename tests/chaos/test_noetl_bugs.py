@@ -16,10 +16,10 @@ import textwrap
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import read_events, read_status
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_events, read_status
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
 
 from .workers import WorkerProcess
 

@@ -19,10 +19,10 @@ import time
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook, load_playbook_text
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.playbook_result import workflow_output
 
 from .workers import WorkerProcess
 

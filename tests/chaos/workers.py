@@ -52,7 +52,7 @@ class DevProcess:
     """
 
     def __init__(self, home: Path, *, db: Path | None = None) -> None:
-        from noetl_temporal.temporal.devserver import free_port
+        from noetl_temporal.client.devserver import free_port
 
         self.home, self.db = home, db
         self.port, self.temporal_port, self.ui_port = free_port(), free_port(), free_port()

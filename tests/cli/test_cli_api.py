@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from noetl_temporal.temporal.devserver import free_port
+from noetl_temporal.client.devserver import free_port
 
 pytestmark = pytest.mark.temporal
 

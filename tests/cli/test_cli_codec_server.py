@@ -21,9 +21,9 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 
 import noetl_temporal
+from noetl_temporal.client.devserver import free_port, temporal_cli_path
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.devserver import free_port, temporal_cli_path
 from tests.support.codec_server import CODEC, CodecServer, environ
 from tests.support.user_codec import ENCODING, EncryptingCodec
 
@@ -187,7 +187,7 @@ def test_a_port_in_use_is_a_clear_error():
 async def test_payload_store_flag_reads_that_store_without_a_deprecation(tmp_path: Path):
     # A large payload the claim check wrote to a store of its own (a file:// URL, as
     # --payload-store takes): the codec server pointed there reads it back.
-    from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
+    from noetl_temporal.conversion.claimcheck import ClaimCheckCodec
 
     big = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps({"who": SECRET * 40_000}).encode())
     [ref] = await ClaimCheckCodec(str(tmp_path / "payloads")).encode([big])

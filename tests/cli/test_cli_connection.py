@@ -15,7 +15,7 @@ from noetl_temporal.cli.connection import (
     target_of,
 )
 from noetl_temporal.cli.main import build_parser
-from noetl_temporal.temporal.types import DEFAULT_TASK_QUEUE
+from noetl_temporal.workflow.types import DEFAULT_TASK_QUEUE
 
 CLI = Path(__file__).resolve().parents[2] / "noetl_temporal" / "cli"
 SERVER = {"--address", "--namespace", "--profile", "--codec"}

@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 
 pytestmark = pytest.mark.temporal
 

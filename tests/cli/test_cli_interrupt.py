@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from noetl_temporal.temporal.activity_logs import LateCompletionFilter, ReapedChildFilter
+from noetl_temporal.hosting.activity_logs import LateCompletionFilter, ReapedChildFilter
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "noetl_temporal.cli"]

@@ -11,14 +11,14 @@ import sys
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.control import read_input
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine import behaviours
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.control import read_input
-from noetl_temporal.temporal.playbook_result import workflow_output
-from noetl_temporal.temporal.search_attributes import REDRIVEN_FROM
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.workflow.search_attributes import REDRIVEN_FROM
 from tests.support.redrive import STEPS, counts, ten_steps
 
 pytestmark = pytest.mark.temporal

@@ -15,10 +15,10 @@ import pytest
 from temporalio.client import Client
 
 import noetl_temporal
-from noetl_temporal import sealing
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.errors import ConfigError
-from noetl_temporal.runner import run_with_client
+from noetl_temporal.store import sealing
 from tests.support.user_codec import ENCODING, EncryptingCodec
 
 REPO = Path(__file__).resolve().parents[2]

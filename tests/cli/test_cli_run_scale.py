@@ -44,9 +44,9 @@ async def test_events_follow_reads_every_event_once_while_the_workflow_forgets(t
     workflow forgot, the workflow for the tail, each event once, in seq order, to the end."""
     import asyncio
 
+    from noetl_temporal.client.connect import start_execution
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.temporal.client import start_execution
-    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.hosting.worker import build_worker
 
     steps = 1_500
     playbook = load_playbook_text(chain(steps)).playbook

@@ -7,7 +7,7 @@ import pytest
 
 from noetl_temporal.cli.main import main
 from noetl_temporal.cli.schedule import OVERLAPS
-from noetl_temporal.temporal.schedules import OVERLAP_POLICIES, ScheduleInvalid, parse_duration, parse_time
+from noetl_temporal.client.schedules import OVERLAP_POLICIES, ScheduleInvalid, parse_duration, parse_time
 
 
 def test_the_cli_spells_every_overlap_policy():

@@ -23,8 +23,8 @@ import httpx
 import pytest
 
 import noetl_temporal
-from noetl_temporal.temporal.activity_logs import CancelledActivityFilter
-from noetl_temporal.temporal.devserver import free_port
+from noetl_temporal.client.devserver import free_port
+from noetl_temporal.hosting.activity_logs import CancelledActivityFilter
 from tests.cli.test_cli_control import GATE, cli
 
 pytestmark = pytest.mark.temporal

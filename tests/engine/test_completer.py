@@ -7,7 +7,7 @@ import pytest
 
 from noetl_temporal.engine.budget import WORK_BUDGET
 from noetl_temporal.engine.completer import complete, dispatch
-from noetl_temporal.engine.completions import FillLoop, IterationDone, PipelineDone, StepRunDone
+from noetl_temporal.engine.internal_completions import FillLoop, IterationDone, PipelineDone, StepRunDone
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Proceed, Start
 from noetl_temporal.engine.state_machines import LoopState, PipelineState

@@ -91,7 +91,7 @@ def test_find_cycle_finds_cycles(graph, cycle):
 
 def test_the_import_graph_is_read_from_the_source():
     graph = import_graph()
-    assert {"machine", "completer", "steps", "loops", "pipeline", "state_machines", "completions"} <= set(graph)
+    assert {"machine", "completer", "steps", "loops", "pipeline", "state_machines", "internal_completions"} <= set(graph)
     assert {"completer", "steps", "loops", "pipeline", "joins", "budget"} <= graph["machine"]
     assert "pipeline" in graph["loops"] and "loops" in graph["steps"]
 
@@ -106,7 +106,7 @@ def test_engine_modules_import_each_other_without_a_cycle():
     ("loops", {"steps", "completer", "machine"}),
     ("steps", {"completer", "machine"}),
     ("completer", {"machine"}),
-    ("completions", {"pipeline", "loops", "steps", "completer", "machine"}),
+    ("internal_completions", {"pipeline", "loops", "steps", "completer", "machine"}),
     ("state_machines", set(import_graph()) - {"state_machines"}),
 ])
 def test_lower_layers_never_import_upper_ones(lower, upper):

@@ -23,11 +23,11 @@ import time
 import pytest
 
 from noetl_temporal.cli.locations import locate_message
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.payload_size import MAX_PAYLOAD_SIZE
 from noetl_temporal.errors import PayloadTooLarge
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.playbook_result import workflow_output
 from tests.support.capped_worker import MEMORY_CAP, REPO, CappedWorker, cancel_and_wait
 from tests.support.processes import pid_alive, wait_dead
 

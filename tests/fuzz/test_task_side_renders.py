@@ -17,9 +17,9 @@ import textwrap
 import time
 
 from noetl_temporal.cli.locations import locate_message
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.playbook_result import workflow_output
 from tests.support.capped_worker import MEMORY_CAP, CappedWorker, cancel_and_wait
 
 BOMB = "{{ ('.' * 100000 ~ 'a.') | urlize }}"

@@ -95,7 +95,7 @@ def _fuzz(conn) -> None:
     # What the fork inherited is the test suite's heap, not a render's: left to the
     # collector, every full collection a render triggers walks all of it (in a suite that
     # had hosted workers, 0.8-1.1 s charged to one render). A worker runs its full
-    # collections between activations (temporal/collector.py), so the render's own cost is
+    # collections between activations (hosting/full_collections.py), so the render's own cost is
     # what is measured here.
     gc.freeze()
     timings: list[tuple[float, str, str]] = []

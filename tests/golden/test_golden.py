@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook
-from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.worker import SANDBOX_ENV
+from noetl_temporal.hosting.worker import SANDBOX_ENV
 
 HERE = Path(__file__).resolve().parent
 CASES = sorted(p.name for p in HERE.iterdir() if (p / "playbook.yaml").is_file())
@@ -42,7 +42,7 @@ async def run_case(client, name: str):
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_golden(temporal, name, sandboxed, monkeypatch):
-    """Under both workflow runners (unsandboxed is the default, see temporal/worker.py)."""
+    """Under both workflow runners (unsandboxed is the default, see hosting/worker.py)."""
     monkeypatch.setenv(SANDBOX_ENV, "1" if sandboxed else "0")
     expected = json.loads((HERE / name / "expected.json").read_text())
     got = observed(await run_case(temporal.client, name))
@@ -54,7 +54,7 @@ async def test_golden(temporal, name, sandboxed, monkeypatch):
 
 
 async def _record() -> None:
-    from noetl_temporal.temporal.devserver import EmbeddedTemporal
+    from noetl_temporal.client.devserver import EmbeddedTemporal
 
     async with EmbeddedTemporal() as env:
         for name in CASES:

@@ -23,11 +23,11 @@ from typing import Any
 
 from temporalio.worker import Worker
 
+from noetl_temporal.client.devserver import EmbeddedTemporal
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.engine import behaviours
-from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.devserver import EmbeddedTemporal
-from noetl_temporal.temporal.types import RunInput
+from noetl_temporal.workflow.types import RunInput
 
 from . import user_code
 
@@ -66,7 +66,7 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "user_calls": HERE / "user_calls.yaml",
              # before and after the shell change `settled-user-activity` (user_calls.py)
              "user_cancel": HERE / "user_cancel.yaml", "user_cancel_patched": HERE / "user_cancel.yaml",
-             # a redrive (temporal/redrive.py): the history kept is the redrive's, not the failed run's
+             # a redrive (client/redrive_start.py): the history kept is the redrive's, not the failed run's
              "redrive": HERE / "redrive.yaml",
              # `kind: approve`: one answered by the `answer` update, one that times out
              "approval": HERE / "approval.yaml",
@@ -84,7 +84,7 @@ REDRIVEN = {"redrive", "redrive_children"}
 # Answered while recording: name -> the `answer` updates sent, each once its step waits.
 ANSWERS = {"approval": ({"step": "sign_off", "values": {"approved": True, "env": "prod"}, "by": "ops",
                          "reason": "recorded"},)}
-# Retry controls sent while recording, once the step's task waits to retry (temporal/step_retries.py).
+# Retry controls sent while recording, once the step's task waits to retry (client/step_retries.py).
 RETRIES = {"step_retry": "fetch"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
@@ -163,7 +163,7 @@ async def _retry(client: Any, execution_id: str, step: str) -> None:
     from temporalio.api.common.v1 import WorkflowExecution
     from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 
-    from noetl_temporal.temporal.step_retries import retry_now, set_retry
+    from noetl_temporal.client.step_retries import retry_now, set_retry
 
     while True:
         try:
@@ -183,10 +183,10 @@ async def _redriven(client: Any, playbook: Any, name: str, path: Path) -> Any:
     it and wait: the redrive's report (the history kept is the redrive's)."""
     from types import SimpleNamespace
 
+    from noetl_temporal.client.redrive_start import redrive
+    from noetl_temporal.conversion.playbook_result import workflow_output
+    from noetl_temporal.hosting.worker import build_worker
     from noetl_temporal.store.event_store import open_event_store
-    from noetl_temporal.temporal.playbook_result import workflow_output
-    from noetl_temporal.temporal.redrive import redrive
-    from noetl_temporal.temporal.worker import build_worker
 
     scratch = Path(tempfile.mkdtemp(prefix="noetl-record-redrive-"))
     queue = f"record-{uuid.uuid4().hex[:8]}"

@@ -11,8 +11,8 @@ import pytest
 
 from noetl_temporal.engine.messages import RunTask
 from noetl_temporal.store import large_results
-from noetl_temporal.temporal.activities import execute
 from noetl_temporal.tools import ToolCall, run_tool
+from noetl_temporal.workflow.activities import execute
 from tests.support import postgres as pg
 
 

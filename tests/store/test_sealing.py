@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from noetl_temporal import sealing
+from noetl_temporal.store import sealing
 from noetl_temporal.store.event_store import SqliteEventStore
 from tests.support.user_codec import EncryptingCodec
 

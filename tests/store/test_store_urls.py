@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from temporalio.api.common.v1 import Payload
 
+from noetl_temporal.conversion.claimcheck import ClaimCheckCodec
 from noetl_temporal.errors import ConfigError
 from noetl_temporal.store import large_results, open_event_store
 from noetl_temporal.store.blobs import parse_store_url
-from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
 
 OLD = ("NOETL_PAYLOAD_STORE", "NOETL_EVENT_STORE", "NOETL_RESULT_STORE", "NOETL_RESULT_STORE_KIND",
        "NOETL_RESULT_STORE_DSN")
@@ -110,7 +110,7 @@ _OLD_USER = textwrap.dedent("""
     import asyncio, sys
     from temporalio.api.common.v1 import Payload
     from noetl_temporal.store import large_results, open_event_store
-    from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
+    from noetl_temporal.conversion.claimcheck import ClaimCheckCodec
 
     big = Payload(metadata={"encoding": b"json/plain"}, data=b'"' + b"x" * 200_000 + b'"')
     for attempt in (1, 2):   # twice: the warnings come once per process

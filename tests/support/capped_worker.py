@@ -96,7 +96,7 @@ class CappedWorker:
 async def cancel_and_wait(client, execution_id: str, polls: int = 300):
     """Cancel an execution and poll until it leaves RUNNING: its last description and how many
     seconds the cancel took to take effect (what the bomb tests bound)."""
-    from noetl_temporal.temporal import control
+    from noetl_temporal.client import control
 
     cancelled_at = time.monotonic()
     await control.cancel(client, execution_id, reason="bomb")

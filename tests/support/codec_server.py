@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from noetl_temporal.temporal.devserver import free_port
+from noetl_temporal.client.devserver import free_port
 
 __all__ = ["CODEC", "CodecServer", "environ"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from noetl_temporal.temporal.devserver import free_port
+from noetl_temporal.client.devserver import free_port
 
 __all__ = ["Browser", "CHROMIUM", "CHROMEDRIVER"]
 

@@ -13,12 +13,12 @@ import textwrap
 import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.control import read_detail
+from noetl_temporal.client.observe import read_events, read_status
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_events, read_status
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.control import read_detail
-from noetl_temporal.temporal.worker import build_worker
 
 pytestmark = pytest.mark.temporal
 
@@ -239,7 +239,7 @@ async def test_a_waiting_approval_does_not_hold_back_continue_as_new(temporal, t
 def test_a_handed_over_wait_keeps_its_deadline():
     from datetime import UTC, datetime
 
-    from noetl_temporal.temporal.approval_runs import remaining
+    from noetl_temporal.workflow.approval_runs import remaining
 
     now = datetime(2026, 1, 1, 0, 1, 0, tzinfo=UTC)
     assert remaining(90, "2026-01-01T00:00:00Z", now) == 30.0

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.client import start_execution
 
 from .test_worker_crash import spawn_worker
 

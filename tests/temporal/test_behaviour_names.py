@@ -11,8 +11,8 @@ from datetime import timedelta
 from temporalio.api.enums.v1 import EventType
 
 from noetl_temporal.engine import behaviours
-from noetl_temporal.temporal.hosting import hosted_worker
-from noetl_temporal.temporal.types import WORKFLOW_NAME, RunInput
+from noetl_temporal.hosting.lifecycle import hosted_worker
+from noetl_temporal.workflow.types import WORKFLOW_NAME, RunInput
 
 PLAYBOOK = {"metadata": {"name": "future"}, "workflow": [{"step": "start", "tool": [
     {"kind": "noop", "name": "t", "config": {}}]}]}

@@ -26,8 +26,8 @@ from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.dsl.models import playbook_definition
 from noetl_temporal.engine import behaviours
 from noetl_temporal.store.catalog import Catalog
-from noetl_temporal.temporal.search_attributes import PARENT_EXECUTION_ID, PLAYBOOK_NAME
-from noetl_temporal.temporal.types import WORKFLOW_NAME, RunInput
+from noetl_temporal.workflow.search_attributes import PARENT_EXECUTION_ID, PLAYBOOK_NAME
+from noetl_temporal.workflow.types import WORKFLOW_NAME, RunInput
 
 pytestmark = pytest.mark.temporal
 

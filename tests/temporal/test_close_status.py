@@ -1,7 +1,7 @@
 """One mapping from Temporal's close status to the execution state, for every reader.
 
-``temporal/client.py`` (control, API listings: the workflow's output state) and
-``observe.py`` (status reads: the terminal lifecycle event) must give the same answer,
+``client/connect.py`` (control, API listings: the workflow's output state) and
+``client/observe.py`` (status reads: the terminal lifecycle event) must give the same answer,
 and docs/status.md must print it.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
+from noetl_temporal.client import control
+from noetl_temporal.client.close_status import OPEN_STATUSES, TERMINAL_STATES, execution_state
+from noetl_temporal.client.connect import normalized_state
+from noetl_temporal.client.observe import state_from_close
 from noetl_temporal.engine.status_layers import ExecutionStatus
-from noetl_temporal.observe import state_from_close
-from noetl_temporal.temporal import control
-from noetl_temporal.temporal.client import normalized_state
-from noetl_temporal.temporal.close_status import OPEN_STATUSES, TERMINAL_STATES, execution_state
 
 DOCS = (Path(__file__).resolve().parents[2] / "docs" / "status.md").read_text()
 CLOSED = [s for s in WorkflowExecutionStatus if s not in OPEN_STATUSES]

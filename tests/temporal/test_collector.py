@@ -1,4 +1,4 @@
-"""Full garbage collections between workflow activations (``temporal/collector.py``)."""
+"""Full garbage collections between workflow activations (``hosting/full_collections.py``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from noetl_temporal.temporal import collector
-from noetl_temporal.temporal.collector import MAX_POSTPONE_S, _CountingExecutor, collect_if_due
+from noetl_temporal.hosting import full_collections as collector
+from noetl_temporal.hosting.full_collections import MAX_POSTPONE_S, _CountingExecutor, collect_if_due
 
 
 def _full_collections() -> int:

@@ -8,11 +8,11 @@ import textwrap
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import read_events, read_status
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_events, read_status
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.worker import build_worker
 
 pytestmark = pytest.mark.temporal
 
@@ -86,7 +86,7 @@ async def test_in_flight_tasks_are_capped_per_execution(temporal, task_queue, tm
     2,000); the rest wait their turn and all complete."""
     import dataclasses
 
-    from noetl_temporal.temporal.types import RunInput
+    from noetl_temporal.workflow.types import RunInput
 
     counter = tmp_path / "inflight"
     counter.write_text("0 0")
@@ -123,7 +123,7 @@ async def test_inline_work_continues_as_new_after_a_bounded_amount_of_it(tempora
     """``bounded-run-work``: a noop loop makes few history events (Temporal never suggests
     continuing), yet each run ends after ``RUN_YIELDS_MAX`` yields, so a query to the closed
     workflow replays one short run; the log stays one gap-free sequence across the runs."""
-    from noetl_temporal.temporal.run_length import RUN_YIELDS_MAX
+    from noetl_temporal.workflow.run_length import RUN_YIELDS_MAX
 
     items = 2_600   # about 130 items a yield (engine/budget.py): over RUN_YIELDS_MAX yields
     playbook = load_playbook_text(textwrap.dedent(f"""

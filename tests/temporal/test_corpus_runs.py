@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook
-from noetl_temporal.runner import run_with_client
 
 from ..conftest import CORPUS
 

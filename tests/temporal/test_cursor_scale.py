@@ -45,9 +45,9 @@ class _Sampler:
 
 
 async def test_a_200000_row_cursor_loop_runs_with_flat_rss(temporal, task_queue) -> None:
+    from noetl_temporal.client.connect import start_execution
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.temporal.client import start_execution
-    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.hosting.worker import build_worker
 
     playbook = load_playbook_text(f"""
 workflow:

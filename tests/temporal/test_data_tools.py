@@ -63,7 +63,7 @@ async def fetch_history(temporal, workflow_id: str) -> tuple[str, list[dict]]:
     the claim-check codec moved out of history are read back from its store)."""
     from temporalio.api.common.v1 import Payload
 
-    from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
+    from noetl_temporal.conversion.claimcheck import ClaimCheckCodec
 
     history = await temporal.client.get_workflow_handle(workflow_id).fetch_history()
     raw = history.to_json()

@@ -11,7 +11,7 @@ from benchmarks.engine_scale import fanout
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.dsl.models import playbook_definition
 from noetl_temporal.engine.graph import StepGraph
-from noetl_temporal.temporal import definitions
+from noetl_temporal.workflow import definitions
 
 
 def _definition(n: int) -> dict:

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from noetl_temporal.temporal.devserver import free_port, temporal_cli_path
-from noetl_temporal.temporal.search_attributes import SEARCH_ATTRIBUTES
+from noetl_temporal.client.devserver import free_port, temporal_cli_path
+from noetl_temporal.workflow.search_attributes import SEARCH_ATTRIBUTES
 
 pytestmark = pytest.mark.temporal
 

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from noetl_temporal.client.end_to_end import RunReport, run_with_client
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.errors import PlaybookInvalid
-from noetl_temporal.runner import RunReport, run_with_client
 from tests.dsl.e2e_fates import E2E
 from tests.dsl.e2e_needs import (
     KEYCHAIN,

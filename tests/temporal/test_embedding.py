@@ -32,10 +32,9 @@ from temporalio.service import RPCError
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
 import noetl_temporal
-from noetl_temporal import sealing
-from noetl_temporal.store import default_event_store_url
-from noetl_temporal.temporal.claimcheck import default_payload_store
-from noetl_temporal.temporal.devserver import EmbeddedTemporal
+from noetl_temporal.client.devserver import EmbeddedTemporal
+from noetl_temporal.conversion.claimcheck import default_payload_store
+from noetl_temporal.store import default_event_store_url, sealing
 from tests.support.user_codec import EncryptingCodec
 from tests.support.user_worker import SEEN, CountingInterceptor, Greeting, shout
 
@@ -232,9 +231,9 @@ async def _start_and_read_through_the_api(cluster: EmbeddedTemporal, queue: str,
     import httpx
 
     from noetl_temporal.api import Settings, create_app
+    from noetl_temporal.client.connect import Target
     from noetl_temporal.store.catalog import Catalog
     from noetl_temporal.store.event_store import open_event_store
-    from noetl_temporal.temporal.client import Target
 
     target = Target(address=cluster.address, namespace=NAMESPACE, task_queue=queue, codec=CODEC)
     settings = Settings(target=target, catalog=Catalog(sqlite_path=tmp_path / "catalog.db"),
@@ -303,8 +302,8 @@ async def test_setup_registers_the_search_attributes_a_start_degrades_without(cl
     from google.protobuf.duration_pb2 import Duration
     from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 
-    from noetl_temporal.temporal.namespace_setup import missing_search_attributes
-    from noetl_temporal.temporal.search_attributes import SEARCH_ATTRIBUTES
+    from noetl_temporal.client.namespace_setup import missing_search_attributes
+    from noetl_temporal.workflow.search_attributes import SEARCH_ATTRIBUTES
 
     namespace = f"bare-{uuid.uuid4().hex[:6]}"
     await cluster.client.workflow_service.register_namespace(RegisterNamespaceRequest(

@@ -16,12 +16,12 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.exceptions import ApplicationError
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.control import cancel
+from noetl_temporal.conversion.converter import data_converter
+from noetl_temporal.conversion.playbook_result import PLAYBOOK_FAILED
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.control import cancel
-from noetl_temporal.temporal.converter import data_converter
-from noetl_temporal.temporal.playbook_result import PLAYBOOK_FAILED
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 from tests.cli.test_cli_control import cli
 
 pytestmark = pytest.mark.temporal

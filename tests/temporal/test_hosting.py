@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.hosting import hosted_worker
+from noetl_temporal.hosting.lifecycle import hosted_worker
 from noetl_temporal.tools import aclose_clients
 from noetl_temporal.tools import http as http_tool
 from noetl_temporal.tools.python import forkserver

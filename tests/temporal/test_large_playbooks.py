@@ -7,9 +7,9 @@ import pytest
 
 from benchmarks.engine_scale import fanout
 from benchmarks.task_durations import run_histories
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.pacing import YIELD_ACTIVITY
+from noetl_temporal.workflow.pacing import YIELD_ACTIVITY
 
 pytestmark = pytest.mark.temporal
 
@@ -89,11 +89,11 @@ async def test_a_big_loop_keeps_workflow_memory_bounded_and_events_gap_free(temp
     readers still get one gap-free log from the store plus the live tail."""
     import asyncio
 
-    from noetl_temporal.observe import read_events
+    from noetl_temporal.client.connect import start_execution
+    from noetl_temporal.client.observe import read_events
+    from noetl_temporal.hosting.worker import build_worker
     from noetl_temporal.store.event_store import open_event_store
-    from noetl_temporal.temporal.client import start_execution
-    from noetl_temporal.temporal.event_flush import EVENTS_KEPT_IN_MEMORY
-    from noetl_temporal.temporal.worker import build_worker
+    from noetl_temporal.workflow.event_flush import EVENTS_KEPT_IN_MEMORY
 
     playbook = load_playbook_text(BIG_LOOP_THEN_GATE, source="<loop>").playbook
     store = open_event_store()

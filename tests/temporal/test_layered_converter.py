@@ -14,17 +14,17 @@ from temporalio.converter import (
     DefaultPayloadConverter,
 )
 
-from noetl_temporal.errors import ConfigError
-from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
-from noetl_temporal.temporal.converter import (
+from noetl_temporal.conversion.claimcheck import ClaimCheckCodec
+from noetl_temporal.conversion.converter import (
     LayeredCodec,
     data_converter,
     has_claim_check,
     load_user_converter,
     warn_without_claim_check,
 )
-from noetl_temporal.temporal.local_only import LOCAL_ONLY_ENCODING, LocalOnlyList
-from noetl_temporal.temporal.payloads import PayloadConverter
+from noetl_temporal.conversion.local_only import LOCAL_ONLY_ENCODING, LocalOnlyList
+from noetl_temporal.conversion.payload_converter import PayloadConverter
+from noetl_temporal.errors import ConfigError
 from tests.support.user_codec import ENCODING, EncryptingCodec
 
 SECRET = "distinctive-plaintext-7f3a"

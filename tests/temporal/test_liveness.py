@@ -1,4 +1,4 @@
-"""What a status reads from Temporal without a worker (``temporal/liveness.py``) and the
+"""What a status reads from Temporal without a worker (``client/liveness.py``) and the
 records of attempts lost with their worker (``activities._with_lost``): pure parts, on
 Temporal's own protobuf messages."""
 
@@ -11,9 +11,9 @@ from temporalio.api.enums.v1 import PendingActivityState, PendingWorkflowTaskSta
 from temporalio.api.workflow.v1 import PendingActivityInfo, PendingWorkflowTaskInfo
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
 
+from noetl_temporal.client.liveness import STALLED_AFTER, _pending_task, _waiting_since
 from noetl_temporal.engine.steps import step_of_run_id
-from noetl_temporal.temporal.activities import LOST_KIND, _with_lost
-from noetl_temporal.temporal.liveness import STALLED_AFTER, _pending_task, _waiting_since
+from noetl_temporal.workflow.activities import LOST_KIND, _with_lost
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from noetl_temporal.conversion.claimcheck import DEFAULT_THRESHOLD, default_payload_store
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.claimcheck import DEFAULT_THRESHOLD, default_payload_store
 from tests.support.history import claim_check_keys
 
 pytestmark = pytest.mark.temporal

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
+from noetl_temporal.client.devserver import EmbeddedTemporal
 from noetl_temporal.store.event_store import PostgresEventStore
-from noetl_temporal.temporal.devserver import EmbeddedTemporal
 from tests.cli.test_cli_api import Proc, fresh_env
 from tests.support.postgres import execute, require_dsn
 

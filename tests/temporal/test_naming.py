@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from noetl_temporal.api.deps import EXECUTION_ID_RE
-from noetl_temporal.temporal.naming import MAX_SLUG, child_execution_id, new_execution_id, slug
+from noetl_temporal.workflow.naming import MAX_SLUG, child_execution_id, new_execution_id, slug
 
 
 def test_slug_keeps_the_readable_part():

@@ -24,12 +24,12 @@ import httpx
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import read_status
 from noetl_temporal.dsl import load_playbook, load_playbook_text
-from noetl_temporal.observe import read_status
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.naming import child_execution_id
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.workflow.naming import child_execution_id
 from tests.chaos.workers import WorkerProcess
 from tests.support import postgres as pg
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from noetl_temporal.compat import run_async
+from noetl_temporal.client.compat import run_async
 from noetl_temporal.errors import PlaybookInvalid, RunFailed
 
 pytestmark = pytest.mark.temporal

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from temporalio.converter import DataConverter
 
+from noetl_temporal.conversion.claimcheck import ClaimCheckCodec
+from noetl_temporal.conversion.converter import data_converter
+from noetl_temporal.conversion.local_only import LOCAL_ONLY_ENCODING, LocalOnlyList, local_run_task
+from noetl_temporal.conversion.payload_converter import PayloadConverter, PlainJSONTypes
 from noetl_temporal.engine.messages import Finish, RunTask, StepTimedOut
-from noetl_temporal.temporal.claimcheck import ClaimCheckCodec
-from noetl_temporal.temporal.converter import data_converter
-from noetl_temporal.temporal.local_only import LOCAL_ONLY_ENCODING, LocalOnlyList, local_run_task
-from noetl_temporal.temporal.payloads import PayloadConverter, PlainJSONTypes
 
 RUN_TASK = RunTask(task_run_id="t1", execution_id="e1", step="s", step_run_id="s#1", task="t", kind="python",
                    config={"code": "def main(): return 1", "input": {"n": [1, 2.5, None, {"x": True}]}},

@@ -17,13 +17,13 @@ import pytest
 from temporalio import workflow
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from noetl_temporal.client.end_to_end import run_with_client
+from noetl_temporal.client.observe import follow_events, read_status
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine.envelopes import RunOutput
 from noetl_temporal.engine.status_layers import ExecutionStatus
-from noetl_temporal.observe import follow_events, read_status
-from noetl_temporal.runner import run_with_client
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.types import WORKFLOW_NAME
+from noetl_temporal.workflow.types import WORKFLOW_NAME
 
 pytestmark = pytest.mark.temporal
 
@@ -74,7 +74,7 @@ async def test_readers_fall_back_to_the_store_when_queries_fail(temporal, task_q
     store = open_event_store()
     events: list[dict[str, Any]] = []
     async with _worker(temporal.client, task_queue):
-        from noetl_temporal.temporal.client import start_execution
+        from noetl_temporal.client.connect import start_execution
         handle = await start_execution(temporal.client, playbook, task_queue=task_queue, execution_timeout_s=60)
         store.write([{"execution_id": handle.id, "event_id": f"{handle.id}-1", "seq": 1,
                       "event_type": "playbook.started", "entity_id": handle.id, "status": "in_progress",

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.control import read_input
+from noetl_temporal.client.redrive_start import redrive
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.engine import behaviours
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.control import read_input
-from noetl_temporal.temporal.playbook_result import workflow_output
-from noetl_temporal.temporal.redrive import redrive
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 from tests.api.conftest import wait_for
 
 pytestmark = pytest.mark.temporal

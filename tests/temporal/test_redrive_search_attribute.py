@@ -14,10 +14,10 @@ from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
 
 import noetl_temporal
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.control import search_attributes_available
-from noetl_temporal.temporal.namespace_setup import missing_search_attributes, register_search_attributes
-from noetl_temporal.temporal.search_attributes import PLAYBOOK_NAME, REDRIVEN_FROM, STARTS_NEED
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.control import search_attributes_available
+from noetl_temporal.client.namespace_setup import missing_search_attributes, register_search_attributes
+from noetl_temporal.workflow.search_attributes import PLAYBOOK_NAME, REDRIVEN_FROM, STARTS_NEED
 from tests.api.conftest import wait_for
 
 pytestmark = pytest.mark.temporal

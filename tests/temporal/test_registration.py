@@ -8,11 +8,11 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import UnsandboxedWorkflowRunner, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from noetl_temporal.hosting.registration import REQUIRED_ACTIVITIES, SANDBOX_ENV, registration
 from noetl_temporal.store.event_store import SqliteEventStore
-from noetl_temporal.temporal.metrics import MetricsInterceptor
-from noetl_temporal.temporal.registration import REQUIRED_ACTIVITIES, SANDBOX_ENV, registration
-from noetl_temporal.temporal.types import WORKFLOW_NAME
-from noetl_temporal.temporal.workflow import PlaybookWorkflow
+from noetl_temporal.workflow.metrics import MetricsInterceptor
+from noetl_temporal.workflow.playbook_workflow import PlaybookWorkflow
+from noetl_temporal.workflow.types import WORKFLOW_NAME
 from tests.support.user_worker import CountingInterceptor, Greeting, shout
 
 VERSIONED = WorkerDeploymentConfig(version=WorkerDeploymentVersion(deployment_name="d", build_id="b"),

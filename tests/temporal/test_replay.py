@@ -15,12 +15,12 @@ from temporalio.worker import Replayer
 from temporalio.workflow import ActivityCancellationType
 
 from noetl_temporal.engine import behaviours, machine
-from noetl_temporal.temporal import task_runs, user_calls
-from noetl_temporal.temporal.event_flush import EventFlusher
-from noetl_temporal.temporal.patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
-from noetl_temporal.temporal.variants import SandboxedPlaybookWorkflow
-from noetl_temporal.temporal.worker import sandbox_runner
-from noetl_temporal.temporal.workflow import PlaybookWorkflow
+from noetl_temporal.hosting.variants import SandboxedPlaybookWorkflow
+from noetl_temporal.hosting.worker import sandbox_runner
+from noetl_temporal.workflow import task_runs, user_calls
+from noetl_temporal.workflow.event_flush import EventFlusher
+from noetl_temporal.workflow.patches import PATCH_LOCATED_CHILD_ERRORS, PATCH_READABLE_CHILD_IDS
+from noetl_temporal.workflow.playbook_workflow import PlaybookWorkflow
 from tests.histories.record import events_digest
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
@@ -235,7 +235,7 @@ async def test_a_failed_playbook_closes_the_way_its_input_says(name, recorded_fa
     history raises ``PlaybookFailed`` only where it was recorded; the same history with the
     behaviour switched the other way would close the other way)."""
     from noetl_temporal.engine import behaviours
-    from noetl_temporal.temporal import workflow as shell
+    from noetl_temporal.workflow import playbook_workflow as shell
 
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     closes = {e.WhichOneof("attributes") for e in history.events}

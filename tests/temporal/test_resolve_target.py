@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.client.connect import resolve_target
 from noetl_temporal.errors import ConfigError
-from noetl_temporal.temporal.client import resolve_target
 
 PROFILES = """
 [profile.cloud]

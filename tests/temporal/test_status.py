@@ -8,12 +8,12 @@ import uuid
 
 import pytest
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import STATUS_FIELDS, read_events, read_status
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import STATUS_FIELDS, read_events, read_status
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.playbook_result import workflow_output
-from noetl_temporal.temporal.worker import build_worker
 
 pytestmark = pytest.mark.temporal
 
@@ -171,7 +171,7 @@ def test_legacy_names_filter_to_canonical_events(tmp_path):
 
 async def test_noetl_state_search_attribute_follows_the_execution(temporal, task_queue):
     """Where the cluster has our search attributes, the Temporal UI can filter by NoetlState."""
-    from noetl_temporal.temporal.search_attributes import NOETL_STATE
+    from noetl_temporal.workflow.search_attributes import NOETL_STATE
 
     async with build_worker(temporal.client, task_queue=task_queue):
         handle = await start(temporal, task_queue, """

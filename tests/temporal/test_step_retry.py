@@ -13,10 +13,10 @@ import textwrap
 import pytest
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import read_events
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_events
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 
 from .test_step_skip import cli
 

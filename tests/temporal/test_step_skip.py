@@ -13,11 +13,11 @@ import textwrap
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import read_events
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_events
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.worker import build_worker
 
 pytestmark = pytest.mark.temporal
 

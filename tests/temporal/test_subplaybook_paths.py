@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import noetl_temporal
+from noetl_temporal.client.connect import start_execution
 from noetl_temporal.dsl import load_playbook
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 
 pytestmark = pytest.mark.temporal
 
@@ -159,7 +159,7 @@ async def test_missing_child_names_the_resolved_path_and_the_task(tmp_path):
 
 
 def test_inline_source_is_not_made_a_file():
-    from noetl_temporal.temporal.subplaybooks import located_source
+    from noetl_temporal.workflow.subplaybooks import located_source
 
     assert located_source("inline") == "inline"
     assert located_source("catalog:a/b@1") == "catalog:a/b@1"

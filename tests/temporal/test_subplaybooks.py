@@ -8,13 +8,13 @@ import textwrap
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.end_to_end import run_with_client
+from noetl_temporal.client.observe import read_events
 from noetl_temporal.dsl import load_playbook
-from noetl_temporal.observe import read_events
-from noetl_temporal.runner import run_with_client
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.naming import child_execution_id
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.workflow.naming import child_execution_id
 
 pytestmark = pytest.mark.temporal
 
@@ -170,7 +170,7 @@ async def test_missing_child_is_a_clear_task_error(run_yaml):
 
 
 async def test_cancel_without_cascade_leaves_the_child_running(temporal, task_queue, tmp_path):
-    from noetl_temporal.temporal.control import cancel
+    from noetl_temporal.client.control import cancel
 
     child = CHILD.replace('raise RuntimeError("child was told to fail")', "import time; time.sleep(3)")
     playbook, source = write(tmp_path, child=child)

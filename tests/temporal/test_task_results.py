@@ -6,8 +6,8 @@ from __future__ import annotations
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, RetryState, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
-from noetl_temporal.temporal.activities import POLICY_RETRY
-from noetl_temporal.temporal.task_runs import failed_activity
+from noetl_temporal.workflow.activities import POLICY_RETRY
+from noetl_temporal.workflow.task_runs import failed_activity
 
 
 def _activity_failure(cause: BaseException) -> ActivityError:

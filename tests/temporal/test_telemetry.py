@@ -15,11 +15,11 @@ import time
 import httpx
 import pytest
 
+from noetl_temporal.client.connect import Target, connect, start_execution
+from noetl_temporal.client.devserver import free_port
+from noetl_temporal.client.end_to_end import run_with_client
+from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.runner import run_with_client
-from noetl_temporal.temporal.client import Target, connect, start_execution
-from noetl_temporal.temporal.devserver import free_port
-from noetl_temporal.temporal.playbook_result import workflow_output
 
 pytestmark = pytest.mark.temporal
 

@@ -15,15 +15,15 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.control import cancel, describe, list_executions, read_detail
+from noetl_temporal.client.devserver import temporal_cli_path
+from noetl_temporal.client.end_to_end import run_with_client
+from noetl_temporal.client.observe import read_status
+from noetl_temporal.conversion.playbook_result import PLAYBOOK_FAILED, workflow_output
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.observe import read_status
-from noetl_temporal.runner import run_with_client
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.control import cancel, describe, list_executions, read_detail
-from noetl_temporal.temporal.devserver import temporal_cli_path
-from noetl_temporal.temporal.playbook_result import PLAYBOOK_FAILED, workflow_output
-from noetl_temporal.temporal.worker import build_worker
 from tests.cli.test_cli_control import cli
 
 pytestmark = pytest.mark.temporal

@@ -27,20 +27,20 @@ import pytest_asyncio
 from temporalio.client import Client
 
 import noetl_temporal
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.devserver import DEV_SERVER_ARGS, EmbeddedTemporal, free_port
+from noetl_temporal.client.end_to_end import run_with_client
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.dsl.models import playbook_definition
-from noetl_temporal.runner import run_with_client
+from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.catalog import Catalog
 from noetl_temporal.store.event_store import open_event_store
-from noetl_temporal.temporal import labels
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.devserver import DEV_SERVER_ARGS, EmbeddedTemporal, free_port
-from noetl_temporal.temporal.search_attributes import (
+from noetl_temporal.workflow import labels
+from noetl_temporal.workflow.search_attributes import (
     NOETL_STATE,
     PARENT_EXECUTION_ID,
     PLAYBOOK_NAME,
 )
-from noetl_temporal.temporal.worker import build_worker
 from tests.api.conftest import app_client, make_settings, wait_for
 from tests.cli.test_cli_control import cli
 from tests.support.codec_server import CODEC, CodecServer

@@ -19,10 +19,10 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.control import cancel
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.temporal.client import start_execution
-from noetl_temporal.temporal.control import cancel
-from noetl_temporal.temporal.worker import build_worker
+from noetl_temporal.hosting.worker import build_worker
 
 from ..conftest import REPO
 

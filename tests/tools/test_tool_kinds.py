@@ -83,7 +83,7 @@ def test_each_tool_points_at_its_kinds_declaration():
 def test_the_traits_the_runtime_reads_come_from_the_declarations():
     from noetl_temporal import keychain
     from noetl_temporal.engine import pipeline, task_plans
-    from noetl_temporal.temporal import activities
+    from noetl_temporal.workflow import activities
 
     assert pipeline.INLINE_KINDS == {"noop"}
     # rendered in the workflow, not the activity (engine/task_plans.py); replay: unchanged sets

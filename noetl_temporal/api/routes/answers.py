@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path
 
-from noetl_temporal.temporal.answers import answer as answer_step
+from noetl_temporal.client.answers import answer as answer_step
 
 from ..deps import ClientDep, ExecutionId
 from ..errors import responses

@@ -1,6 +1,6 @@
 """Execution control: cancel, pause, resume and ctx patches (approval gates).
 
-Why thin: the behaviour lives in ``noetl_temporal.temporal.control`` (the CLI uses the
+Why thin: the behaviour lives in ``noetl_temporal.client.control`` (the CLI uses the
 same functions); here are only the HTTP shapes and status codes.
 """
 
@@ -10,8 +10,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Request, Response
 
-from noetl_temporal.redact import redact
-from noetl_temporal.temporal import control
+from noetl_temporal.client import control
+from noetl_temporal.client.redact import redact
 
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
@@ -75,7 +75,7 @@ async def patch_ctx(body: CtxPatch, execution_id: ExecutionId,
                      "and reruns the rest (docs/operations.md)")
 async def redrive(execution_id: ExecutionId, request: Request, response: Response, client: ClientDep,
                   settings: SettingsDep, body: Annotated[RedriveRequest | None, Body()] = None) -> RedriveResponse:
-    from noetl_temporal.temporal.redrive import redrive as start_redrive
+    from noetl_temporal.client.redrive_start import redrive as start_redrive
 
     from ..playbooks import load_for_start
 

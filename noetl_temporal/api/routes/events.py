@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 from temporalio.client import Client
 
-from noetl_temporal.observe import follow_events, read_events, read_status
+from noetl_temporal.client.observe import follow_events, read_events, read_status
 
 from ..admission import admitted
 from ..deps import ClientDep, ExecutionId, SettingsDep

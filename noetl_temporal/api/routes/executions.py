@@ -13,14 +13,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from noetl_temporal.client import control
+from noetl_temporal.client.connect import start_execution
+from noetl_temporal.client.observe import read_status, read_status_described
+from noetl_temporal.client.redact import redact
 from noetl_temporal.engine.context import deep_merge
 from noetl_temporal.engine.payload_size import PAYLOAD_FIX, payload_refusal
 from noetl_temporal.errors import NotFound
-from noetl_temporal.observe import read_status, read_status_described
-from noetl_temporal.redact import redact
 from noetl_temporal.store.catalog import MAX_PATH_CHARS, PATH_PATTERN, Catalog, catalog_path_of
-from noetl_temporal.temporal import control
-from noetl_temporal.temporal.client import start_execution
 
 from ..deps import ClientDep, ExecutionId, LinkDep, SettingsDep
 from ..errors import BadRequest, responses

@@ -1,6 +1,6 @@
 """Playbook schedules: ``/schedules``, ``/{name}`` and its pause, unpause, trigger and backfill.
 
-Why thin: the behaviour lives in ``noetl_temporal.temporal.schedules`` (the CLI's
+Why thin: the behaviour lives in ``noetl_temporal.client.schedules`` (the CLI's
 ``schedule`` command uses the same functions): real Temporal Schedules, whose runs are
 started exactly as ``POST /executions`` starts one (docs/schedules.md).
 """
@@ -13,9 +13,9 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from noetl_temporal.client import schedules
 from noetl_temporal.engine.payload_size import PAYLOAD_FIX, payload_refusal
 from noetl_temporal.store.catalog import Catalog
-from noetl_temporal.temporal import schedules
 
 from ..deps import ClientDep, LinkDep, SettingsDep
 from ..errors import responses

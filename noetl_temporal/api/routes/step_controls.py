@@ -1,7 +1,7 @@
 """``POST /executions/{id}/steps/{step}/skip|pause|resume|retry-now|retry-policy``: per-step controls (docs/approvals.md).
 
 Thin: the behaviour is the workflow's ``skip_step`` update (``engine/skips.py``), the
-call ``temporal/answers.py``'s, shared with ``noetl-temporal skip``. Who skips is ``api``
+call ``client/answers.py``'s, shared with ``noetl-temporal skip``. Who skips is ``api``
 (the API token's name, as for answers).
 """
 
@@ -11,10 +11,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from noetl_temporal.temporal.answers import hold_step
-from noetl_temporal.temporal.answers import skip as skip_step
-from noetl_temporal.temporal.step_retries import retry_now as retry_step_now
-from noetl_temporal.temporal.step_retries import set_retry
+from noetl_temporal.client.answers import hold_step
+from noetl_temporal.client.answers import skip as skip_step
+from noetl_temporal.client.step_retries import retry_now as retry_step_now
+from noetl_temporal.client.step_retries import set_retry
 
 from ..deps import ClientDep, ExecutionId
 from ..errors import responses

@@ -15,14 +15,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
+from noetl_temporal.client import control
+from noetl_temporal.client.close_status import TERMINAL_STATES
+from noetl_temporal.client.observe import read_events
 from noetl_temporal.dsl.models import Playbook
 from noetl_temporal.graphview import graph_view
 from noetl_temporal.graphview.page import execution_page
 from noetl_temporal.graphview.redrive import REDRIVABLE, redrive_fragment
 from noetl_temporal.graphview.states import WATCHED_TYPES, first_paint
-from noetl_temporal.observe import read_events
-from noetl_temporal.temporal import control
-from noetl_temporal.temporal.close_status import TERMINAL_STATES
 
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
