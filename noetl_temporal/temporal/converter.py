@@ -98,7 +98,6 @@ class LayeredCodec(PayloadCodec, WithSerializationContext):
         return self if user is self.user else LayeredCodec(user, self.claim_check)
 
 
-# perf: local activity arguments kept out of the claim check (~3 MB a 1,000-item loop) — benchmark: par_loop
 def _with_local_only(user_class: type[SDKPayloadConverter]) -> type[SDKPayloadConverter]:
     """The user's payload converter, writing our local-only values under their encoding."""
     if user_class is DefaultPayloadConverter or user_class is PayloadConverter:
