@@ -3,8 +3,10 @@
 1. A module docstring of ``noetl_temporal`` says what the module does and why in at most
    :data:`MAX_MODULE_DOC_LINES` lines; the design it belongs to is a docs/ page it links
    to (``See docs/<page>.md#<section>``).
-2. Every ``docs/<page>.md`` (and ``#anchor``) named in a docstring or comment of the package,
-   the benchmarks or the tests names a page that exists, and a heading of that page.
+2. Every ``docs/<page>.md`` named in a docstring or comment of the package, the benchmarks
+   or the tests is a page that exists; its ``#anchor`` is a heading's, and a section named
+   after it in quotes (``docs/tools.md, "The fork server"``) is in a heading or a paragraph's
+   bold title of that page.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ LONG_ON_PURPOSE = {
     "noetl_temporal/errors.py": "its docstring draws the exception tree tests/test_errors.py reads",
 }
 
-LINK = re.compile(r"\bdocs/([\w./-]+?\.md)(#[\w-]+)?")
+LINK = re.compile(r"\bdocs/([\w./-]+?\.md)(#[\w-]+)?(?:\)?,?\s*\(?\"([^\"]+)\")?")
+#: a paragraph's bold title (``**Task-side renders.**``), a list item's or an anchored one's too
+BOLD_TITLE = re.compile(r"(?:<a id=\"[^\"]*\"></a>)?(?:[-*] +)?\*\*(.+?)\*\*")
 
 
 def _sources(*folders: str) -> Iterator[Path]:
@@ -52,15 +56,26 @@ def _docstrings(tree: ast.Module) -> Iterator[str]:
 
 
 def _comments(text: str) -> Iterator[str]:
+    """Each block of comments on consecutive lines, as one text."""
+    block: list[str] = []
+    last = 0
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == tokenize.COMMENT:
-            yield token.string
+        if token.type != tokenize.COMMENT:
+            continue
+        if block and token.start[0] != last + 1:
+            yield " ".join(block)
+            block = []
+        block.append(token.string.lstrip("#").strip())
+        last = token.start[0]
+    if block:
+        yield " ".join(block)
 
 
 def prose(path: Path) -> Iterator[str]:
     """The docstrings and comments of one source file."""
     text = path.read_text(encoding="utf-8")
-    yield from _docstrings(ast.parse(text))
+    for doc in _docstrings(ast.parse(text)):
+        yield re.sub(r"\s+", " ", doc)
     yield from _comments(text)
 
 
@@ -89,15 +104,33 @@ def anchors(page: str) -> frozenset[str]:
     return frozenset(names)
 
 
+@cache
+def sections(page: str) -> tuple[str, ...]:
+    """A page's headings and paragraphs' bold titles, lower case, without backticks."""
+    names = []
+    for line in (REPO / "docs" / page).read_text(encoding="utf-8").splitlines():
+        found = re.match(r"#{1,6} (.+)", line) or BOLD_TITLE.match(line)
+        if found:
+            names.append(found.group(1).replace("`", "").lower())
+    return tuple(names)
+
+
+def _names_a_section(page: str, quoted: str) -> bool:
+    wanted = quoted.replace("`", "").strip().rstrip(".").lower()
+    return any(wanted in name for name in sections(page))
+
+
 def broken_links(text: str) -> list[str]:
     """The docs/ links in ``text`` whose page or anchor does not exist."""
     broken = []
     for match in LINK.finditer(text):
-        page, anchor = match.group(1), match.group(2)
+        page, anchor, quoted = match.groups()
         if not (REPO / "docs" / page).is_file():
             broken.append(f"docs/{page} (no such page)")
         elif anchor and anchor[1:] not in anchors(page):
             broken.append(f"docs/{page}{anchor} (no such heading)")
+        elif quoted and not _names_a_section(page, quoted):
+            broken.append(f'docs/{page}, "{quoted}" (no such heading or bold title)')
     return broken
 
 
@@ -145,3 +178,8 @@ def test_the_link_check_can_fail() -> None:
         slug("Starting executions through the API (issue 30)")
         == "starting-executions-through-the-api-issue-30"
     )
+    assert broken_links('(docs/durability.md, "Task-side renders")') == []  # a bold title
+    assert broken_links('docs/tools.md ("The fork server")') == []  # a heading
+    assert broken_links('docs/durability.md, "Bounded by construction"') == [
+        'docs/durability.md, "Bounded by construction" (no such heading or bold title)'
+    ]
