@@ -68,6 +68,7 @@ def package_version() -> str:
         return "0+unknown"
 
 
+# perf: importing the whole package for one name (PyYAML, the loader, sqlite3 on first use) — benchmark: chain, probes.validate_speed
 def __getattr__(name: str) -> Any:
     if name == "__version__":   # read on demand: importing the package stays cheap
         return package_version()

@@ -1,31 +1,16 @@
 """The playbook a start request names, loaded once per content: ``load_for_start``.
 
-Why a cache: clients start the same playbook again and again (the same inline YAML from a
-script, a catalog entry at one version), and loading it (YAML, normalization, the models,
-the template and tool checks) was the largest part of the API's own CPU per start: about
-3.5 ms for ``examples/hello.yaml`` where the start itself is well under 1 ms of the API's
-CPU. A load depends on nothing but the text and the label its diagnostics name, so the
-result is kept under the text's SHA-256 and that label, and a hit skips the thread pool
-too. Requests that arrive while the same text is being loaded wait for that one load (a
-burst of 50 starts of a new playbook loads it once, not 50 times in the pool). An invalid
-playbook is not kept: each request gets its own ``PlaybookInvalid`` (422), the same as
-before (the requests that waited for a failing load load it themselves).
-
-What is kept is a :class:`StartPlaybook`: the loaded playbook and what a start derives from
-it alone, so a hit does none of it again: the definition the workflow input carries (the
-model's JSON dump), that definition's SHA-256 (the memo and details show it), and the
-raw playbook's expanded size (the 413 check; the payload is still measured per request).
-
-A cached entry is shared by every request that hits it, so nothing on the start path may
-change it. Nothing does: the route reads the model and the size, ``start_execution`` puts
-the definition into the workflow input, which the payload converter turns into JSON bytes
-(codecs see only those), and the labels only read it (``tests/api/test_playbook_cache.py``
-checks a real start leaves it equal to a fresh dump). It is neither copied per start nor
-frozen: a deep copy costs what the dump it replaces did (0.03 ms for ``hello.yaml``), and
-Temporal's JSON encoder writes a read-only mapping (``MappingProxyType``) as the list of its
-keys. Bounded by entries and by the summed length of their texts, least recently
-used first out; a playbook larger than the budget's eighth is loaded every time (its load
-is not what a burst of small starts pays for).
+Loading a playbook was the largest part of the API's CPU per start, and clients start the
+same one again and again, so a load is kept under the text's SHA-256 and its label, with
+what a start derives from it alone (:class:`StartPlaybook`: the definition, its digest, the
+expanded size); a hit skips the thread pool too, and concurrent requests for one text wait
+for one load. An invalid playbook is not kept (each request gets its own 422). An entry is
+shared by every request that hits it, so nothing on the start path may change it (none
+does: ``tests/api/test_playbook_cache.py``); it is neither copied (a deep copy costs what the
+dump it saves did) nor frozen (Temporal's JSON encoder writes a ``MappingProxyType`` as its
+keys). Bounded by entries and summed text length, least recently used first out; a text
+over an eighth of that budget is loaded every time.
+See docs/performance.md#starting-executions-through-the-api-issue-30 (what it saves).
 """
 
 from __future__ import annotations
@@ -78,6 +63,7 @@ def prepare(text: str, label: str, measure_up_to: int) -> StartPlaybook:
                          expanded=expanded_size(loaded.raw, measure_up_to))
 
 
+# perf: loading a playbook per start (3.5 ms of the API's CPU) — benchmark: api
 class PlaybookCache:
     """Start playbooks by (SHA-256 of the text, label); for one event loop (no locks).
 

@@ -3,7 +3,7 @@
 
 The step's waiting task (running, retrying, or waiting for an answer) is cancelled and the
 step ends as a success with the given result, so its arcs fire (docs/approvals.md,
-"Skipping a step"). Same call as ``POST /executions/{id}/steps/{step}/skip``.
+"Skipping a running step"). Same call as ``POST /executions/{id}/steps/{step}/skip``.
 Exit codes: 0 skipped, 1 unknown or finished execution, 2 usage, connection, or a skip
 the workflow refused (the reason on stderr).
 """

@@ -83,6 +83,7 @@ def _factory(cls: type) -> Callable[[dict[str, Any]], Any] | None:
     return build
 
 
+# perf: the SDK's value_to_type copy of plain JSON and our dataclasses — benchmark: probes.activity_cpu, probes.workflow_cpu
 class PlainJSONTypes(JSONTypeConverter):
     """Skip ``value_to_type`` where it would only copy: plain JSON hints and our flat dataclasses."""
 
@@ -124,6 +125,7 @@ def _fits(hint: Any, value: Any) -> bool:
     return isinstance(value, hint) and not (hint in (int, float) and isinstance(value, bool))
 
 
+# perf: one type cache per process, not one per converter the SDK builds — benchmark: probes.activity_cpu
 _TYPES = PlainJSONTypes()  # one cache per process, shared by every converter instance
 
 
@@ -143,6 +145,7 @@ def _malformed_run_input(exc: Exception) -> ApplicationError:
         type="PlaybookInvalid", non_retryable=True)
 
 
+# perf: the SDK's dataclasses.asdict deep copy (a third of scheduling a RunTask) — benchmark: probes.workflow_cpu
 class ShallowDataclassEncoder(AdvancedJSONEncoder):
     """The SDK's encoder, but a dataclass becomes a shallow dict of its fields.
 
@@ -167,10 +170,12 @@ class ShallowDataclassEncoder(AdvancedJSONEncoder):
 # never its arguments), so nothing reads its bytes but the activity that decodes them: no
 # sorted keys (the SDK sorts every dict it encodes; a batch of events costs a fifth more
 # that way), and one encoder for every call (``encode`` keeps no state between calls).
+# perf: the SDK's sorted keys on local-only payloads (2.44 -> 1.95 ms a batch) — benchmark: probes.event_store_write
 _LOCAL_ENCODER = ShallowDataclassEncoder(separators=(",", ":"))
 _LOCAL_METADATA = {"encoding": LOCAL_ONLY_ENCODING.encode()}
 
 
+# perf: local activity arguments kept out of the claim check (~3 MB a 1,000-item loop) — benchmark: par_loop
 class LocalOnlyJSON(JSONPlainPayloadConverter):
     """:class:`~.local_only.LocalOnly` values only, as JSON under ``LOCAL_ONLY_ENCODING``."""
 
@@ -190,6 +195,7 @@ class PayloadConverter(CompositePayloadConverter):
     The SDK builds a converter for every serialization context (each activity task, each
     workflow activation): the encoding converters are stateless, so they are built once."""
 
+    # perf: the SDK building every encoding converter per activity task and activation — benchmark: probes.activity_cpu, probes.workflow_cpu
     _encoders: tuple[EncodingPayloadConverter, ...] | None = None
 
     def __init__(self) -> None:

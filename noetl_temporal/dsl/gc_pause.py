@@ -28,6 +28,7 @@ _active = 0
 _was_enabled = False
 
 
+# perf: the cyclic collector rescanning a large playbook's objects (2-3.5x a load) — benchmark: probes.validate_speed
 @contextmanager
 def gc_paused(size: int) -> Iterator[None]:
     """Run the block with the collector paused when ``size`` (characters) is large."""

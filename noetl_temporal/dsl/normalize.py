@@ -320,6 +320,7 @@ def normalize(raw: Mapping[str, Any], reporter: Reporter) -> tuple[dict[str, Any
     normalizer = _Normalizer(raw, reporter)
     canonical = normalizer.root()
     templates = reporter.templates
+    # perf: a copy of the whole tree when no template holds _index (0.2 s at 5 MB) — benchmark: probes.validate_speed
     if templates is not None and not any("_index" in text for _, text in templates):
         return canonical, normalizer.origins
     return rewrite_templates(canonical), normalizer.origins

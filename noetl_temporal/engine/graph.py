@@ -42,6 +42,7 @@ def _iteration_paths(paths: Iterable[str]) -> set[str]:
 class StepGraph:
     playbook: Playbook
     entry: str
+    # perf: reachability worked out pair by pair at every join arrival (the quadratic fan-out) — benchmark: benchmarks.engine_scale
     _reach_cache: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict, repr=False)
     _keep_cache: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict, repr=False)
 

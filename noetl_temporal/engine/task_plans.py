@@ -74,6 +74,7 @@ class TaskPlan:
     on_unmatched: str | None
 
 
+# perf: a task's merged configuration built per loop item (once per execution instead) — benchmark: probes.workflow_cpu
 def task_plan(plans: dict[tuple[str, str], TaskPlan], playbook: Playbook, step_def: Step, task: Task,
               task_side: bool = False) -> TaskPlan:
     """The task's plan from ``plans`` (an execution's ``task_plans``), built there on its

@@ -38,6 +38,7 @@ REQUIRED_ACTIVITIES = (RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, RESOLVE_PLAYB
                        PERSIST_EVENTS_ACTIVITY, YIELD_ACTIVITY)
 
 
+# perf: the SDK 1.35 sandbox entered per payload (16-29% of a worker's CPU), by running unsandboxed — benchmark: par_loop, many
 def sandbox_requested(sandboxed: bool | None) -> bool:
     """``sandboxed``, or when None what ``$NOETL_WORKFLOW_SANDBOX`` says."""
     if sandboxed is None:

@@ -1,29 +1,14 @@
 """Reference-first results: large task results live in a result store, not in history.
 
-Temporal refuses payloads over 2 MB and slows down long before that, so a task result
-whose JSON is larger than ``inline_max_bytes`` (``task.spec.result.inline_max_bytes``,
-else ``$NOETL_INLINE_MAX_BYTES``, else 256 KiB) is written to a result store and the
-outcome carries a **ResultRef** instead::
-
-    {"kind": "result_ref",
-     "ref": "noetl://fs/<execution_id>/<task_run_id>-<attempt>.json",
-     "store": "fs" | "postgres",
-     "meta": {"bytes": n, "sha256": "...", "content_type": "application/json"},
-     "extracted": {<name>: <value of each task.spec.result.select expression>},
-     "fields": {<path>: <value>}, "omitted": {<path>: bytes}, "absent": [<path>],
-     "kept_max_bytes": n,            # what templates read from it (kept_fields.py)
-     "preview": <first N characters or items>}          # only when preview is asked for
-
-Stores (where they are: ``$NOETL_STORE``, ``blobs.py``): ``fs`` writes
-``<store>/results/<execution_id>/<task_run_id>-<attempt>.json`` (default directory
-``~/.local/share/noetl-temporal/results``; workers that share results must share that
-directory); ``postgres`` writes the table ``noetl_result_store`` of the store's database. A
-task uses the store's own kind unless its ``result.store`` names one.
-
-Activities resolve references found in a task's rendered configuration back into their
-bodies before the tool runs (:func:`resolve_refs`), so a 5 MB HTTP response flows to the
-next task through a reference; :func:`resolve_ref` does it for one reference. A reference
-with a ``path`` (``["rows"]``) stands for that part of the body.
+A task result whose JSON is larger than ``inline_max_bytes`` (``task.spec.result``, else
+``$NOETL_INLINE_MAX_BYTES``, else 256 KiB) is written to the result store (``fs`` or
+``postgres``, where ``$NOETL_STORE`` says: ``blobs.py``) and the outcome carries a
+**ResultRef** (``{"kind": "result_ref", "ref", "store", "meta", "extracted", ...}``, with
+the fields templates read kept by ``kept_fields.py``). The activity resolves the
+references in a task's rendered configuration back into their bodies before the tool runs
+(:func:`resolve_refs`; one with a ``path`` stands for that part of the body).
+See docs/tools.md#large-results-resultrefs (the ResultRef's shape, the stores' files and
+tables) and docs/deployment.md (``NOETL_STORE``).
 """
 
 from __future__ import annotations

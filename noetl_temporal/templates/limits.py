@@ -1,40 +1,14 @@
 """What one template render may do: a work budget and size limits, counted, never timed.
 
-Templates render inside the workflow (task configs, guards, ``set``, ``loop.in``), where a
-render that hangs or eats memory stalls the workflow task until Temporal's deadlock
-detector fails it, over and over. So a render gets:
-
-* ``MAX_OPS`` units of work: a loop iteration costs 1, a filter 5, a call (method,
-  recursive ``loop()``) 10 and a macro call 100, roughly their relative cost, so a render
-  that spends the whole budget ends in well under a second on a busy 2-core machine (far
-  inside Temporal's 2-second deadlock detector);
-* filters pay for the items they touch, *before* they run: a container's length, a
-  string's length in units of ``CHARS_PER_UNIT`` characters, ``n log n`` for ``sort``,
-  the words for ``wordwrap``/``title``/``urlize``, the slices of ``slice``; each item a
-  filter's generator yields (``map``, ``select``, ``batch``...) costs a unit, and so does each
-  item ``*``, ``+`` and ``str.split`` would build. So every item a render creates is paid
-  for, and the work budget bounds its memory as well as its time;
-* ``MAX_SIZE`` characters (or items) for any string or list it builds or prints, checked
-  *before* the allocation for the operators that multiply size (``*``, ``+``, ``%``,
-  ``~``, output, ``join``/``replace``/``center``/``indent``/``format``/``batch``/
-  ``wordwrap``... and the same ``str`` methods);
-* ``MAX_RENDER_SIZE`` characters (or items) in total for all of those: twenty strings
-  just under ``MAX_SIZE`` are one render's limit, not twenty times it;
-* ``MAX_INT_BITS`` bits for an integer built by ``*`` or ``**`` (checked before computing),
-  and for every integer an operator (``+``, ``-``), a filter (``int``, ``sum``...) or a call
-  returns (checked after: their inputs are bounded, so computing them is cheap). So every
-  integer a render makes is one Python can still print (its decimal form stays under
-  Python's 4,300-digit conversion limit); printing or storing one over it failed later,
-  outside the render, as an unlocated "internal engine error".
-
-``MAX_VALUE_SIZE`` bounds what all the templates of one value hold together (a task's
-config, a step's ``args``, a ``set``, a ``loop.in``): ``templates.render_value`` adds up each
-rendered string's size as it goes (:class:`ValueBudget`).
-
-Budgets are counts, not clocks, so a replay renders exactly as the first run did. The
-counter lives in a thread-local: one render runs start to finish in one thread, and it is
-reset when the render's Jinja context is created (see ``templates._Template``).
-Jinja's own sandbox already refuses ``range()`` over 100,000 items and private attributes.
+Templates render inside the workflow, where a render that hangs or eats memory stalls the
+workflow task until Temporal's deadlock detector fails it, over and over. So a render gets
+``MAX_OPS`` units of work (filters pay for the items they touch *before* they run, so the
+budget bounds memory as well as time), ``MAX_SIZE`` for any one string or list it builds
+(checked before the allocation), ``MAX_RENDER_SIZE`` for all of them, ``MAX_INT_BITS`` for
+an integer, and the templates of one value share ``MAX_VALUE_SIZE`` (:class:`ValueBudget`).
+Counts, not clocks, so a replay renders as the first run did. The counter is a
+thread-local, reset when the render's Jinja context is created (``templates._Template``).
+See docs/durability.md#limits (each limit's value, what it counts and its error).
 """
 
 from __future__ import annotations

@@ -229,6 +229,7 @@ async def start(argv: Sequence[str], *, cwd: str | None, env: dict[str, str],
     return proc, r_out, r_err
 
 
+# perf: a full fork of the worker per subprocess (vfork instead: ~7 ms of event loop a task) — benchmark: benchmarks.engine_scale
 async def start_on(argv: Sequence[str], *, cwd: str | None, env: dict[str, str], stdin: int, stdout: int,
                    stderr: int | None, pass_fds: Sequence[int] = (),
                    child_sets_pdeathsig: bool = False) -> asyncio.subprocess.Process:

@@ -1,44 +1,16 @@
 """The activity boundary: one tool task invocation = one Temporal activity.
 
-``do: retry`` is carried out by Temporal: the activity evaluates the task policy on its
-own outcome and, when the matching rule says retry and attempts remain, raises a
-retryable ``ApplicationError`` with ``next_retry_delay`` from the rule's backoff. The
-activity's ``RetryPolicy`` caps the attempts, so the Temporal UI shows the attempt count
-and the last failure of a retrying task.
-An operator's ``set-retry`` rewrites that ``RetryPolicy`` on the server (backoff
-coefficient 1): its attempts and delay then replace the rule's (docs/approvals.md).
-
-Every attempt is recorded (status, timing, error, action) and the record list is
-heartbeated before a retry is raised; heartbeat details survive retries, so the final
-attempt returns the whole history and the workflow emits ``task.attempt.*`` events from it.
-An attempt that left no record (its worker died, Temporal timed it out) is recorded by the
-next one as failed, ``worker_lost``: a crash shows in the log as the attempt it cost.
-
-On the fast path (``spec.local: true``) the task runs as a *local* activity, which cannot
-heartbeat: the workflow itself starts each policy attempt (``PolicyRetry`` is not retried
-by Temporal there), waits the delay on a durable timer and passes the attempt number and
-the records so far (``run_task_local``'s second argument).
-
-Templates that read ``_attempt`` are rendered here, on every attempt, with Temporal's
-attempt number (the engine leaves them unrendered), so a retried or re-run task sees 1,
-2, 3 ... including attempts lost with their worker (on the fast path, the workflow's attempt number).
-
-Secrets and large results are handled here, and only here: the keychain entries a task
-reads are resolved in the activity (``noetl_temporal.keychain``), rendered into its
-configuration, and scrubbed out of the outcome (``***``) before anything is returned,
-heartbeated or logged; ResultRefs in the configuration are read back into their bodies
-before the tool runs, and a result larger than ``inline_max_bytes`` leaves as a ResultRef
-(``noetl_temporal.store.large_results``), with ``outcome["result_ref"]`` set for ``result.stored``.
-
-What an invocation reports is a :class:`~noetl_temporal.engine.envelopes.TaskResult`; it
-crosses the boundary as its JSON (``to_dict``), the object recorded histories hold, and
-the workflow reads it back with ``TaskResult.from_dict``. (Temporal's own dataclass
-conversion would write a different object: the envelopes keep unmodelled keys aside.)
-
-Errors crossing this boundary are typed:
-``PolicyRetry`` (retryable: a policy asked for another attempt) and
-``NoetlInternalError`` (non-retryable: a bug in noetl-temporal, not in the playbook).
-Tool failures never cross it as errors: they are outcomes the policy routes on.
+The activity renders what reads ``_attempt`` or ``keychain``, resolves the task's secrets
+and reads its ResultRefs back, runs the tool, scrubs the outcome, stores a large result,
+and evaluates the task policy on its own outcome: ``do: retry`` raises a retryable
+``PolicyRetry`` with the rule's delay, after heartbeating every attempt's record (on the
+fast path the workflow drives the attempts instead). It returns a
+:class:`~noetl_temporal.engine.envelopes.TaskResult` as its JSON (``to_dict``, the object
+recorded histories hold). Tool failures are outcomes; only ``PolicyRetry`` and
+``NoetlInternalError`` (a bug, non-retryable) cross the boundary as errors.
+See docs/semantics.md#retries-are-temporal-retries (the fast path's attempts:
+docs/semantics.md#the-fast-path-speclocal; secrets: docs/keychain.md#how-it-works;
+results: docs/tools.md#large-results-resultrefs; a lost attempt: docs/events.md).
 """
 
 from __future__ import annotations
@@ -137,6 +109,7 @@ def _lost(attempt: int) -> dict[str, Any]:
 
 
 #: the scrubber of a task that reads no secret (immutable: one for all)
+# perf: a scrubber per task that reads no secret — benchmark: probes.activity_cpu
 _NO_SECRETS = keychain.Scrubber()
 
 #: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
@@ -146,6 +119,7 @@ _READS_REFS = READS_RESULT_REFS
 _STORES_ITS_RESULT = frozenset({"python"})
 
 
+# perf: three walks of the usual task's configuration (one instead) — benchmark: probes.activity_cpu
 def _plain(value: Any) -> bool:
     """Nothing in ``value``, at any depth, that preparing a configuration acts on: no
     template (what reads ``_attempt`` or ``keychain`` is one) and no mapping shaped like a

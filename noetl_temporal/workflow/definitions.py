@@ -43,6 +43,7 @@ __all__ = ["prepare_playbook", "invalid_input", "CACHED_PLAYBOOKS"]
 # Distinct playbooks a worker keeps analysed (an entry of a 10,000-step playbook is tens of MB).
 CACHED_PLAYBOOKS = 8
 
+# perf: validating and analysing a playbook per workflow run (once per worker) — benchmark: benchmarks.first_activation
 _cache: OrderedDict[str, tuple[Playbook, StepGraph]] = OrderedDict()
 _lock = threading.Lock()   # unsandboxed workflows of one worker activate on several threads
 _building: dict[str, concurrent.futures.Future[tuple[Playbook, StepGraph]]] = {}

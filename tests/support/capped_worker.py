@@ -1,5 +1,6 @@
 """A worker in its own OS process under a memory cap: the ``ulimit -v`` of the project rule
-"no input can take a worker down" (docs/durability.md, "Bounded by construction").
+"no input can take a worker down" (docs/durability.md, "The worker under test runs under a
+memory cap").
 
 ``noetl-temporal worker`` (this checkout) runs with ``RLIMIT_AS`` set before it starts, so a
 bomb that made the worker allocate past the cap would end it (``MemoryError`` or a failed

@@ -37,6 +37,7 @@ from .spawn import RUNNER_PATH, TaskPipes, interpreter_flags
 
 log = logging.getLogger(__name__)
 
+# perf: the fork server itself: an interpreter start per task (~17 ms -> ~1.5 ms) — benchmark: probes.python_overhead
 ENV_SWITCH = "NOETL_PYTHON_FORKSERVER"
 #: the fork server's program, run as a script: ``ps`` then shows its path, not its source
 #: (as ``-c <text>`` did, on the fork server and every task process forked from it)

@@ -1,37 +1,12 @@
-"""The python tool's fork server ("zygote"), run as
-``python -S <this file> <runner path> <worker pid> <control fd> <tasks fd>``
-(``-S``: ``site`` runs from ``runner.start_site``, which keeps ``.pth`` hooks out of it;
-a script, not ``-c <its text>``, so ``ps`` shows a name, not the source).
-
-Started once per worker event loop as a fresh interpreter (never a fork of the worker:
-no asyncio loop, threads, sockets or Temporal state to inherit), it loads the runner
-(``runner``), imports what the runner may need, and then only forks. It never runs
-user code itself, so every task starts from the same clean, pre-imported state.
-
-Forking is kept off the task's path: ``SPARES`` children are forked ahead of time, each
-already in its own session with its parent-death signal set, blocked on the *tasks*
-socket. The worker sends ``run <id>`` there with four descriptors (the task's stdin,
-stdout, stderr and response pipe ends); exactly one waiting child receives it, reports
-``<id> <pid>`` to the zygote (which replaces it, see ``REPLACE_AFTER``), drops everything
-of the server and serves the task (``runner.serve``). The worker never needs the pid:
-signals go through the zygote.
-
-On the control socket (``SOCK_SEQPACKET``, one message per datagram):
-
-* worker -> zygote ``kill <id> <signal>``: signal the task's process group if its child
-  has not been reaped yet (only the zygote knows that, so only it may use the pid);
-* zygote -> worker ``exit <id> <returncode>`` when the child is reaped (negative: the
-  signal that killed it).
-
-EOF on the control socket means the worker closed the server or died: the zygote kills
-its children and exits. It also learns of the worker's death from its parent-death
-signal (``SIGTERM``, asked for first thing, handled in its loop). Each child dies with the
-zygote (``SIGKILL``), so a SIGKILLed worker leaves no task process behind.
-
-A task owns everything it started (``runner.reaping``): the zygote and every task process
-are subreapers. A task's process kills its descendants before it answers; when it is
-killed itself (timeout, cancel) its orphans come to the zygote, which kills them before it
-reports the exit; and when the zygote leaves, it first kills every process below it.
+"""The python tool's fork server ("zygote"): a fresh interpreter per worker event loop (never
+a fork of the worker) that loads the runner and the modules most tasks use, then only
+forks. ``SPARES`` children wait ahead of time on the tasks socket, each in its own session
+with its parent-death signal set; the one that takes a task serves it (``runner.serve``)
+and is replaced (``REPLACE_AFTER``). The server never runs user code, owns every task
+process (it alone signals them, on the worker's ``kill``, and reports each ``exit``), and
+kills what a task left behind before it reports its exit (``runner.reaping``).
+See docs/tools.md#the-fork-server (its protocol, isolation and costs) and
+docs/tools.md#a-task-owns-its-processes.
 """
 
 import _signal
@@ -60,11 +35,13 @@ def _load_runner(path):
 # Children forked ahead of time, each waiting for a task (each one costs its RSS, mostly
 # shared with the server). Two: the next task finds one waiting while the one taken is
 # replaced, so the fork and the spare's start are off the path of back-to-back tasks.
+# perf: forking and starting a spare off the task's path (back-to-back tasks) — benchmark: probes.python_overhead, probes.fork_floor
 SPARES = 2
 WARM_AFTER = 0.05  # seconds a new spare waits for a task before it warms up (see _spare)
 # A taken spare is replaced once its task's process has exited, at once when another task
 # is already waiting, or at the latest this long (seconds) after it was taken: forking and
 # warming a spare while a task runs would take the CPU that task needs (2 cores).
+# perf: a spare's fork kept off the CPU a running task needs — benchmark: probes.python_overhead
 REPLACE_AFTER = 0.02
 RETRY_FORK = 0.1  # seconds before forking again after a failed fork
 
@@ -77,6 +54,7 @@ def _spare(zygote, warm):
     try:
         os.setsid()  # its own process group: a timeout kills everything the code started
         zygote.runner._die_with_parent(os.getppid())
+        # perf: ~50 copy-on-write pages of the server per task — benchmark: probes.fork_floor
         # _signal, not signal: its enum wrappers touch ~50 pages of the server (copy-on-write)
         _signal.set_wakeup_fd(-1)
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)

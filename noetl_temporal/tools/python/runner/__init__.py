@@ -1,32 +1,17 @@
-"""Child side of the python tool: the program a task's process runs. Spawned as
-``python -S -c <bootstrap> <fd> <ppid>`` (``spawn.RUNNER`` loads this package by path and
-calls ``startup.child_main``), or loaded by path by the fork server (``zygote``), whose
-forked children call :func:`serve`.
+"""Child side of the python tool: the program a task's process runs, spawned
+(``spawn.RUNNER`` -> ``startup.child_main``) or forked from the fork server (``zygote`` ->
+:func:`serve`). Standard library only, loaded by path as ``_noetl_pyrunner`` (its modules
+import each other relatively and nothing else of ours: ``tests/test_architecture.py``),
+with as few imports as possible before the user code runs.
 
-Standard library only, and as few imports as possible before the user code runs:
-a spawned runner pays its start-up time on every task. The package runs outside
-``noetl_temporal`` (loaded by path under the name ``_noetl_pyrunner``): its modules import
-each other relatively and nothing else of ours (``tests/test_architecture.py``).
-
-Protocol: the request JSON arrives on stdin; exactly one response JSON is written to
-the file descriptor named in ``argv[1]``. The user's ``print()`` output stays on the
-real stdout/stderr, which the parent captures separately, so it cannot corrupt the
-response. After responding the child leaves with ``os._exit`` so stray non-daemon
-threads or atexit hooks of user code cannot hang the task.
-
-Nothing task-specific is known before the request: the code, its parameters, its
-``argv`` and its working directory (``cwd``, entered before the code runs) all come
-with it. So a process forked from the fork server, which has imported this package and
-:func:`preload` once, serves a task exactly like a process started for it. Either way a
-process serves exactly one request; one that reads EOF instead of a request (its worker
-gave up or died) exits quietly.
-
-The modules: running one request (``running``: ``_run``, also used in the worker itself by
-the opt-in in-worker mode, ``inworker``), an error of the user code as the answer
-(``failures``), the answer as JSON whatever the code returned (``answer``), the process
-around one request (``process``: ``serve``, dying with the parent), and the interpreter's
-start-up (``startup``: ``site`` without eager ``.pth`` hooks, what the fork server
-preloads, the warm-up of a spare).
+The request JSON arrives on stdin (code, parameters, ``argv``, ``cwd``: nothing
+task-specific is known before it, so a forked process serves a task exactly like a spawned
+one); exactly one response JSON goes to the descriptor named in ``argv[1]``, so the user's
+``print()`` cannot corrupt it; then ``os._exit``, so stray threads or atexit hooks cannot
+hang the task. One request per process; EOF instead of a request exits quietly. Modules:
+``running`` (``_run``, also the in-worker mode's), ``failures``, ``answer``, ``process``
+(``serve``), ``startup`` (lazy ``.pth`` hooks, the preload, a spare's warm-up), ``reaping``.
+See docs/tools.md#python and docs/tools.md#the-fork-server.
 """
 
 from . import reaping

@@ -46,6 +46,7 @@ _GENERATOR = type(_ for _ in ())
 _NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None), tuple})
 
 
+# perf: inspect.signature's first use in a fresh child (0.3 ms of page faults) — benchmark: probes.python_overhead
 def parameters(main):
     """``[(name, kind, default or NO_DEFAULT)]`` of ``main``, as ``inspect.signature`` sees
     them; None when it has no signature (a builtin without one)."""
