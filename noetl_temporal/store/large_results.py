@@ -11,7 +11,9 @@ outcome carries a **ResultRef** instead::
      "meta": {"bytes": n, "sha256": "...", "content_type": "application/json"},
      "extracted": {<name>: <value of each task.spec.result.select expression>},
      "fields": {<path>: <value>}, "omitted": {<path>: bytes}, "absent": [<path>],
-     "kept_max_bytes": n,            # what templates read from it (kept_fields.py)
+     "kept_max_bytes": n,            # what templates read from it (kept_fields.py); NoETL's
+                                     # `_store` (disk/db) and `_size_bytes` among the fields
+                                     # where templates read them (docs/tools.md)
      "preview": <first N characters or items>}          # only when preview is asked for
 
 Stores (where they are: ``$NOETL_STORE``, ``blobs.py``): ``fs`` writes

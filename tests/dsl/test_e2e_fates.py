@@ -53,3 +53,9 @@ def test_kinds_needing_a_missing_service_are_refused_with_its_own_code():
     found = {(d.code, d.message.split("'")[1]) for f in fates() for d in f.errors
              if d.code in ("NTL336", "NTL337", "NTL338")}
     assert found == {("NTL336", "snowflake"), ("NTL337", "ducklake"), ("NTL338", "container")}
+
+
+def test_a_result_tier_on_a_cloud_is_refused_naming_the_service_and_step_output_is_read():
+    found = {(f.path, d.code) for f in fates() for d in f.errors if d.code in ("NTL343", "NTL344", "NTL345")}
+    assert found == {("fixtures/playbooks/test_gcs_storage.yaml", "NTL343")}
+    assert not [f.path for f in fates() for d in f.errors if d.code == "NTL203" and "`output`" in d.message]
