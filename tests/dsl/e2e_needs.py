@@ -181,7 +181,8 @@ NEEDS: dict[str, Need] = {
     P + "keychain/google_id_token/google_id_token_test.yaml": Need(CLOUD, "Google ID tokens (GCP)"),
     P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": Need(
         NOETL, "the `/api/v1/reference-chain/items` endpoint of NoETL's cluster test server "
-               "(paginated-api.test-server.svc.cluster.local), beyond the paginated contract of the stand-in"),
+               "(paginated-api.test-server.svc.cluster.local), beyond the paginated contract of the stand-in; "
+               "its progress step also reads NoETL's loop summary `stats.total`/`stats.failed`"),
     P + "load_test/heavy_loop_aggregation/heavy_loop_aggregation.yaml": _local(
         "python only: a 100-item loop", basis="in-file: 100 of 100 processed"),
     P + "load_test/state_report_synthetic_load/state_report_synthetic_load.yaml": _local(
