@@ -213,7 +213,7 @@ NEEDS: dict[str, Need] = {
                  "api_max_delay": 0, "api_payload_kb": 1},
         differs="its page policy reads `output.data.meta`: in NoETL's http envelope `output.data` is the response "
                 "body; here `output.data` is the task's result (docs/semantics.md), an http result whose body is "
-                "`output.data.data` (write `output.data.data.meta`)",
+                "`output.data.data` (with `output.data.data.meta` and `.entry` it completes, 20 of 20 patients)",
         fails_with="'dict object' has no attribute 'meta'"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
