@@ -239,6 +239,23 @@ _TABLE: list[Code] = [
                        "10,000, or `spec.mode` is not `cursor` on a cursor loop",
          "`spec: {mode: parallel, frame: {max_rows: 0}}`",
          "write `spec: {mode: cursor, frame: {max_rows: 100}}` (concurrency is `spec.max_in_flight`)"),
+    # NTL343-NTL345: NoETL's result tiers and artifact URIs on a cloud store: the runtime's
+    # result stores are local (files, PostgreSQL); the message names the cloud service.
+    Code("NTL343", _E, "a result store tier on Google Cloud Storage (`output.store.kind: gcs`) needs a GCS "
+                       "bucket and GCP credentials, a cloud service noetl-temporal does not write results to",
+         "`output: {store: {kind: gcs}}`",
+         "use `kind: auto` or `disk` (files under $NOETL_STORE) or `db` (PostgreSQL); copy a result to GCS "
+         "from a task (`gsutil cp` in a `shell` task, or google-cloud-storage in a `python` task)"),
+    Code("NTL344", _E, "a result store tier on Amazon S3 (`output.store.kind: s3`) needs an S3 bucket and AWS "
+                       "credentials, a cloud service noetl-temporal does not write results to",
+         "`output: {store: {kind: s3}}`",
+         "use `kind: auto` or `disk` (files under $NOETL_STORE) or `db` (PostgreSQL); copy a result to S3 "
+         "from a task (`aws s3 cp` in a `shell` task, or boto3 in a `python` task)"),
+    Code("NTL345", _E, "an `artifact` task's `uri` is on a cloud store (`s3://`, `gs://`): artifacts are "
+                       "read and written on the worker's file system here",
+         "`{kind: artifact, action: put, uri: \"gs://bucket/run.json\", data: ...}`",
+         "write `uri: \"artifact://localfs/<path>\"` (or `file://`, or a path); move the file to the bucket "
+         "from a task (`gsutil cp`, `aws s3 cp`)"),
     # ------------------------------------------------------------------ policies
     Code("NTL401", _E, "a task policy rule has the wrong shape", "`- when: ...` with no `then:`",
          "write `- when: \"{{ ... }}\"` with `then: {do: ...}`, or `- else: {then: {do: ...}}`"),

@@ -78,6 +78,10 @@ STEP_FIELDS: tuple[StepKey, ...] = (
             {"in": "{{ workload.users }}", "iterator": "user"}, fills=("loop",)),
     StepKey("tool", _ref("Tool"), "the task pipeline: one task, or a list of labelled tasks",
             {"kind": "noop"}, fills=("tool",), required=True),
+    StepKey("output", {"type": ["object", "null"]},
+            "NoETL's result block for the step's result (`store`, `output_select`, `inline_max_bytes`): "
+            "given to the step's last task as its `output:`",
+            {"output_select": ["count"]}, fills=("tool",)),
     StepKey("next", _nullable(_ref("Router")), "where tokens go when a run ends: `{spec: {mode}, arcs}`",
             {"spec": {"mode": "exclusive"}, "arcs": [{"step": "end"}]}, fills=("next",)),
     StepKey("set", {"type": "object", "propertyNames": {"pattern": r"^ctx(\..+)?$"}},

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PlaybookInvalid
+from .artifact_check import check_artifact_uris
 from .code_check import check_python_code
 from .diagnostics import Diagnostic, Reporter, kind_of
 from .gc_pause import gc_paused
@@ -101,6 +102,7 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     warn_envelope_data(model, reporter)
     check_script_sources(model, reporter)
     check_transfer_endpoints(model, reporter)
+    check_artifact_uris(model, reporter)
     check_template_names(raw, model, reporter, templates=parsed.templates)
     if reporter.has_errors():
         return None

@@ -47,10 +47,7 @@ NOETL_ROOT_KEYS: Mapping[str, str] = {
 
 #: step keys NoETL reads and noetl-temporal does not -> the fix
 NOETL_STEP_KEYS: Mapping[str, str] = {
-    "output": "remove it: a large result is stored by reference on its own and keeps the fields this "
-              "playbook's templates read (`{{ step.count }}` works at any size); to store sooner or elsewhere, "
-              "or to keep more top-level keys, move `inline_max_bytes`, `store` and `output_select` into the "
-              "task's `output:` (docs/tools.md, \"Large results\")",
+    # step `output:` is read here now (dsl/tasks.py, `step_output`); the table stays for the next one
 }
 
 

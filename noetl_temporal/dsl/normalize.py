@@ -120,6 +120,8 @@ class _Normalizer:
         out: dict[str, Any] = {k: raw[k] for k in COPIED_STEP_KEYS if k in raw and raw[k] is not None}
         if "tool" in raw and raw["tool"] is not None:
             out["tool"] = self.tasks.tool(raw["tool"], name, paths.join(src, "tool"), paths.join(norm, "tool"))
+            if raw.get("output") is not None:
+                self.tasks.step_output(out["tool"], raw["output"], paths.join(src, "output"))
         elif not rejected & {"type", "kind"}:
             self.reporter.add("NTL211", f"step {name!r} has no `tool`", src)
         if raw.get("spec") is not None:

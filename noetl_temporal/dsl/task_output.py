@@ -4,12 +4,15 @@ pipeline-local names.
 
 What maps (docs/tools.md "A task's `output:`"):
 
-* ``inline_max_bytes`` -> ``spec.result.inline_max_bytes``; ``preview_max_bytes`` ->
-  ``spec.result.preview_max_bytes`` (the stored result's preview: its JSON cut to N bytes);
-* ``store.kind``: ``auto`` (the worker's default store), ``disk`` (``fs``: files),
-  ``db`` (``postgres``: the ``noetl_result_store`` table), ``kv`` (NoETL's NATS key-value
-  store behind a ResultRef: here the worker's default store, which a playbook reads the
-  same way, through the reference); every other kind is NTL313;
+* ``inline_max_bytes`` -> ``spec.result.inline_max_bytes``; without it, NoETL's own budget
+  (:data:`NOETL_INLINE_MAX_BYTES`, 64 KiB), so a result NoETL stores is stored here too;
+  ``preview_max_bytes`` -> ``spec.result.preview_max_bytes`` (the stored result's preview:
+  its JSON cut to N bytes);
+* ``store.kind``: ``auto`` (the worker's default store), ``disk`` and NoETL's removed
+  ``object`` (``fs``: files), ``db`` (``postgres``: the ``noetl_result_store`` table), ``kv``
+  (NoETL's NATS key-value store behind a ResultRef: here the worker's default store, which a
+  playbook reads the same way, through the reference); ``gcs`` and ``s3`` need a cloud
+  account (NTL343, NTL344); every other kind is NTL313;
 * ``select: [{path, as}]``: each simple JSONPath (``$.a.b[0]``) becomes a
   ``spec.result.select`` entry (``extracted.<as>`` of a stored result) and the name ``as``,
   bound for the following tasks of the step (from the value inline, else from ``extracted``);
@@ -31,15 +34,22 @@ from typing import Any
 from . import paths
 from .diagnostics import Reporter, kind_of
 
-__all__ = ["normalize_output", "STORE_KINDS"]
+__all__ = ["normalize_output", "STORE_KINDS", "CLOUD_STORES", "NOETL_INLINE_MAX_BYTES"]
 
-#: NoETL store kind -> this runtime's result store (None: the worker's default)
-STORE_KINDS: Mapping[str, str | None] = {"auto": None, "disk": "fs", "db": "postgres", "kv": None}
+#: NoETL store kind -> this runtime's result store (None: the worker's default); NoETL reads its
+#: removed ``object`` tier as ``disk`` (noetl/worker/result_handler.py), and so does this table
+STORE_KINDS: Mapping[str, str | None] = {"auto": None, "disk": "fs", "db": "postgres", "kv": None, "object": "fs"}
+#: NoETL's inline budget (``NOETL_INLINE_MAX_BYTES=65536`` in its docs): a result over it is stored,
+#: where a playbook writes an ``output:`` block without ``inline_max_bytes``
+NOETL_INLINE_MAX_BYTES = 64 * 1024
+#: NoETL store kinds on a cloud service -> (code, the service): refused, naming it
+CLOUD_STORES: Mapping[str, tuple[str, str]] = {
+    "gcs": ("NTL343", "Google Cloud Storage (a GCS bucket and GCP credentials)"),
+    "s3": ("NTL344", "Amazon S3 (an S3 bucket and AWS credentials)"),
+}
 #: NoETL store kinds this runtime has no store for, and why
 _NO_STORE: Mapping[str, str] = {
     "memory": "results are never kept in a worker's memory between tasks (a task may run on any worker)",
-    "object": "it is NoETL's NATS object store, which noetl-temporal does not have",
-    "s3": "results are not written to S3 by the runtime", "gcs": "results are not written to GCS by the runtime",
     "duckdb": "results are not written to a DuckDB file by the runtime",
     "eventlog": "a result is never written into the event log (it would reach workflow history)",
 }
@@ -106,6 +116,12 @@ class _Output:
         if kind in STORE_KINDS:
             if STORE_KINDS[kind] is not None:
                 self.result["store"] = STORE_KINDS[kind]
+        elif kind in CLOUD_STORES:
+            code, service = CLOUD_STORES[kind]
+            self.reporter.add(code, f"`output.store.kind: {kind}` needs {service}: results are stored here in "
+                                    "files or PostgreSQL, never on a cloud service", self.at("store", "kind"),
+                              value=True, fix=f"use `kind: auto`, `disk` or `db`; copy the result to {kind} "
+                                              "from a later task if it must be there")
         elif kind in _NO_STORE:
             self.error(f"`output.store.kind: {kind}` is not available: {_NO_STORE[kind]}", "store", "kind",
                        fix="use `kind: auto` or `kv` (the worker's result store), `disk` (files under "
@@ -195,4 +211,6 @@ def normalize_output(block: Any, src: str, reporter: Reporter) -> tuple[dict[str
                       fix="remove `accumulate:` and read the loop step's result (or collect with `set_ctx`)")
         else:
             out.error(f"`output` has no setting `{key}`", key, fix=f"known: {', '.join(_KEYS)}")
+    if "inline_max_bytes" not in out.result and "inline_max_bytes" not in block:
+        out.result["inline_max_bytes"] = NOETL_INLINE_MAX_BYTES
     return out.result, out.names

@@ -189,6 +189,14 @@ class TaskNormalizer:
         self.origins.add(paths.join(paths.join(norm, "config"), "timeout"), timeout_src)
         return {"timeout": timeout_src}
 
+    def step_output(self, tasks: list[dict[str, Any]], block: Any, src: str) -> None:
+        """A step's ``output:`` (NoETL's result block for the step's result) is its last task's:
+        that task's result is the step's. The task's own ``output:`` wins key by key."""
+        if tasks:
+            self._output(tasks[-1], block, src)
+        else:
+            normalize_output(block, src, self.reporter)  # still report what the block gets wrong
+
     def _output(self, out: dict[str, Any], block: Any, src: str) -> None:
         """NoETL 5.x ``output:``: onto ``spec.result`` and pipeline-local names (``task_output``);
         ``spec.result`` written beside it wins key by key, as does the task's own ``set:``."""

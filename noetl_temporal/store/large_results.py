@@ -4,7 +4,8 @@ A task result whose JSON is larger than ``inline_max_bytes`` (``task.spec.result
 ``$NOETL_INLINE_MAX_BYTES``, else 256 KiB) is written to the result store (``fs`` or
 ``postgres``, where ``$NOETL_STORE`` says: ``blobs.py``) and the outcome carries a
 **ResultRef** (``{"kind": "result_ref", "ref", "store", "meta", "extracted", ...}``, with
-the fields templates read kept by ``kept_fields.py``). The activity resolves the
+the fields templates read kept by ``kept_fields.py``, NoETL's ``_store`` and
+``_size_bytes`` among them where templates read them). The activity resolves the
 references in a task's rendered configuration back into their bodies before the tool runs
 (:func:`resolve_refs`; one with a ``path`` stands for that part of the body).
 See docs/tools.md#large-results-resultrefs (the ResultRef's shape, the stores' files and
@@ -326,6 +327,7 @@ def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, exec
                                   "extracted": select_values(value, spec.get("select"))}
     if spec.get("keep") is not None:  # the fields the playbook's templates read (kept_fields.py)
         result_ref.update(kept_fields(value, spec["keep"]))
+        _noetl_markers(result_ref, store.name, len(body))
     preview = make_preview(value, spec.get("preview"))
     if spec.get("preview_max_bytes") is not None:  # NoETL 5.x ``output.preview_max_bytes``
         preview = body[: int(spec["preview_max_bytes"])].decode("utf-8", errors="ignore")
@@ -334,6 +336,19 @@ def externalize(outcome: dict[str, Any], spec: Mapping[str, Any] | None, *, exec
     outcome["result"] = result_ref
     outcome["result_ref"] = result_ref
     return outcome
+
+
+#: this runtime's result store -> NoETL's name of that tier (``output.store.kind``: dsl/task_output.py)
+NOETL_TIERS: Mapping[str, str] = {"fs": "disk", "postgres": "db"}
+
+
+def _noetl_markers(result_ref: dict[str, Any], store: str, size: int) -> None:
+    """NoETL's keys of a stored result, where its templates read them and the result has no such
+    key: ``_store`` (the tier: ``disk`` for files, ``db`` for PostgreSQL) and ``_size_bytes``."""
+    for key, value in (("_store", NOETL_TIERS.get(store, store)), ("_size_bytes", size)):
+        if key in result_ref["absent"]:
+            result_ref["absent"].remove(key)
+            result_ref["fields"][key] = value
 
 
 _CHUNK = 1 << 20

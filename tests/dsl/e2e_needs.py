@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 70
+RUNNABLE_COUNT = 74
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,10 @@ NEEDS: dict[str, Need] = {
         "python and postgres: JSON values saved", basis=_NONE_STATED),
     P + "keychain/google_id_token/google_id_token_comparison_test.yaml": Need(CLOUD, "Google ID tokens (GCP)"),
     P + "keychain/google_id_token/google_id_token_test.yaml": Need(CLOUD, "Google ID tokens (GCP)"),
+    P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": Need(
+        NOETL, "the `/api/v1/reference-chain/items` endpoint of NoETL's cluster test server "
+               "(paginated-api.test-server.svc.cluster.local), beyond the paginated contract of the stand-in; "
+               "its progress step also reads NoETL's loop summary `stats.total`/`stats.failed`"),
     P + "load_test/heavy_loop_aggregation/heavy_loop_aggregation.yaml": _local(
         "python only: a 100-item loop", basis="in-file: 100 of 100 processed"),
     P + "load_test/state_report_synthetic_load/state_report_synthetic_load.yaml": _local(
@@ -201,6 +205,15 @@ NEEDS: dict[str, Need] = {
                 "which a step result here does not have (read `validate_results.command_0.rows`; validation locates it, "
                 "NTL339, docs/semantics.md)",
         fails_with="Expected list of rows, got <class 'NoneType'>"),
+    P + "pagination/fetch_load_test/test_fetch_load.yaml": _local(
+        "http on the paginated stand-in's FHIR-like patient records (a parallel loop paging each patient with "
+        "jump), postgres; 20 patients instead of 500, without the API's 2-4 s delays", basis=_NONE_STATED,
+        payload={"patients": [f"P-{i:04d}" for i in range(1, 21)], "num_patients": 20, "api_min_delay": 0,
+                 "api_max_delay": 0, "api_payload_kb": 1},
+        differs="its page policy reads `output.data.meta`: in NoETL's http envelope `output.data` is the response "
+                "body; here `output.data` is the task's result (docs/semantics.md), an http result whose body is "
+                "`output.data.data` (with `output.data.data.meta` and `.entry` it completes, 20 of 20 patients)",
+        fails_with="'dict object' has no attribute 'meta'"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
     P + "pagination/offset/test_pagination_offset.yaml": _local("http on the paginated stand-in: offset paging"),
@@ -291,7 +304,18 @@ NEEDS: dict[str, Need] = {
     P + "test_args_passing.yaml": _local("python only: arc set and `input_data`", basis="in-file: sum 300"),
     P + "test_end_with_action.yaml": _local("python only"),
     P + "test_gke_lifecycle/test_gke_lifecycle.yaml": Need(CLOUD, "Google Kubernetes Engine"),
+    P + "test_large_result_extraction.yaml": _local(
+        "python only: a 117 KB result with a step `output:` block, over NoETL's 64 KiB budget, so stored; its "
+        "`output_select` fields and `_ref` read by the next step", basis=_NONE_STATED),
     P + "test_large_tabular_result.yaml": _local("python only: a large row set", basis=_NONE_STATED),
+    P + "test_output_select.yaml": _local(
+        "python and artifact: a 257 KB result stored by its step `output:` block, its `output_select` fields "
+        "read, and read back whole with `artifact get` (`{{ lazy_load_full_data.data }}`)", basis=_NONE_STATED),
+    P + "test_storage_tiers.yaml": _local(
+        "python and artifact: four results from 5 KB to 15 MB with step `output:` blocks, read back with "
+        "`artifact get`; NoETL's in-playbook verdict reads `_store` `kv` for the 117 KB one, which is `disk` "
+        "here (files); its own `test_result` says FAILED, as NoETL's does, since its `load_*.count` reads find "
+        "the body under `data`: the run completes", basis=_NONE_STATED),
     P + "test_loop_instance_isolation/playbook.yaml": _local(
         "python only: two loops", basis="in-file: 2 results per loop"),
     P + "test_nats_kv.yaml": _local("nats only: key-value put, get and delete in the `sessions` bucket",

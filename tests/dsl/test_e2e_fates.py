@@ -79,11 +79,7 @@ def test_every_rejected_file_says_what_noetl_does_with_it_and_only_those():
 #: refused here although NoETL runs them and they could run here, because another piece of
 #: issue 42 is doing their construct: remove a row once that work is merged (the file then
 #: validates, and gets a row in tests/dsl/e2e_needs.py so test_e2e_runs.py runs it)
-PENDING = {
-    P + "test_large_result_extraction.yaml": "issue 42 §1: the step-level `output:` block (NTL203)",
-    P + "test_output_select.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `kind: artifact`",
-    P + "test_storage_tiers.yaml": "issue 42 §1: the step-level `output:` block (NTL203) and `artifact put`",
-}
+PENDING: dict[str, str] = {}
 
 
 def test_nothing_is_refused_that_noetl_runs_and_could_run_here_but_what_is_pending():
@@ -113,3 +109,7 @@ def test_the_cli_accepts_the_file_noetl_runs_whatever_features_it_names():
     path = P + "quantum_cudaq/quantum_cudaq.yaml"
     returncode, found = _validate_through_the_cli([path])
     assert (returncode, found) == (0, {path: []})
+def test_a_result_tier_on_a_cloud_is_refused_naming_the_service_and_step_output_is_read():
+    found = {(f.path, d.code) for f in fates() for d in f.errors if d.code in ("NTL343", "NTL344", "NTL345")}
+    assert found == {("fixtures/playbooks/test_gcs_storage.yaml", "NTL343")}
+    assert not [f.path for f in fates() for d in f.errors if d.code == "NTL203" and "`output`" in d.message]

@@ -26,8 +26,7 @@ def test_what_maps_becomes_the_result_spec_and_names():
 
 
 @pytest.mark.parametrize("output, at, says", [
-    ("{store: {kind: object}}", "object", "NATS object store"),
-    ("{store: {kind: s3}}", "s3", "not written to S3"),
+    ("{store: {kind: memory}}", "memory", "never kept in a worker's memory"),
     ('{select: [{path: "$..id", as: ids}]}', '"$..id', "not a plain JSONPath"),
     ('{select: [{path: "$.items[*]", as: ids}]}', '"$.items', "not a plain JSONPath"),
     ('{select: [{path: "$.a", as: "two words"}]}', '"two words', "must be a name"),
@@ -63,3 +62,53 @@ def test_object_store_settings_are_warned_not_silently_dropped():
 def test_output_select_keeps_top_level_keys():
     (t,) = load_playbook_text(task("{output_select: [status, '$.count', status]}")).playbook.workflow[0].tool
     assert t.spec.result is not None and t.spec.result.keep == ["status", "count"]
+
+
+@pytest.mark.parametrize("kind, code, service", [("gcs", "NTL343", "Google Cloud Storage"),
+                                                 ("s3", "NTL344", "Amazon S3")])
+def test_a_cloud_store_tier_is_refused_naming_the_service(kind, code, service):
+    text = task(f"{{store: {{kind: {kind}}}}}")
+    (diag,) = errors(text)
+    assert (diag.code, (diag.line, diag.col)) == (code, find(text, kind + "}"))
+    assert service in diag.message and "kind: auto" in diag.fix
+
+
+def test_noetls_removed_object_tier_is_disk_as_noetl_reads_it():
+    (t,) = load_playbook_text(task("{store: {kind: object}}")).playbook.workflow[0].tool
+    assert t.spec.result is not None and t.spec.result.store == "fs"
+
+
+def test_an_output_block_without_a_budget_has_noetls_64_kib():
+    """NoETL stores a result over 64 KiB; a playbook written for it expects `_ref` at that size."""
+    (t,) = load_playbook_text(task("{output_select: [status]}")).playbook.workflow[0].tool
+    assert t.spec.result is not None and t.spec.result.inline_max_bytes == 64 * 1024
+
+
+def step_output(output: str, tool: str = "{kind: noop}") -> str:
+    return playbook(f"workflow:\n  - step: a\n    tool: {tool}\n    output: {output}\n")
+
+
+def test_a_step_output_is_its_last_tasks_output():
+    text = step_output("{output_select: [status], store: {kind: disk}}",
+                       tool="[{name: one, kind: noop}, {name: two, kind: noop}]")
+    assert errors(text) == []
+    one, two = load_playbook_text(text).playbook.workflow[0].tool
+    assert one.spec is None or one.spec.result is None
+    assert two.spec is not None and two.spec.result is not None
+    assert (two.spec.result.keep, two.spec.result.store, two.spec.result.inline_max_bytes) == (
+        ["status"], "fs", 64 * 1024)
+
+
+def test_the_tasks_own_output_wins_over_the_steps():
+    text = playbook("workflow:\n  - step: a\n    tool: {kind: noop, output: {inline_max_bytes: 10}}\n"
+                    "    output: {inline_max_bytes: 99, store: {kind: db}}\n")
+    (t,) = load_playbook_text(text).playbook.workflow[0].tool
+    assert t.spec is not None and t.spec.result is not None
+    assert (t.spec.result.inline_max_bytes, t.spec.result.store) == (10, "postgres")
+
+
+def test_a_step_outputs_errors_are_located_at_the_step():
+    text = step_output("{store: {kind: gcs}}")
+    (diag,) = errors(text)
+    assert (diag.code, diag.path, (diag.line, diag.col)) == ("NTL343", "workflow[0].output.store.kind",
+                                                             find(text, "gcs"))

@@ -38,11 +38,19 @@ are 1-based.
                                                    once
 ``GET /api/v1/concurrency/stats``                  ``{started, completed, active, max_active}``
 ``POST /api/v1/concurrency/reset``                 clears those counters: ``{status: reset}``
+``GET /api/v1/patient-records?patientId&page``     a FHIR-like Bundle: ``{resourceType: Bundle, meta: {patientId,
+``&pageSize&min_delay&max_delay&payload_kb``       page, pageSize, totalPages}, entry: [{resource: {id,
+                                                   patientId, payload}}]}``, 2 to 5 pages per patient (from
+                                                   the digits of its id), ``pageSize`` entries each with a
+                                                   ``payload_kb`` KiB payload (default 1), after a delay
+                                                   between ``min_delay`` and ``max_delay`` seconds (at most
+                                                   10; default 0); a page past the last is 404
 =================================================  =========================================================
 
-The heavy and concurrency endpoints are **choices** written from what the e2e fixtures
-``pagination/pipeline/test_pipeline_heavy_payload`` and ``pagination/basic`` read (NoETL's
-server source is not in the corpus).
+The heavy, concurrency and patient-records endpoints are **choices** written from what the e2e
+fixtures ``pagination/pipeline/test_pipeline_heavy_payload``, ``pagination/basic`` and
+``pagination/fetch_load_test`` read (NoETL's server source is not in the corpus);
+patient-records answers no 429 (its ``rate_limit`` is not applied).
 
 ``hits(path)`` counts requests per path (``/api/v1/flaky``), for assertions.
 """
@@ -52,6 +60,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import random
 import threading
 import time
 from collections import Counter
@@ -308,7 +317,32 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"status": "reset"})
 
 
+def _seconds(q: dict[str, str], name: str) -> float:
+    try:
+        return min(max(float(q.get(name) or 0), 0.0), 10.0)
+    except ValueError:
+        raise BadRequest(f"'{name}' must be a number of seconds, got {q.get(name)!r}") from None
+
+
+def _patient_records(handler: _Handler, q: dict[str, str]) -> None:
+    patient = q.get("patientId", "")
+    page, size = _page(q)
+    pages = 2 + sum(int(c) for c in patient if c.isdigit()) % 4
+    low, high = _seconds(q, "min_delay"), _seconds(q, "max_delay")
+    time.sleep(random.uniform(low, max(low, high)))
+    if page > pages:
+        return handler._send(404, {"error": "not_found", "message": f"{patient} has {pages} pages"})
+    pad = "x" * (1024 * _int(q, "payload_kb", 1, minimum=0))
+    handler._send(200, {
+        "resourceType": "Bundle",
+        "meta": {"patientId": patient, "page": page, "pageSize": size, "totalPages": pages},
+        "entry": [{"resource": {"id": f"{patient}-{page}-{i}", "patientId": patient, "payload": pad}}
+                  for i in range(size)],
+    })
+
+
 _ROUTES = {
+    ("GET", "/api/v1/patient-records"): _patient_records,
     ("GET", "/api/v1/assessments"): _Handler.assessments,
     ("GET", "/api/v1/users"): _Handler.users,
     ("GET", "/api/v1/events"): _Handler.events,

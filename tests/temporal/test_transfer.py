@@ -100,7 +100,7 @@ async def test_artifact_get_reads_a_stored_result_back(run_yaml) -> None:
                 input: {result_ref: "{{ start }}"}
               - name: count
                 kind: python
-                input: {data: "{{ load_artifact }}"}
+                input: {data: "{{ load_artifact.data }}"}
                 code: "result = {'count': len(data['items']), 'last': data['items'][-1]['id']}"
     """)
     assert report.state == "COMPLETED", report.error
