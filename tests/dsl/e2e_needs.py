@@ -197,11 +197,13 @@ NEEDS: dict[str, Need] = {
     P + "pagination/cursor/test_pagination_cursor.yaml": _local("http on the paginated stand-in: cursor paging"),
     P + "pagination/loop_with_pagination/test_loop_with_pagination.yaml": _local(
         "http on the paginated stand-in and postgres; its SQL writes `{{ execution_id }}` unquoted into a BIGINT "
-        "column, given the execution's number (NTL323)", basis=_NONE_STATED,
-        differs="its check step reads `{{ validate_results.data.command_0.rows }}`: NoETL's step envelope `data`, "
-                "which a step result here does not have (read `validate_results.command_0.rows`; validation locates it, "
-                "NTL339, docs/semantics.md)",
-        fails_with="Expected list of rows, got <class 'NoneType'>"),
+        "column, given the execution's number (NTL323); its check step reads "
+        "`{{ validate_results.data.command_0.rows }}`, NoETL's step envelope `data`, read as NoETL does "
+        "(docs/semantics.md)", basis=_NONE_STATED,
+        differs="its routing reads `{{ fetch_page.results.check_pagination.has_more }}`: NoETL's result of a step "
+                "with a task list keeps each task's result under `results` (beside the last one's keys); here the "
+                "step's result is its last task's (read `{{ fetch_page.has_more }}`), so it never asks for page 2",
+        fails_with="Expected 35 items for assessments, got 30"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
     P + "pagination/offset/test_pagination_offset.yaml": _local("http on the paginated stand-in: offset paging"),
@@ -233,7 +235,8 @@ NEEDS: dict[str, Need] = {
     P + "pft_flow_test/test_pft_flow.yaml": Need(
         NOETL, "the PFT batch endpoints of NoETL's test server, beyond the paginated contract"),
     P + "playbook_composition/playbook_composition.yaml": _local(
-        "python, postgres and a catalog sub-playbook in a loop"),
+        "python, postgres and a catalog sub-playbook in a loop; its last step reads "
+        "`{{ validate_results.data }}`, NoETL's step envelope `data`, read as NoETL does (docs/semantics.md)"),
     P + "playbook_composition/user_profile_scorer.yaml": _local("python and workbook tasks"),
     P + "postgres_excel_gcs_test/postgres_excel_gcs_test.yaml": Need(CLOUD, "a GCS bucket with HMAC keys"),
     P + "python_psycopg/http_to_postgres_bulk/http_to_postgres_bulk_python.yaml": Need(
@@ -269,12 +272,10 @@ NEEDS: dict[str, Need] = {
         CLOUD, "an AWS S3 bucket (noetl-sql-scripts) and AWS credentials for its SQL (`script:` from s3, which "
                "runs here on a local S3 server: tests/tools)"),
     P + "script_execution/python_file_example.yaml": _local(
-        "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
-        payload={"script_path": _SCRIPTS + "hello_world.py"},
-        differs="its verify step reads `{{ run_python_from_file.data }}`: NoETL's step envelope `data`, which a "
-                "step result here does not have (read `{{ run_python_from_file }}`; validation locates it, NTL339, "
-                "docs/semantics.md)",
-        fails_with="'NoneType' object is not subscriptable"),
+        "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours; its "
+        "verify step reads `{{ run_python_from_file.data }}`, NoETL's step envelope `data`, read as NoETL does "
+        "(docs/semantics.md)",
+        payload={"script_path": _SCRIPTS + "hello_world.py"}),
     P + "script_execution/python_http_example.yaml": Need(
         INTERNET, "raw.githubusercontent.com for its code (`script:` over http, which runs here: tests/tools)"),
     P + "save_storage_test/save_edge_cases.yaml": _local(
