@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 69
+RUNNABLE_COUNT = 71
 
 
 @dataclass(frozen=True)
@@ -224,12 +224,15 @@ NEEDS: dict[str, Need] = {
         NOETL, "the patient endpoints of NoETL's test server, beyond the paginated contract"),
     P + "pft_flow_test/pft_queue_db_maintenance.yaml": Need(
         NOETL, "NoETL's demo database in its cluster (postgres.postgres.svc.cluster.local)"),
-    P + "pft_flow_test/test_pft_flow_v2.yaml": Need(
-        NOETL, "the patient endpoints of NoETL's test server (`/api/v1/patient/<type>`) its cursor loops feed, "
-               "beyond the paginated contract"),
-    P + "pft_flow_test/test_pft_page_continuation.yaml": Need(
-        NOETL, "the patient endpoints of NoETL's test server (`/api/v1/patient/<type>` with `paging.hasMore`) "
-               "its cursor loop feeds, beyond the paginated contract"),
+    P + "pft_flow_test/test_pft_flow_v2.yaml": _local(
+        "postgres and http on the patient and MDS endpoints of the paginated stand-in: postgres cursor loops "
+        "drain per-facility work queues, one record a request; scaled to 2 facilities of 5 patients (NoETL's "
+        "10 of 1,000 is 100,000 requests), its own checks unchanged", basis=_NONE_STATED,
+        payload={"num_facilities": 2, "patients_per_facility": 5}),
+    P + "pft_flow_test/test_pft_page_continuation.yaml": _local(
+        "postgres and http on the patient endpoints of the paginated stand-in (one record a page, "
+        "`paging.hasMore`): a postgres cursor loop drains a work table that its own rows refill with each "
+        "next page", basis=_NONE_STATED),
     P + "pft_flow_test/test_mds_batch_worker.yaml": Need(
         NOETL, "the MDS endpoints of NoETL's test server, beyond the paginated contract"),
     P + "pft_flow_test/test_pft_flow.yaml": Need(
