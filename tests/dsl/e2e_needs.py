@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 71
+RUNNABLE_COUNT = 72
 
 
 @dataclass(frozen=True)
@@ -220,8 +220,10 @@ NEEDS: dict[str, Need] = {
     P + "pagination/pipeline_v2/test_pagination_pipeline_v2.yaml": Need(
         NOETL, "NoETL's default database: a postgres task names no connection (`auth`), and psycopg2"),
     P + "pagination/retry/test_pagination_retry.yaml": _local("http on the paginated stand-in: retry on 500"),
-    P + "patient_batch_parallel_queue/patient_batch_parallel_queue.yaml": Need(
-        NOETL, "the patient endpoints of NoETL's test server, beyond the paginated contract"),
+    P + "patient_batch_parallel_queue/patient_batch_parallel_queue.yaml": _local(
+        "postgres and http on the patient demographics endpoint of the paginated stand-in: a producer pages "
+        "1,000 patients into a queue that parallel loop iterations claim (FOR UPDATE SKIP LOCKED)",
+        basis=_NONE_STATED),
     P + "pft_flow_test/pft_queue_db_maintenance.yaml": Need(
         NOETL, "NoETL's demo database in its cluster (postgres.postgres.svc.cluster.local)"),
     P + "pft_flow_test/test_pft_flow_v2.yaml": _local(
