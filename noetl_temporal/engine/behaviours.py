@@ -122,8 +122,10 @@ CURSOR_LOOPS = "cursor-loops"
 
 #: ``{{ step.data }}`` reads NoETL's step envelope ``data``: a step's mapping result's own
 #: ``data`` key when it has one, else the result itself, and so below it for every mapping
-#: (``engine/envelope_data.py``; NoETL's ``TaskResultProxy``). Before: ``{{ load.data.x }}``
-#: of a result without a ``data`` key was undefined (validation warned, NTL339, now retired).
+#: (``engine/envelope_data.py``; NoETL's ``TaskResultProxy``); and a task list step's
+#: ``{{ step.results.<task> }}``, its tasks' results by name, kept for steps a template reads it
+#: of. Before: ``{{ load.data.x }}`` of a result without a ``data`` key, and ``step.results``,
+#: were undefined (validation warned of the first, NTL339, now retired).
 STEP_ENVELOPE_DATA = "step-envelope-data"
 
 #: what a new execution gets

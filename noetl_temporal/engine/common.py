@@ -45,7 +45,7 @@ def template_context(state: ExecutionState, step_def: Step | None, *, args: dict
         results = StoredLayer(results, state.graph.loop_steps)
         pipeline_vars = StoredLayer(pipeline_vars) if pipeline_vars else None
     if STEP_ENVELOPE_DATA in state.behaviours:  # NoETL's `{{ step.data }}` (envelope_data.py)
-        results = EnvelopeLayer(results)
+        results = EnvelopeLayer(results, state.task_results)
     return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
                          step_results=results, args=args,
                          iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,

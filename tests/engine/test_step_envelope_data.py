@@ -100,3 +100,62 @@ def test_an_execution_started_before_the_behaviour_reads_it_undefined():
     assert r.status == "COMPLETED" and r.steps_started() == ["load", "own", "bare"]
     (last,) = [c for c in r.ran if c.step == "bare"]
     assert last.config["input"] == {"x": None, "y": 1}
+
+
+TASK_LIST = """
+workflow:
+  - step: fetch_page
+    tool:
+      - {name: fetch, kind: python, code: "result = {'page': 1}"}
+      - {name: check, kind: python, code: "result = {'has_more': True}"}
+    next:
+      arcs:
+        - step: more
+          when: "{{ fetch_page.results.check.has_more and fetch_page.results.fetch.data.page == 1 }}"
+        - step: done
+  - step: more
+    tool: {kind: python, code: "result = x", input: {x: "{{ fetch_page.results }}", last: "{{ fetch_page }}"}}
+  - step: done
+    tool: {kind: noop}
+"""
+
+
+def _tasks(cmd: RunTask) -> dict:
+    return ok({"fetch": {"page": 1}, "check": {"has_more": True}}.get(cmd.task, cmd.config.get("input")))
+
+
+def test_a_task_list_step_reads_its_tasks_results_by_name_as_noetl_s_task_sequence():
+    r = run(TASK_LIST, _tasks)
+    assert r.status == "COMPLETED" and r.steps_started() == ["fetch_page", "more"]
+    (last,) = [c for c in r.ran if c.step == "more"]
+    assert last.config["input"] == {"x": {"fetch": {"page": 1}, "check": {"has_more": True}},
+                                    "last": {"has_more": True}}   # the step's result stays its last task's
+    assert r.state.task_results == {"fetch_page": {"fetch": {"page": 1}, "check": {"has_more": True}}}
+    assert r.state.step_results["fetch_page"] == {"has_more": True}
+
+
+def test_task_results_are_kept_only_where_a_template_reads_them():
+    r = run(TASK_LIST.replace("fetch_page.results.check.has_more and fetch_page.results.fetch.data.page == 1",
+                              "fetch_page.has_more").replace("x: \"{{ fetch_page.results }}\", ", ""), _tasks)
+    assert r.steps_started() == ["fetch_page", "more"] and r.state.task_results == {}
+
+
+def test_a_result_s_own_results_key_wins():
+    view = EnvelopeView({"results": [1]}, {"fetch": {"a": 1}})
+    assert view["results"] == [1] and EnvelopeView({"x": 1}, {"fetch": {"a": 1}})["results"] == {"fetch": {"a": 1}}
+
+
+def test_before_the_behaviour_a_task_list_has_no_results():
+    r = run(TASK_LIST, _tasks, behaviours=[b for b in CURRENT if b != STEP_ENVELOPE_DATA])
+    assert r.steps_started() == ["fetch_page", "done"] and r.state.task_results == {}
+
+
+def test_kept_task_results_cross_continue_as_new_and_an_empty_snapshot_is_unchanged():
+    from noetl_temporal.engine import snapshot
+
+    r = run(TASK_LIST, _tasks)
+    data = snapshot.snapshot(r.state)
+    assert snapshot.restore(r.state.playbook, data).task_results == r.state.task_results
+    bare = run(TASK_LIST.replace(".results.check.has_more and fetch_page.results.fetch.data.page == 1",
+                                 ".has_more").replace("x: \"{{ fetch_page.results }}\", ", ""), _tasks)
+    assert "task_results" not in snapshot.snapshot(bare.state)["fields"]   # as snapshots were before

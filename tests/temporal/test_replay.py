@@ -368,9 +368,9 @@ async def test_cursor_loops_follow_the_recorded_input(name, forced, monkeypatch)
 
 @pytest.mark.parametrize("name,recorded_route", [("step_data", "bare"), ("step_data_patched", "enveloped")])
 async def test_step_envelope_data_follows_the_recorded_input(name, recorded_route, monkeypatch):
-    """``step-envelope-data``: ``step_data`` was recorded without it (``{{ load.data.n }}`` was
-    undefined: the guard took ``bare``), ``step_data_patched`` with it (NoETL's envelope ``data``
-    is the result: ``enveloped``). Each replays to its own events above; replaying either with
+    """``step-envelope-data``: ``step_data`` was recorded without it (``{{ load.data.m }}`` and
+    ``{{ load.results.first.n }}`` were undefined: the guard took ``bare``), ``step_data_patched``
+    with it (NoETL's envelope ``data`` is the result, ``results`` the task list's: ``enveloped``). Each replays to its own events above; replaying either with
     the behaviour switched the other way is a nondeterminism error (the other branch's activity)."""
     expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
     assert [e["entity_id"] for e in expected if e["event_type"] == "step.started"] == ["load", "own", recorded_route]
