@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 72
+RUNNABLE_COUNT = 73
 
 
 @dataclass(frozen=True)
@@ -232,8 +232,10 @@ NEEDS: dict[str, Need] = {
         "postgres and http on the patient endpoints of the paginated stand-in (one record a page, "
         "`paging.hasMore`): a postgres cursor loop drains a work table that its own rows refill with each "
         "next page", basis=_NONE_STATED),
-    P + "pft_flow_test/test_mds_batch_worker.yaml": Need(
-        NOETL, "the MDS endpoints of NoETL's test server, beyond the paginated contract"),
+    P + "pft_flow_test/test_mds_batch_worker.yaml": _local(
+        "postgres and http on the MDS endpoint of the paginated stand-in: a parallel loop over one slice of "
+        "the MDS work table that test_pft_flow_v2 (run first) fills, facility 2's", basis=_NONE_STATED,
+        payload={"facility_mapping_id": 2}, setup=(P + "pft_flow_test/test_pft_flow_v2.yaml",)),
     P + "pft_flow_test/test_pft_flow.yaml": Need(
         NOETL, "the PFT batch endpoints of NoETL's test server, beyond the paginated contract"),
     P + "playbook_composition/playbook_composition.yaml": _local(

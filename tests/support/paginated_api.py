@@ -41,7 +41,7 @@ are 1-based.
 ``GET /api/v1/patient/<type>?patientId&page``      NoETL's PFT patient endpoints (``assessments``,
 ``GET /api/v1/patient/demographics?patientId``     ``conditions``, ``medications``, ``vital_signs``,
 ``GET /api/v1/pft/mds/details?assessmentId``       demographics, MDS details): one record a request, written
-                                                   from NoETL's own server (``tests/support/pft_patients.py``)
+``GET /api/v1/mds/assessment/<id>``                from NoETL's own server (``tests/support/pft_patients.py``)
 =================================================  =========================================================
 
 The heavy and concurrency endpoints are **choices** written from what the e2e fixtures
@@ -178,6 +178,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.hits[path] += 1
         route = _ROUTES.get((self.command, path))
+        if route is None and self.command == "GET" and path.startswith(_MDS_ASSESSMENT):
+            route = _Handler.mds_assessment   # the id is the path's last part
         if route is None:
             allowed = sorted(m for m, p in _ROUTES if p == path)
             if allowed:
@@ -340,6 +342,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self._pft_admitted():
             self._send(200, pft_patients.demographics(self._patient_id(q)))
 
+    def mds_assessment(self, q: dict[str, str]) -> None:
+        if self._pft_admitted():
+            self._send(200, pft_patients.mds_assessment(urlsplit(self.path).path.rstrip("/")[len(_MDS_ASSESSMENT):]))
+
     def pft_mds_details(self, q: dict[str, str]) -> None:
         if not self._pft_admitted():
             return
@@ -348,6 +354,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise BadRequest("assessmentId must contain exactly one assessment id")
         self._send(200, pft_patients.mds_details(assessment))
 
+
+_MDS_ASSESSMENT = "/api/v1/mds/assessment/"
 
 _ROUTES = {
     ("GET", "/api/v1/assessments"): _Handler.assessments,

@@ -15,6 +15,7 @@ patient id and data type), the same one-record pages and the same 50-requests-a-
                                                    gender, status}``
 ``GET /api/v1/pft/mds/details?assessmentId``       ``{rowCount: 1, rows: [{assessment_id, payload}]}``; an
                                                    empty id or one with a comma: 400
+``GET /api/v1/mds/assessment/<id>``                that ``payload`` alone: ``{assessmentId, status, sections}``
 =================================================  =========================================================
 
 Past 50 requests to these in one second a request gets 429 with ``Retry-After: 1``.
@@ -29,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PAGE_BOUNDS", "RATE_LIMIT", "RateLimit", "page_count", "patient_page", "demographics", "mds_details"]
+__all__ = ["PAGE_BOUNDS", "RATE_LIMIT", "RateLimit", "page_count", "patient_page", "demographics", "mds_assessment", "mds_details"]
 
 #: data type -> (fewest, most) pages a patient has
 PAGE_BOUNDS = {"assessments": (2, 4), "conditions": (1, 3), "medications": (2, 3), "vital_signs": (1, 1)}
@@ -73,14 +74,17 @@ def demographics(patient_id: str) -> dict[str, Any]:
             "gender": "M" if seed % 2 == 0 else "F", "status": "active"}
 
 
-def mds_details(assessment_id: str) -> dict[str, Any]:
+def mds_assessment(assessment_id: str) -> dict[str, Any]:
     seed = _seed(assessment_id)
-    detail = {"assessmentId": assessment_id, "status": "completed",
+    return {"assessmentId": assessment_id, "status": "completed",
               "sections": [{"sectionId": f"S{i}",
                             "questions": [{"key": f"B{i}0{j}", "responses": [{"responseValue": str((seed + i * 10 + j) % 5)}]}
                                           for j in range(1, 4)]}
                            for i in range(1, 4)]}
-    return {"rowCount": 1, "rows": [{"assessment_id": assessment_id, "payload": detail}]}
+
+
+def mds_details(assessment_id: str) -> dict[str, Any]:
+    return {"rowCount": 1, "rows": [{"assessment_id": assessment_id, "payload": mds_assessment(assessment_id)}]}
 
 
 class RateLimit:

@@ -207,6 +207,8 @@ def test_the_patient_endpoints_answer_one_record_a_page_as_noetl_s_server(pagina
     status, body, _ = _get(paginated_api, "/api/v1/pft/mds/details?assessmentId=MDS-7-001")
     assert status == 200 and body["rowCount"] == 1 and body["rows"][0]["assessment_id"] == "MDS-7-001"
     assert _get(paginated_api, "/api/v1/pft/mds/details?assessmentId=A,B")[0] == 400
+    status, detail, _ = _get(paginated_api, "/api/v1/mds/assessment/MDS-7-001")
+    assert status == 200 and detail == body["rows"][0]["payload"]   # the same detail, unwrapped
 
 
 def test_the_patient_endpoints_refuse_past_their_rate_with_retry_after(paginated_api):
