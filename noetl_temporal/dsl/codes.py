@@ -1,8 +1,9 @@
 """The table of validation codes: one stable code per problem a playbook can have.
 
 Codes never change meaning once published (editors, CI scripts and docs refer to
-them); a retired code is left out rather than reused. ``docs/validation-codes.md`` is
-generated from this table by :func:`markdown` and a test keeps the two identical.
+them); a retired code is left out of the table and listed in :data:`RETIRED`, with why it is
+no longer emitted, so it is never reused. ``docs/validation-codes.md`` is generated from
+both by :func:`markdown` and a test keeps the two identical.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Literal
 from ..tool_kinds import LOAD_TIME_KINDS, TOOL_KINDS
 from .keys import ROOT_KEYS, STEP_KEYS
 
-__all__ = ["Code", "CODES", "markdown"]
+__all__ = ["Code", "CODES", "RETIRED", "markdown"]
 
 # The kinds a task may name, as the fixes list them.
 _KINDS = ", ".join((*TOOL_KINDS, *LOAD_TIME_KINDS))
@@ -211,11 +212,6 @@ _TABLE: list[Code] = [
          "`tool: {kind: container, image: alpine:3.19, command: [sh, -c, ...]}`",
          "start the container from a `shell` task (`docker run ...` or `kubectl ...`); "
          "`noetl-temporal run --dry-run` prints the Kubernetes Job NoETL would submit"),
-    Code("NTL339", _W, "a template reads NoETL's step envelope `data` (`{{ step.data }}`) of a step whose result "
-                       "here has no `data` key: it renders empty",
-         "`input: {rows: \"{{ load.data.command_0.rows }}\"}` where `load` is a postgres step",
-         "drop `.data`: `{{ load.command_0.rows }}` (here a step's name stands for its result, NoETL's "
-         "envelope `data`; docs/semantics.md, \"NoETL's step envelope\")"),
     Code("NTL340", _W, "`executor.requires.features` names a feature no noetl-temporal worker provides; NoETL "
                        "does not check the list, so the playbook runs as it does there",
          "`requires: {features: [result_storage, ai_meta]}`",
@@ -360,6 +356,14 @@ _TABLE: list[Code] = [
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}
 assert len(CODES) == len(_TABLE), "duplicate validation code"
 
+#: codes no longer emitted -> what they meant and why they went; never reused
+RETIRED: dict[str, str] = {
+    "NTL339": "warned that a template reads NoETL's step envelope `data` (`{{ load.data.command_0.rows }}`), "
+              "which rendered empty; since the engine behaviour `step-envelope-data` it reads as NoETL reads it "
+              "(docs/semantics.md, \"NoETL's step envelope\")",
+}
+assert not set(RETIRED) & set(CODES), "a retired validation code is reused"
+
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
@@ -389,4 +393,7 @@ def markdown() -> str:
     ]
     for c in _TABLE:
         lines.append(f"| {c.code} | {c.severity} | {_cell(c.meaning)} | {_cell(c.example)} | {_cell(c.fix)} |")
+    lines += ["", "## Retired codes", "", "No longer emitted, and never given another meaning.", "",
+              "| code | what it was |", "|---|---|"]
+    lines += [f"| {code} | {_cell(why)} |" for code, why in sorted(RETIRED.items())]
     return "\n".join(lines) + "\n"

@@ -25,7 +25,7 @@ from .diagnostics import Diagnostic, Reporter, kind_of
 from .gc_pause import gc_paused
 from .model_errors import validate_model
 from .models import Playbook
-from .noetl_implicit import give_implicit_context, number_sql_execution_id, warn_envelope_data
+from .noetl_implicit import give_implicit_context, number_sql_execution_id
 from .normalize import normalize
 from .origins import Origins
 from .script_sources import check_script_sources
@@ -99,7 +99,6 @@ def _run(text: str | bytes | None, reporter: Reporter) -> LoadedPlaybook | None:
     check_python_code(model, text, reporter)
     give_implicit_context(model, reporter)
     number_sql_execution_id(model, reporter)
-    warn_envelope_data(model, reporter)
     check_script_sources(model, reporter)
     check_transfer_endpoints(model, reporter)
     check_artifact_uris(model, reporter)

@@ -17,11 +17,10 @@ NoETL's execution ids are numbers, so its SQL writes ``{{ execution_id }}`` unqu
 not parse. Such a spot is given ``{{ execution_number }}`` instead, the execution's number
 (engine/context.py), so the playbook runs unedited and every SQL of the execution writes
 and reads the same number (NTL323, a warning that says so).
-NoETL wraps a step's result in an envelope, so its templates read ``{{ step.data }}`` for
-the result. Here ``{{ step }}`` is the result itself. Where the step's result cannot have a
-``data`` key (``postgres``, ``duckdb``, ``transfer``) or may not (``python``), the read is
-located with the fix (NTL339, a warning): it renders empty here.
-docs/migrating-from-noetl.md ("NoETL's own fixtures") says why.
+NoETL's templates read ``{{ step.data }}`` for a step's result (its envelope ``data``):
+the engine gives that alias in the template scope (``engine/envelope_data.py``), so nothing
+is rewritten here (NTL339, which warned of it, is retired). docs/migrating-from-noetl.md
+("NoETL's own fixtures") says why.
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ from ..templates import is_template
 from .diagnostics import Reporter
 from .models import Playbook
 
-__all__ = ["give_implicit_context", "number_sql_execution_id", "warn_envelope_data", "context_reads",
-           "numbered_sql"]
+__all__ = ["give_implicit_context", "number_sql_execution_id", "context_reads", "numbered_sql"]
 
 _NAME = "context"
 _SQL_SETTINGS = ("command", "query", "sql", "commands")
@@ -206,55 +204,3 @@ def number_sql_execution_id(playbook: Playbook, reporter: Reporter) -> None:
                                   "NoETL's numeric id goes; here ids are strings (`<playbook>-<hex>`), so it is "
                                   "given `{{ execution_number }}`, this execution's number",
                         f"workflow[{i}].tool[{j}].config.{key}")
-
-
-#: kinds whose result never has a top-level ``data`` key, and those whose may not
-_NO_DATA_KINDS = ("postgres", "duckdb", "transfer")
-_MAYBE_DATA_KINDS = ("python",)
-
-
-def _template_strings(value: Any, path: str) -> Any:
-    if isinstance(value, str):
-        if is_template(value):
-            yield path, value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _template_strings(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for n, v in enumerate(value):
-            yield from _template_strings(v, f"{path}[{n}]")
-
-
-def _names_data(task: Any) -> bool:
-    code = task.config.get("code") if task.kind in _MAYBE_DATA_KINDS else None
-    return isinstance(code, str) and bool(re.search(r"""['"]data['"]|\bdata\s*=""", code))
-
-
-def warn_envelope_data(playbook: Playbook, reporter: Reporter) -> None:
-    """Locate each template reading NoETL's step envelope ``data`` (``{{ step.data }}``) of a
-    step whose result has no ``data`` key here (NTL339)."""
-    from .result_paths import paths_in
-
-    # the kind of each step's last task (its result is the step's); a loop step's result is
-    # its iterations' (not warned), a python task whose code names a `data` key is left alone
-    kinds = {step.step: step.tool[-1].kind for step in playbook.workflow
-             if step.tool and step.loop is None and not _names_data(step.tool[-1])}
-    seen: set[tuple[str, str]] = set()
-    for i, step in enumerate(playbook.workflow):
-        for j, task in enumerate(step.tool):
-            for where, text in _template_strings(task.config, f"workflow[{i}].tool[{j}].config"):
-                for name, dotted in paths_in(text):
-                    kind = kinds.get(name)
-                    if (dotted.split(".")[0] != "data" or kind not in (*_NO_DATA_KINDS, *_MAYBE_DATA_KINDS)
-                            or (name, where) in seen):
-                        continue
-                    seen.add((name, where))
-                    rest = dotted.split(".", 1)[1] if "." in dotted else ""
-                    instead = f"{name}.{rest}" if rest else name
-                    empty = ("unless the code's `result` has a `data` key, this renders empty"
-                             if kind in _MAYBE_DATA_KINDS else "it has no `data` key, so this renders empty")
-                    reporter.add_normalized(
-                        "NTL339", f"`{{{{ {name}.{dotted} }}}}` reads NoETL's step envelope `data`: here "
-                                  f"`{{{{ {name} }}}}` is the {kind} step's result itself; {empty}",
-                        where, fix=f"write `{{{{ {instead} }}}}` (drop `.data`; docs/semantics.md, "
-                                   f"\"NoETL's step envelope\")")

@@ -17,7 +17,7 @@ from __future__ import annotations
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
-           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -120,11 +120,20 @@ TASK_SIDE_RENDERS = "task-side-renders"
 #: execution without the name that meets one fails the step with a located error instead.
 CURSOR_LOOPS = "cursor-loops"
 
+#: ``{{ step.data }}`` reads NoETL's step envelope ``data``: a step's mapping result's own
+#: ``data`` key when it has one, else the result itself, and so below it for every mapping
+#: (``engine/envelope_data.py``; NoETL's ``TaskResultProxy``); and a task list step's
+#: ``{{ step.results.<task> }}``, its tasks' results by name, kept for steps a template reads it
+#: of. Before: ``{{ load.data.x }}`` of a result without a ``data`` key, and ``step.results``,
+#: were undefined (validation warned of the first, NTL339, now retired).
+STEP_ENVELOPE_DATA = "step-envelope-data"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
-                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS)
+                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS,
+                            STEP_ENVELOPE_DATA)
 
 
 #: Listed only by a redrive's input (``client/redrive_start.py``, docs/operations.md), never by a

@@ -14,8 +14,9 @@ from typing import Any
 
 from ..dsl.models import Step
 from ..templates import HeldPart
-from .behaviours import STORED_RESULT_FIELDS
+from .behaviours import STEP_ENVELOPE_DATA, STORED_RESULT_FIELDS
 from .context import Scope, build_context, set_path
+from .envelope_data import EnvelopeLayer
 from .envelopes import ErrorInfo, Outcome
 from .state import ExecutionState, Failure, PipelineRun, Token
 from .stored_results import StoredLayer
@@ -43,6 +44,8 @@ def template_context(state: ExecutionState, step_def: Step | None, *, args: dict
     if STORED_RESULT_FIELDS in state.behaviours:  # stored results read through their kept fields
         results = StoredLayer(results, state.graph.loop_steps)
         pipeline_vars = StoredLayer(pipeline_vars) if pipeline_vars else None
+    if STEP_ENVELOPE_DATA in state.behaviours:  # NoETL's `{{ step.data }}` (envelope_data.py)
+        results = EnvelopeLayer(results, state.task_results)
     return build_context(workload=state.workload, ctx=state.ctx, execution_id=state.execution_id,
                          step_results=results, args=args,
                          iter_scope=pipe.iter_scope if pipe else None, iterator=iterator,

@@ -151,7 +151,8 @@ def snapshot(state: ExecutionState) -> dict[str, Any]:
     fields["workflow_status"] = state.workflow_status.value
     fields["steps"] = {name: record.to_dict() for name, record in state.steps.items()}
     fields["failures"] = [failure.to_dict() for failure in state.failures]
-    for name in ("approvals", "paused_steps"):   # operator state: snapshots without it stay as they were
+    # operator state, and a task list's results: snapshots without them stay as they were
+    for name in ("approvals", "paused_steps", "task_results"):
         if not fields[name]:
             del fields[name]
     return {

@@ -195,6 +195,9 @@ class ExecutionState:
     total_step_runs: int = 0
     token_counter: int = 0
     step_results: dict[str, Any] = field(default_factory=dict)
+    # A task list step's results by task name, for ``{{ step.results.<task> }}`` (NoETL's task
+    # sequence result, ``envelope_data.py``): kept only for steps whose templates read it.
+    task_results: dict[str, dict[str, Any]] = field(default_factory=dict)
     steps: dict[str, StepRecord] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     absorbed_final_tokens: int = 0

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import budget, loops, pipeline, redrive, routing
+from . import budget, envelope_data, loops, pipeline, redrive, routing
+from .behaviours import STEP_ENVELOPE_DATA
 from .common import emit, engine_error, error_outcome, record_failure, short, step_definition
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode, step_timeout, stop, timeout_message
@@ -82,6 +83,8 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
     error = outcome.error if outcome is not None and not ok else None
     error_json = error.to_dict() if error is not None else None   # what guards and the event see
     state.step_results[run.step] = result
+    if STEP_ENVELOPE_DATA in state.behaviours:  # NoETL's `{{ step.results.<task> }}`
+        envelope_data.keep_task_results(state, step_def, run.main)
     if not cancelled:
         # Before the terminal event (the patches emit none): routing guards see them.
         pipeline.apply_patches(state, step_def, step_def, run, None, outcome, where=f"{run.step}.set")

@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 74
+RUNNABLE_COUNT = 78
 
 
 @dataclass(frozen=True)
@@ -200,11 +200,10 @@ NEEDS: dict[str, Need] = {
     P + "pagination/cursor/test_pagination_cursor.yaml": _local("http on the paginated stand-in: cursor paging"),
     P + "pagination/loop_with_pagination/test_loop_with_pagination.yaml": _local(
         "http on the paginated stand-in and postgres; its SQL writes `{{ execution_id }}` unquoted into a BIGINT "
-        "column, given the execution's number (NTL323)", basis=_NONE_STATED,
-        differs="its check step reads `{{ validate_results.data.command_0.rows }}`: NoETL's step envelope `data`, "
-                "which a step result here does not have (read `validate_results.command_0.rows`; validation locates it, "
-                "NTL339, docs/semantics.md)",
-        fails_with="Expected list of rows, got <class 'NoneType'>"),
+        "column, given the execution's number (NTL323); its check step reads "
+        "`{{ validate_results.data.command_0.rows }}`, NoETL's step envelope `data`, and its routing "
+        "`{{ fetch_page.results.check_pagination.has_more }}`, a task list's results by task name, both read as "
+        "NoETL does (docs/semantics.md)", basis=_NONE_STATED),
     P + "pagination/fetch_load_test/test_fetch_load.yaml": _local(
         "http on the paginated stand-in's FHIR-like patient records (a parallel loop paging each patient with "
         "jump), postgres; 20 patients instead of 500, without the API's 2-4 s delays", basis=_NONE_STATED,
@@ -230,22 +229,30 @@ NEEDS: dict[str, Need] = {
     P + "pagination/pipeline_v2/test_pagination_pipeline_v2.yaml": Need(
         NOETL, "NoETL's default database: a postgres task names no connection (`auth`), and psycopg2"),
     P + "pagination/retry/test_pagination_retry.yaml": _local("http on the paginated stand-in: retry on 500"),
-    P + "patient_batch_parallel_queue/patient_batch_parallel_queue.yaml": Need(
-        NOETL, "the patient endpoints of NoETL's test server, beyond the paginated contract"),
+    P + "patient_batch_parallel_queue/patient_batch_parallel_queue.yaml": _local(
+        "postgres and http on the patient demographics endpoint of the paginated stand-in: a producer pages "
+        "1,000 patients into a queue that parallel loop iterations claim (FOR UPDATE SKIP LOCKED)",
+        basis=_NONE_STATED),
     P + "pft_flow_test/pft_queue_db_maintenance.yaml": Need(
         NOETL, "NoETL's demo database in its cluster (postgres.postgres.svc.cluster.local)"),
-    P + "pft_flow_test/test_pft_flow_v2.yaml": Need(
-        NOETL, "the patient endpoints of NoETL's test server (`/api/v1/patient/<type>`) its cursor loops feed, "
-               "beyond the paginated contract"),
-    P + "pft_flow_test/test_pft_page_continuation.yaml": Need(
-        NOETL, "the patient endpoints of NoETL's test server (`/api/v1/patient/<type>` with `paging.hasMore`) "
-               "its cursor loop feeds, beyond the paginated contract"),
-    P + "pft_flow_test/test_mds_batch_worker.yaml": Need(
-        NOETL, "the MDS endpoints of NoETL's test server, beyond the paginated contract"),
+    P + "pft_flow_test/test_pft_flow_v2.yaml": _local(
+        "postgres and http on the patient and MDS endpoints of the paginated stand-in: postgres cursor loops "
+        "drain per-facility work queues, one record a request; scaled to 2 facilities of 5 patients (NoETL's "
+        "10 of 1,000 is 100,000 requests), its own checks unchanged", basis=_NONE_STATED,
+        payload={"num_facilities": 2, "patients_per_facility": 5}),
+    P + "pft_flow_test/test_pft_page_continuation.yaml": _local(
+        "postgres and http on the patient endpoints of the paginated stand-in (one record a page, "
+        "`paging.hasMore`): a postgres cursor loop drains a work table that its own rows refill with each "
+        "next page", basis=_NONE_STATED),
+    P + "pft_flow_test/test_mds_batch_worker.yaml": _local(
+        "postgres and http on the MDS endpoint of the paginated stand-in: a parallel loop over one slice of "
+        "the MDS work table that test_pft_flow_v2 (run first) fills, facility 2's", basis=_NONE_STATED,
+        payload={"facility_mapping_id": 2}, setup=(P + "pft_flow_test/test_pft_flow_v2.yaml",)),
     P + "pft_flow_test/test_pft_flow.yaml": Need(
         NOETL, "the PFT batch endpoints of NoETL's test server, beyond the paginated contract"),
     P + "playbook_composition/playbook_composition.yaml": _local(
-        "python, postgres and a catalog sub-playbook in a loop"),
+        "python, postgres and a catalog sub-playbook in a loop; its last step reads "
+        "`{{ validate_results.data }}`, NoETL's step envelope `data`, read as NoETL does (docs/semantics.md)"),
     P + "playbook_composition/user_profile_scorer.yaml": _local("python and workbook tasks"),
     P + "postgres_excel_gcs_test/postgres_excel_gcs_test.yaml": Need(CLOUD, "a GCS bucket with HMAC keys"),
     P + "python_psycopg/http_to_postgres_bulk/http_to_postgres_bulk_python.yaml": Need(
@@ -288,12 +295,10 @@ NEEDS: dict[str, Need] = {
         CLOUD, "an AWS S3 bucket (noetl-sql-scripts) and AWS credentials for its SQL (`script:` from s3, which "
                "runs here on a local S3 server: tests/tools)"),
     P + "script_execution/python_file_example.yaml": _local(
-        "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours",
-        payload={"script_path": _SCRIPTS + "hello_world.py"},
-        differs="its verify step reads `{{ run_python_from_file.data }}`: NoETL's step envelope `data`, which a "
-                "step result here does not have (read `{{ run_python_from_file }}`; validation locates it, NTL339, "
-                "docs/semantics.md)",
-        fails_with="'NoneType' object is not subscriptable"),
+        "python with its code from a file (`script:`); the file is not in NoETL's set: a stand-in of ours; its "
+        "verify step reads `{{ run_python_from_file.data }}`, NoETL's step envelope `data`, read as NoETL does "
+        "(docs/semantics.md)",
+        payload={"script_path": _SCRIPTS + "hello_world.py"}),
     P + "script_execution/python_http_example.yaml": Need(
         INTERNET, "raw.githubusercontent.com for its code (`script:` over http, which runs here: tests/tools)"),
     P + "save_storage_test/save_edge_cases.yaml": _local(
@@ -404,7 +409,7 @@ def markdown() -> str:
     lines += [
         "",
         f"**{len(local)} files run here**; {len(local) - len(differ)} end as expected and "
-        f"{len(differ)} differ on purpose: the reason is in the table, and their tests check that the "
+        f"{len(differ)} {'differs' if len(differ) == 1 else 'differ'} on purpose: the reason is in the table, and their tests check that the "
         "run fails with the error recorded there (then report an expected failure), so any change "
         "is noticed.",
         "",

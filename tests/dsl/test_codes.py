@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from noetl_temporal.dsl.codes import CODES, markdown
+from noetl_temporal.dsl.codes import CODES, RETIRED, markdown
 
 REPO = Path(__file__).resolve().parents[2]
 DSL = REPO / "noetl_temporal" / "dsl"
@@ -21,6 +21,12 @@ def test_every_code_is_emitted_and_every_emitted_code_exists():
     emitted = set(re.findall(r'"(NTL\d{3})"', source))
     assert emitted <= set(CODES)
     assert set(CODES) - emitted == set()
+
+
+def test_a_retired_code_is_emitted_nowhere():
+    source = "\n".join(p.read_text(encoding="utf-8") for p in DSL.glob("*.py") if p.name != "codes.py")
+    assert set(re.findall(r'"(NTL\d{3})"', source)) & set(RETIRED) == set()
+    assert set(RETIRED) and not set(RETIRED) & set(CODES)
 
 
 def test_every_code_is_exercised_by_a_test():

@@ -32,8 +32,7 @@ EXPECTED_WARNINGS = {
     # Python engine never runs it either).
     "e2e_implicit_end_routing.yaml": ["NTL505"],
     # NoETL keys this runtime does not act on: said, not silently dropped (docs/tools.md)
-    "e2e_playbook_composition.yaml": ["NTL312",             # `task:` on a playbook task
-                                      "NTL339"],            # `{{ validate_results.data }}`: NoETL's envelope
+    "e2e_playbook_composition.yaml": ["NTL312"],            # `task:` on a playbook task
     "e2e_user_profile_scorer.yaml": ["NTL312"] * 5,         # `assert:` on its workbook python tasks
 }
 

@@ -75,7 +75,9 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # the `retry_step` update: a policy change, then retry-now, of a task in its backoff
              "step_retry": HERE / "step_retry.yaml",
              # before and after the engine change `cursor-loops` (engine/loops.py)
-             "cursor_loop": HERE / "cursor_loop.yaml", "cursor_loop_patched": HERE / "cursor_loop.yaml"}
+             "cursor_loop": HERE / "cursor_loop.yaml", "cursor_loop_patched": HERE / "cursor_loop.yaml",
+             # before and after the engine change `step-envelope-data` (engine/envelope_data.py)
+             "step_data": HERE / "step_data.yaml", "step_data_patched": HERE / "step_data.yaml"}
 
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
@@ -93,7 +95,7 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noetl_text": ("noetl-text",),
           "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
           "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",),
-          "cursor_loop": ("cursor-loops",)}
+          "cursor_loop": ("cursor-loops",), "step_data": ("step-envelope-data",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.

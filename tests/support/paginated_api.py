@@ -45,6 +45,10 @@ are 1-based.
                                                    ``payload_kb`` KiB payload (default 1), after a delay
                                                    between ``min_delay`` and ``max_delay`` seconds (at most
                                                    10; default 0); a page past the last is 404
+``GET /api/v1/patient/<type>?patientId&page``      NoETL's PFT patient endpoints (``assessments``,
+``GET /api/v1/patient/demographics?patientId``     ``conditions``, ``medications``, ``vital_signs``,
+``GET /api/v1/pft/mds/details?assessmentId``       demographics, MDS details): one record a request, written
+``GET /api/v1/mds/assessment/<id>``                from NoETL's own server (``tests/support/pft_patients.py``)
 =================================================  =========================================================
 
 The heavy, concurrency and patient-records endpoints are **choices** written from what the e2e
@@ -68,6 +72,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support import pft_patients
 from tests.support.loopback import LoopbackServer
 
 TOTAL_ITEMS = 35
@@ -146,6 +151,7 @@ class _Server(ThreadingHTTPServer):
         self.limited: Counter[int] = Counter()  # page -> requests since the last reset
         self.hits: Counter[str] = Counter()  # path -> requests
         self.probes: Counter[str] = Counter()  # started, completed, active, max_active
+        self.pft_rate = pft_patients.RateLimit()  # the patient endpoints' requests a second
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -181,6 +187,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.hits[path] += 1
         route = _ROUTES.get((self.command, path))
+        if route is None and self.command == "GET" and path.startswith(_MDS_ASSESSMENT):
+            route = _Handler.mds_assessment   # the id is the path's last part
         if route is None:
             allowed = sorted(m for m, p in _ROUTES if p == path)
             if allowed:
@@ -316,6 +324,47 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.probes.clear()
         self._send(200, {"status": "reset"})
 
+    # ------------------------------------------------------------------ NoETL's PFT patient endpoints
+
+    def _pft_admitted(self) -> bool:
+        if self.server.pft_rate.admit():
+            return True
+        self._send(429, {"detail": "Too Many Requests"}, headers={"Retry-After": str(RETRY_AFTER_S)})
+        return False
+
+    def _patient_id(self, q: dict[str, str]) -> str:
+        patient = q.get("patientId", "")
+        if not patient:
+            raise BadRequest("'patientId' is required")
+        return patient
+
+    def _patient_pages(self, q: dict[str, str]) -> None:
+        if not self._pft_admitted():
+            return
+        data_type = urlsplit(self.path).path.rstrip("/").rsplit("/", 1)[1]
+        body = pft_patients.patient_page(data_type, self._patient_id(q), _int(q, "page", 1, minimum=1))
+        if body is None:
+            return self._send(404, {"error": "page not found"})
+        self._send(200, body)
+
+    def patient_demographics(self, q: dict[str, str]) -> None:
+        if self._pft_admitted():
+            self._send(200, pft_patients.demographics(self._patient_id(q)))
+
+    def mds_assessment(self, q: dict[str, str]) -> None:
+        if self._pft_admitted():
+            self._send(200, pft_patients.mds_assessment(urlsplit(self.path).path.rstrip("/")[len(_MDS_ASSESSMENT):]))
+
+    def pft_mds_details(self, q: dict[str, str]) -> None:
+        if not self._pft_admitted():
+            return
+        assessment = q.get("assessmentId", "").strip()
+        if not assessment or "," in assessment:
+            raise BadRequest("assessmentId must contain exactly one assessment id")
+        self._send(200, pft_patients.mds_details(assessment))
+
+
+_MDS_ASSESSMENT = "/api/v1/mds/assessment/"
 
 def _seconds(q: dict[str, str], name: str) -> float:
     try:
@@ -355,6 +404,9 @@ _ROUTES = {
     ("GET", "/api/v1/concurrency/probe"): _Handler.probe,
     ("GET", "/api/v1/concurrency/stats"): _Handler.probe_stats,
     ("POST", "/api/v1/concurrency/reset"): _Handler.probe_reset,
+    **{("GET", f"/api/v1/patient/{kind}"): _Handler._patient_pages for kind in pft_patients.PAGE_BOUNDS},
+    ("GET", "/api/v1/patient/demographics"): _Handler.patient_demographics,
+    ("GET", "/api/v1/pft/mds/details"): _Handler.pft_mds_details,
 }
 
 

@@ -167,3 +167,57 @@ async def test_pipeline_simple_fetch_transform_validate(temporal, task_queue, pa
                                               "items_processed": 5}
     assert result(report, "report_result")["status"] == "passed"
     assert paginated_api.hits("/api/v1/assessments") == 1
+
+
+# ----------------------------------------------------------------------------- the stand-in itself
+
+
+def _get(api: PaginatedAPIServer, path: str) -> tuple[int, dict, dict]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(api.base_url + path, timeout=10) as answer:  # noqa: S310 - loopback
+            return answer.status, json.loads(answer.read()), dict(answer.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read()), dict(exc.headers)
+
+
+def test_the_patient_endpoints_answer_one_record_a_page_as_noetl_s_server(paginated_api):
+    """The PFT fixtures' contract (tests/support/pft_patients.py, from NoETL's own server): a page
+    count fixed per patient and type, one record a page, ``hasMore`` until the last, 404 past it."""
+    from tests.support.pft_patients import page_count
+
+    for kind, (low, high) in {"assessments": (2, 4), "conditions": (1, 3), "medications": (2, 3),
+                              "vital_signs": (1, 1)}.items():
+        total = page_count("7", kind)
+        assert low <= total <= high
+        pages = [_get(paginated_api, f"/api/v1/patient/{kind}?patientId=7&page={p}&pageSize=1")
+                 for p in range(1, total + 2)]
+        assert [status for status, _, _ in pages] == [200] * total + [404]
+        assert [body["paging"]["hasMore"] for _, body, _ in pages[:-1]] == [True] * (total - 1) + [False]
+        assert all(len(body["data"]) == 1 and body["paging"]["total"] == total for _, body, _ in pages[:-1])
+    # NoETL's records, byte for byte: md5("7:assessments:1") decides value and MDS ids
+    status, body, _ = _get(paginated_api, "/api/v1/patient/assessments?patientId=7&page=1")
+    assert body["data"][0]["id"] == "ASSE-7-p1-i0" and body["data"][0]["mdsCount"] == len(
+        body["data"][0]["mdsAssessmentIds"])
+    status, body, _ = _get(paginated_api, "/api/v1/patient/demographics?patientId=7")
+    assert status == 200 and body["patientId"] == "7" and body["status"] == "active"
+    status, body, _ = _get(paginated_api, "/api/v1/pft/mds/details?assessmentId=MDS-7-001")
+    assert status == 200 and body["rowCount"] == 1 and body["rows"][0]["assessment_id"] == "MDS-7-001"
+    assert _get(paginated_api, "/api/v1/pft/mds/details?assessmentId=A,B")[0] == 400
+    status, detail, _ = _get(paginated_api, "/api/v1/mds/assessment/MDS-7-001")
+    assert status == 200 and detail == body["rows"][0]["payload"]   # the same detail, unwrapped
+
+
+def test_the_patient_endpoints_refuse_past_their_rate_with_retry_after(paginated_api):
+    from tests.support.pft_patients import RATE_LIMIT, RateLimit
+
+    now = [0.0]
+    paginated_api._server.pft_rate = RateLimit(clock=lambda: now[0])  # a clock that stands still
+    answers = [_get(paginated_api, "/api/v1/patient/demographics?patientId=1") for _ in range(RATE_LIMIT + 1)]
+    assert [status for status, _, _ in answers] == [200] * RATE_LIMIT + [429]
+    assert answers[-1][2]["Retry-After"] == "1"
+    now[0] = 1.0   # a second later the window has room again
+    assert _get(paginated_api, "/api/v1/patient/demographics?patientId=1")[0] == 200

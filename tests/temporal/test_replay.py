@@ -40,7 +40,8 @@ def _workflow(sandboxed: bool) -> type:
                                   "stored_fields", "stored_fields_patched", "user_calls",
                                   "settled_close", "settled_close_patched", "user_cancel", "user_cancel_patched", "redrive",
                                   "approval", "task_renders", "task_renders_patched",
-                                  "redrive_children", "step_retry", "cursor_loop", "cursor_loop_patched"])
+                                  "redrive_children", "step_retry", "cursor_loop", "cursor_loop_patched",
+                                  "step_data", "step_data_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -358,6 +359,24 @@ async def test_cursor_loops_follow_the_recorded_input(name, forced, monkeypatch)
     assert bool(done) is not forced
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     switch = behaviours.CURSOR_LOOPS
+    monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
+                                                               *([switch] if forced else [])])
+    replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+@pytest.mark.parametrize("name,recorded_route", [("step_data", "bare"), ("step_data_patched", "enveloped")])
+async def test_step_envelope_data_follows_the_recorded_input(name, recorded_route, monkeypatch):
+    """``step-envelope-data``: ``step_data`` was recorded without it (``{{ load.data.m }}`` and
+    ``{{ load.results.first.n }}`` were undefined: the guard took ``bare``), ``step_data_patched``
+    with it (NoETL's envelope ``data`` is the result, ``results`` the task list's: ``enveloped``). Each replays to its own events above; replaying either with
+    the behaviour switched the other way is a nondeterminism error (the other branch's activity)."""
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    assert [e["entity_id"] for e in expected if e["event_type"] == "step.started"] == ["load", "own", recorded_route]
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    switch = behaviours.STEP_ENVELOPE_DATA
+    forced = recorded_route == "bare"
     monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
                                                                *([switch] if forced else [])])
     replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
