@@ -3,12 +3,14 @@
 The step's waiting task (running, retrying, or waiting for an answer) is cancelled, the
 rest of its tasks do not run, and the step ends as a success whose result is what the
 operator gave (or null): its arcs fire as for any success. ``step.skipped`` records who,
-why and the result, before the step's ``step.done``. In a loop, one iteration is skipped
+why and the result, before the step's ``step.done``; the step ends SKIPPED (behaviour
+``skipped-step-status``; before it, COMPLETED). In a loop, one iteration is skipped
 (``iteration``), and the loop goes on. :func:`refusal` is the update validator's rule.
 """
 
 from __future__ import annotations
 
+from .behaviours import SKIPPED_STEP_STATUS
 from .common import emit
 from .messages import CancelTasks, Command, HoldStep, SkipStep
 from .pipeline import PipelineEnd, skip_task
@@ -61,6 +63,9 @@ def skip(state: ExecutionState, event: SkipStep, commands: list[Command]) -> Pip
     emit(state, "step.skipped", entity_id=run.step, parent_id=state.execution_id, step_run_id=run.id,
          task_run_id=task_run_id, iteration=pipe.iteration, status="success",
          payload={"by": event.by, "reason": event.reason, "result": event.result, "skipped_at": state.now})
+    if pipe is run.main and SKIPPED_STEP_STATUS in state.behaviours:
+        # the whole step was skipped (one iteration's skip leaves its loop step to end as it ends)
+        run.skipped = {"by": event.by, "reason": event.reason}
     return skip_task(state, run, pipe, event.result)
 
 
