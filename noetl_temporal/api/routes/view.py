@@ -23,6 +23,7 @@ from noetl_temporal.graphview.states import WATCHED_TYPES, first_paint
 from noetl_temporal.observe import read_events
 from noetl_temporal.temporal import control
 from noetl_temporal.temporal.close_status import TERMINAL_STATES
+from noetl_temporal.temporal.step_offers import offered_controls
 
 from ..deps import ClientDep, ExecutionId, SettingsDep
 from ..errors import responses
@@ -60,6 +61,8 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
     # Approvals waiting for a person: only a live workflow knows them, and it has just answered
     # its detail query (an empty detail: no worker answered, so neither would a status query).
     waiting = await control.waiting_approvals(client, execution_id) if detail and not finished else None
+    # The per-step controls that apply now, as the update validators decide (docs/approvals.md)
+    offers = await offered_controls(client, execution_id) if detail and not finished else None
     # A redrive names its origin (its input's plan) and what it reused; an old execution its
     # redrives (execution.redriven, appended to its stored events): docs/operations.md.
     store = settings.event_store
@@ -70,5 +73,6 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
                                 redriven_from=(inp.redrive or {}).get("from_execution_id"), redriven_by=redriven_by)
     page = execution_page(view, execution_id, state=state, source=inp.source, access_token=access_token,
                           painted=painted, event_count=int(detail.get("event_count") or painted.last_seq),
-                          finished=finished, waiting=waiting, controls=controls, scripts=("redrive.js",))
+                          finished=finished, waiting=waiting, controls=controls, scripts=("redrive.js",),
+                          step_offers=offers)
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})
