@@ -66,3 +66,21 @@ def test_a_paused_step_offers_resume_and_a_finished_execution_nothing():
     state, _ = step(state, HoldStep(now=T1, step="load", hold=False, reason=None, by="ops"))
     state, _ = step(state, SkipStep(now=T1, step="fetch", reason="down", result=None, by="ops"))
     assert state.finished and offered(state, {}) == []
+
+
+def test_a_loop_step_is_offered_per_running_iteration_and_paused_once():
+    playbook = load_playbook_text(textwrap.dedent("""
+    metadata: {name: looped}
+    workflow:
+      - step: each
+        loop: {in: "{{ [1, 2, 3] }}", iterator: n, spec: {mode: parallel}}
+        tool: {kind: shell, cmd: "sleep 60"}
+    """), source="<t>").playbook
+    state, commands = step(new_state(playbook, "e1"), Start(execution_id="e1", now=T0))
+    tasks = [c for c in commands if isinstance(c, RunTask)]
+    entries = offered(state, {})
+    assert [(e["iteration"], e["controls"]) for e in entries] == [
+        (0, ["skip", "pause"]), (1, ["skip"]), (2, ["skip"])] and len(tasks) == 3
+    # each iteration's offer is what the validator says of that iteration
+    assert all(skips.refusal(state, "each", "x", e["iteration"]) is None for e in entries)
+    assert skips.refusal(state, "each", "x") is not None   # the loop step as a whole: name an iteration
