@@ -638,6 +638,9 @@ class PlaybookWorkflow:
             status["waiting"] = approvals.waiting(state)
         if state.paused_steps:
             status["paused_steps"] = list(state.paused_steps)
+        skipped = skips.skipped_steps(state.steps)
+        if skipped:   # steps an operator skipped, with who and why (temporal/step_notes.py)
+            status["skipped_steps"] = skipped
         return status
 
     @workflow.query(name="step_controls")

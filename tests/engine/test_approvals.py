@@ -143,7 +143,9 @@ def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success(behav
     assert done["status"] == "success"   # its arcs fired as for a success (`after` ran)
     if behaviours:
         assert done["payload"]["meta"] == {"step_status": "SKIPPED"} and done["payload"]["skipped"]["by"] == "ops"
+        assert skips.skipped_steps(state.steps) == {"ask": {"by": "ops", "reason": "decided by phone"}}
     else:
+        assert skips.skipped_steps(state.steps) == {}
         assert "meta" not in done["payload"] and "skipped" not in done["payload"]
 
 
