@@ -78,7 +78,7 @@ TIERS = {
               "temporal/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
               "api/test_api_load.py", "playtest/test_modes_agree.py", "temporal/test_cursor_scale.py"),
     "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py", "api/test_view_approval.py",
-                "api/test_redrive_page.py"),
+                "api/test_redrive_page.py", "api/test_step_controls_page.py"),
 }
 
 

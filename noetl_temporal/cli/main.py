@@ -153,8 +153,8 @@ COMMANDS: list[Command] = [
             _lazy("control", "add_ctx_arguments"), _lazy("control", "control_command")),
     Command("approve", "answer a step waiting for a person (`kind: approve`): --set FIELD=VALUE..., --by NAME",
             _lazy("approve", "add_arguments"), _lazy("approve", "run")),
-    Command("skip", "skip a running step: its task is cancelled, the step ends as a success with --result "
-                    "(--reason required)",
+    Command("skip", "skip a running step: its task is cancelled, the step ends SKIPPED with --result and "
+                    "its arcs fire as for a success (--reason required)",
             _lazy("skip", "add_arguments"), _lazy("skip", "run")),
     Command("pause-step", "pause one step of a running execution: no new run of it starts, the rest goes on",
             _lazy("skip", "add_hold_arguments"), _lazy("skip", "run_hold")),

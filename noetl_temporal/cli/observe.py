@@ -97,6 +97,12 @@ def status_command(args: argparse.Namespace) -> int:
             summary = await redrive_summary(client, args.execution_id,
                                             ask_workflow=liveness is None or liveness.workers_polling > 0)
             status = {**status, **(summary or {})}
+            from ..client.step_notes import skipped_steps
+
+            # the steps an operator skipped, with who and why (docs/approvals.md)
+            skipped = await skipped_steps(client, args.execution_id,
+                                          ask_workflow=liveness is None or liveness.workers_polling > 0)
+            status = {**status, **(skipped or {})}
         if args.playbook:
             status = {**status, "playbook": await _pinned(client, args.execution_id)}
         if args.json:
@@ -108,6 +114,9 @@ def status_command(args: argparse.Namespace) -> int:
                         print(f"{'playbook.' + field:<20} {_plain(text)}")
                 elif key in ("reused_steps", "rerun_steps"):
                     print(f"{key:<20} {_names(value)}")
+                elif key == "skipped_steps":   # one line per skipped step: who and why
+                    for name, note in value.items():
+                        print(f"{'skipped.' + name:<20} SKIPPED by {note.get('by') or 'unknown'}: {note.get('reason')}")
                 else:
                     print(f"{key:<20} {_plain(value)}")
         if liveness is not None and liveness.workers_polling == 0:
@@ -159,6 +168,10 @@ def _line(event: dict[str, Any]) -> str:
         extra.append(f"from {payload.get('redriven_from')}, reusing {len(payload.get('reused_steps') or [])} steps")
     elif event.get("event_type") == "execution.redriven":
         extra.append(f"by {payload.get('redriven_by')}")
+    elif event.get("event_type") == "step.skipped":   # an operator's skip: who and why
+        extra.append(f"by {payload.get('by') or 'unknown'}: {payload.get('reason')}")
+    elif (payload.get("meta") or {}).get("step_status") == "SKIPPED":
+        extra.append("SKIPPED")
     return (f"{event['seq']:>5} {event['timestamp']} {event['event_type']:<24} {event.get('entity_id') or '':<20} "
             f"{event.get('status') or ''} {' '.join(extra)}").rstrip()
 

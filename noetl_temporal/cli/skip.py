@@ -2,7 +2,7 @@
 ``pause-step`` / ``resume-step ID STEP``: hold one step's new runs.
 
 The step's waiting task (running, retrying, or waiting for an answer) is cancelled and the
-step ends as a success with the given result, so its arcs fire (docs/approvals.md,
+step ends SKIPPED with the given result, its arcs firing as for a success (docs/approvals.md,
 "Skipping a running step"). Same call as ``POST /executions/{id}/steps/{step}/skip``.
 Exit codes: 0 skipped, 1 unknown or finished execution, 2 usage, connection, or a skip
 the workflow refused (the reason on stderr).

@@ -29,7 +29,7 @@ async def answer(client: Client, execution_id: str, step: str, values: dict[str,
 
 async def skip(client: Client, execution_id: str, step: str, *, reason: str, result: Any = None,
                by: str | None = None, iteration: int | None = None) -> dict[str, Any]:
-    """Skip a running step (engine/skips.py): it ends as a success with ``result``."""
+    """Skip a running step (engine/skips.py): it ends SKIPPED with ``result``, its arcs firing as for a success."""
     request = {"step": step, "reason": reason, "result": result, "by": by, "iteration": iteration}
     return await _update(client, execution_id, SKIP_UPDATE, request, f"skip step {step!r} of", step)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
-           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "SKIPPED_STEP_STATUS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -128,12 +128,19 @@ CURSOR_LOOPS = "cursor-loops"
 #: were undefined (validation warned of the first, NTL339, now retired).
 STEP_ENVELOPE_DATA = "step-envelope-data"
 
+#: A step an operator skipped (``engine/skips.py``, docs/approvals.md) ends SKIPPED, not
+#: COMPLETED: its record in the output says ``status: SKIPPED`` with ``skipped: {by, reason}``,
+#: and its ``step.done`` says so in ``payload.meta.step_status`` and ``payload.skipped``. Its
+#: arcs fire as before (as for a success). Before: it ended COMPLETED, and only the
+#: ``step.skipped`` event before its ``step.done`` told it from a step whose tool succeeded.
+SKIPPED_STEP_STATUS = "skipped-step-status"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
                             SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS,
-                            STEP_ENVELOPE_DATA)
+                            STEP_ENVELOPE_DATA, SKIPPED_STEP_STATUS)
 
 
 #: Listed only by a redrive's input (``client/redrive_start.py``, docs/operations.md), never by a

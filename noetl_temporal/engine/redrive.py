@@ -28,6 +28,10 @@ from .status_layers import StepStatus
 
 __all__ = ["plan", "take", "redriven_event", "step_shape", "child_tasks", "child_key"]
 
+#: a step that ended so once is reused: it completed, or an operator skipped it with the result
+#: it gave (which a redrive keeps, as the run that follows it saw it)
+_REUSABLE = (StepStatus.COMPLETED.value, StepStatus.SKIPPED.value)
+
 
 def step_shape(playbook: Playbook, step: str) -> dict[str, Any] | None:
     """What a step's recorded result depends on in its definition: the step as the playbook
@@ -51,7 +55,7 @@ def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Play
         changed = sorted(name for name in set(old_steps) | set(new_graph.steps)
                          if old_shapes.get(name) != new_shapes.get(name))
     done = {name for name, record in old_steps.items()
-            if isinstance(record, dict) and record.get("status") == StepStatus.COMPLETED.value
+            if isinstance(record, dict) and record.get("status") in _REUSABLE
             and int(record.get("runs") or 0) == 1}
     # A step the old run never reached is no seed: if the new run reaches it, it runs anyway.
     seeds = {name for name in old_steps if name not in done} | set(changed)
@@ -101,7 +105,7 @@ def child_key(step: str, task: str) -> str:
 
 def _done(old_steps: dict[str, Any]) -> set[str]:
     return {name for name, record in old_steps.items()
-            if isinstance(record, dict) and record.get("status") == StepStatus.COMPLETED.value
+            if isinstance(record, dict) and record.get("status") in _REUSABLE
             and int(record.get("runs") or 0) == 1}
 
 

@@ -3,18 +3,24 @@
 The step's waiting task (running, retrying, or waiting for an answer) is cancelled, the
 rest of its tasks do not run, and the step ends as a success whose result is what the
 operator gave (or null): its arcs fire as for any success. ``step.skipped`` records who,
-why and the result, before the step's ``step.done``. In a loop, one iteration is skipped
+why and the result, before the step's ``step.done``; the step ends SKIPPED (behaviour
+``skipped-step-status``; before it, COMPLETED). In a loop, one iteration is skipped
 (``iteration``), and the loop goes on. :func:`refusal` is the update validator's rule.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from .behaviours import SKIPPED_STEP_STATUS
 from .common import emit
 from .messages import CancelTasks, Command, HoldStep, SkipStep
 from .pipeline import PipelineEnd, skip_task
-from .state import ExecutionState, PipelineRun, StepRun
+from .state import ExecutionState, PipelineRun, StepRecord, StepRun
+from .status_layers import StepStatus
 
-__all__ = ["refusal", "skip", "hold_refusal", "hold"]
+__all__ = ["refusal", "skip", "hold_refusal", "hold", "skipped_steps"]
 
 
 def _target(state: ExecutionState, step: str, iteration: int | None) -> tuple[StepRun, PipelineRun] | str:
@@ -61,7 +67,21 @@ def skip(state: ExecutionState, event: SkipStep, commands: list[Command]) -> Pip
     emit(state, "step.skipped", entity_id=run.step, parent_id=state.execution_id, step_run_id=run.id,
          task_run_id=task_run_id, iteration=pipe.iteration, status="success",
          payload={"by": event.by, "reason": event.reason, "result": event.result, "skipped_at": state.now})
+    if pipe is run.main and SKIPPED_STEP_STATUS in state.behaviours:
+        # the whole step was skipped (one iteration's skip leaves its loop step to end as it ends)
+        run.skipped = {"by": event.by, "reason": event.reason}
     return skip_task(state, run, pipe, event.result)
+
+
+def skipped_steps(steps: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The steps whose last run an operator skipped -> ``{by, reason}``, from the run's step
+    records (``StepRecord`` or their JSON, as the output holds them): what ``status`` shows."""
+    out = {}
+    for name, record in steps.items():
+        data = record.to_dict() if isinstance(record, StepRecord) else record
+        if isinstance(data, Mapping) and data.get("status") == StepStatus.SKIPPED.value:
+            out[name] = dict(data.get("skipped") or {})
+    return out
 
 
 def hold_refusal(state: ExecutionState, step: str, hold: bool) -> str | None:

@@ -120,6 +120,7 @@ class StepRun:
     cancelled: bool = False
     timed_out: bool = False
     reused: bool = False   # a redrive finished it with the old execution's recorded result
+    skipped: dict[str, Any] | None = None   # an operator's skip ({by, reason}), ending it SKIPPED
 
 
 @dataclass(slots=True)
@@ -133,15 +134,22 @@ class StepRecord:
     # A redrive ended its last run with the old execution's recorded result (no tool ran).
     # In the JSON only when true, so every other output reads as it always did.
     reused: bool = False
+    # An operator skipped its last run: who and why (``{by, reason}``); in the JSON only when set.
+    skipped: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"status": self.status, "runs": self.runs, "result": self.result}
-        return {**data, "reused": True} if self.reused else data
+        data: dict[str, Any] = {"status": self.status, "runs": self.runs, "result": self.result}
+        if self.reused:
+            data["reused"] = True
+        if self.skipped is not None:
+            data["skipped"] = self.skipped
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepRecord:
+        skipped = data.get("skipped")
         return cls(status=data.get("status"), runs=int(data.get("runs") or 0), result=data.get("result"),
-                   reused=bool(data.get("reused")))
+                   reused=bool(data.get("reused")), skipped=dict(skipped) if isinstance(skipped, dict) else None)
 
 
 @dataclass(slots=True)

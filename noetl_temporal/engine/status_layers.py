@@ -53,6 +53,7 @@ class StepStatus(StrEnum):
     FAILED = "FAILED"           # failed without handled recovery (docs/status.md)
     HANDLED = "HANDLED"         # failed, and a failure arc of ``next`` handled it
     CANCELLED = "CANCELLED"
+    SKIPPED = "SKIPPED"         # an operator skipped it (step.skipped): its arcs fired as the skip said
 
 
 _E, _W, _S = ExecutionStatus, WorkflowStatus, StepStatus
@@ -84,13 +85,14 @@ TABLES: dict[str, dict[tuple[StrEnum, StrEnum], str]] = {
         (_S.RUNNING, _S.FAILED): "step.failed",                   # no arc handles the failure
         (_S.RUNNING, _S.HANDLED): "step.failed",                  # status `handled`: a failure arc fired
         (_S.RUNNING, _S.CANCELLED): "step.failed",                # fail_fast / cancel
+        (_S.RUNNING, _S.SKIPPED): "step.skipped",                 # an operator's skip (docs/approvals.md)
     },
 }
 
 TERMINAL: dict[str, frozenset[StrEnum]] = {
     "execution": frozenset({_E.COMPLETED, _E.FAILED, _E.CANCELLED}),
     "workflow": frozenset({_W.COMPLETED, _W.FAILED, _W.CANCELLED}),
-    "step": frozenset({_S.COMPLETED, _S.FAILED, _S.HANDLED, _S.CANCELLED}),
+    "step": frozenset({_S.COMPLETED, _S.FAILED, _S.HANDLED, _S.CANCELLED, _S.SKIPPED}),
 }
 
 

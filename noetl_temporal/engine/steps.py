@@ -96,12 +96,14 @@ def finish_step_run(state: ExecutionState, run: StepRun, *, ok: bool, result: An
         error_json = error.to_dict()
         event = routing.boundary_event(run.step, ok=False, loop_done=loop_done, error=error_json, result=result)
         decision = routing.RouteDecision(event)  # no arc fires
-    target = _end_status(ok=ok, cancelled=cancelled, decision=decision)
+    target = _end_status(ok=ok, cancelled=cancelled, decision=decision, skipped=run.skipped is not None)
     run.status = transition("step", run.status, target)
-    record_step(state, run.step, target, result, reused=run.reused)
+    record_step(state, run.step, target, result, reused=run.reused, skipped=run.skipped)
     # A handled failure keeps the seed's event type and status (`step.failed`, `error`: the
     # tool did fail; docs/events.md has no other status); its payload says it was handled.
     failure = {} if ok else {"handled": target is StepStatus.HANDLED, "meta": {"step_status": target.value}}
+    if target is StepStatus.SKIPPED:   # `step.done` still (its arcs fired as for a success), said SKIPPED
+        failure = {"meta": {"step_status": target.value}, "skipped": run.skipped}
     if run.reused:
         failure = {**failure, "reused": True, "redriven_from": state.redriven_from}
     emit(state, "step.done" if ok else "step.failed", entity_id=run.step, parent_id=state.execution_id,
@@ -133,11 +135,13 @@ def _message(error: ErrorInfo | None) -> str | None:
     return error.message if error is not None and not error.is_empty else None
 
 
-def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | None) -> StepStatus:
-    """COMPLETED, CANCELLED, HANDLED (failed, and an arc handles the failure: docs/status.md
-    counts only a failure "without handled recovery" as FAILED) or FAILED."""
+def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | None,
+                skipped: bool = False) -> StepStatus:
+    """COMPLETED, SKIPPED (an operator's skip ended it), CANCELLED, HANDLED (failed, and an arc
+    handles the failure: docs/status.md counts only a failure "without handled recovery" as
+    FAILED) or FAILED."""
     if ok:
-        return StepStatus.COMPLETED
+        return StepStatus.SKIPPED if skipped else StepStatus.COMPLETED
     if cancelled:
         return StepStatus.CANCELLED
     if decision is not None and decision.handles_failure:
@@ -145,7 +149,8 @@ def _end_status(*, ok: bool, cancelled: bool, decision: routing.RouteDecision | 
     return StepStatus.FAILED
 
 
-def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any, *, reused: bool = False) -> None:
+def record_step(state: ExecutionState, name: str, status: StepStatus, result: Any, *, reused: bool = False,
+                skipped: dict[str, Any] | None = None) -> None:
     record = state.steps.get(name)
     if record is None:
         record = state.steps[name] = StepRecord()
@@ -153,6 +158,7 @@ def record_step(state: ExecutionState, name: str, status: StepStatus, result: An
     record.runs += 1
     record.result = result
     record.reused = reused
+    record.skipped = skipped
 
 
 def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> StepRunDone | None:

@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode
 from .approval_form import approval_forms
 from .model import GraphView
 from .states import PICTURE, STATE_WORDS, STEP_EVENTS, STOPPING, WATCHED_TYPES, Painted
+from .step_offers import step_control_forms
 from .svg import render_svg
 
 __all__ = ["execution_page", "stream_url", "MAX_DRAWN_STEPS"]
@@ -53,12 +54,14 @@ def _json_for_script(value: object) -> str:
 def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING", source: str | None = None,
                    access_token: str | None = None, painted: Painted | None = None, event_count: int = 0,
                    finished: bool = False, waiting: list[dict[str, object]] | None = None,
-                   controls: str = "", scripts: tuple[str, ...] = ()) -> str:
+                   controls: str = "", scripts: tuple[str, ...] = (),
+                   step_offers: list[dict[str, object]] | None = None) -> str:
     """The page; ``painted``: the steps' states the server knows, ``event_count``: the
     execution's (the API's ``event_count``), ``finished``: draw it final, follow nothing;
     ``waiting``: approvals waiting for an answer (the status's list), one form each;
     ``controls``: HTML for the header (``.redrive``), ``scripts``: the assets that drive it,
-    run after ``live.js``."""
+    run after ``live.js``; ``step_offers``: the per-step controls that apply now (the
+    workflow's ``step_controls`` query), a block of forms per running or paused step."""
     painted = painted or Painted()
     config = {"execution_id": execution_id, "stream": None if finished else stream_url(
                   execution_id, access_token, painted.last_seq),
@@ -77,6 +80,9 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
         scripts = (*scripts, "approve.js")
     if forms:
         config["access_token"] = access_token   # the forms post with it (as the stream reads with it)
+    step_forms = "" if finished else step_control_forms(list(step_offers or ()))
+    if step_forms:
+        scripts = (*scripts, "steps.js")   # it reads the token from the page's address, as redrive.js does
     legend = "".join(f'<span class="{escape(state)}">{escape(word)}</span>'
                      for state, word in STATE_WORDS.items())
     origin = f" · {escape(source)}" if source else ""
@@ -91,7 +97,7 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
  <span id="stream-error"></span></p>
 {controls}
 <p class="legend">{legend}</p></header>
-<main>{picture}</main>{forms}
+<main>{picture}</main>{forms}{step_forms}
 <script type="application/json" id="noetl-config">{_json_for_script(config)}</script>
 <script>{_asset("live.js")}</script>
 {"".join(f"<script>{_asset(name)}</script>" for name in scripts)}

@@ -1,7 +1,7 @@
 """Step states on the execution page: the API's words, mapped once to the picture.
 
 A step's state is said in the API's words: ``GET /executions/{id}`` gives a finished step's
-``steps[*].status`` (COMPLETED, FAILED, HANDLED, CANCELLED) and lists the steps admission
+``steps[*].status`` (COMPLETED, FAILED, HANDLED, CANCELLED, SKIPPED: an operator skipped it) and lists the steps admission
 still refuses in ``summary.denied_steps`` (DENIED); the events say what is not finished yet
 (SCHEDULED, RUNNING) and which tokens will never run (SKIPPED: dropped when the execution
 stops, or refused by a step whose ``on_deny`` is ``discard``). :data:`PICTURE` maps each of
@@ -38,7 +38,8 @@ STATE_WORDS: dict[str, str] = {
 
 #: (event_type, status or "*", the step's state in the API's words), first match wins. A
 #: ``step.failed`` event says which of FAILED/HANDLED/CANCELLED in ``payload.meta.step_status``
-#: (the value the API's ``steps`` records); the row's state is its fallback.
+#: (the value the API's ``steps`` records), a ``step.done`` SKIPPED there when an operator
+#: skipped the step; the row's state is its fallback.
 STEP_EVENTS: tuple[tuple[str, str, str], ...] = (
     ("step.scheduled", "*", "SCHEDULED"),
     ("step.started", "*", "RUNNING"),
@@ -69,7 +70,7 @@ def step_state(event: Mapping[str, Any], *, discards: bool = False) -> str | Non
     for row_type, row_status, state in STEP_EVENTS:
         if row_type == event.get("event_type") and row_status in ("*", event.get("status")):
             payload = event.get("payload") or {}
-            if row_type == "step.failed":
+            if row_type in ("step.failed", "step.done"):
                 return str((payload.get("meta") or {}).get("step_status") or state)
             if state == "DENIED" and (discards or str(payload.get("reason") or "").startswith(STOPPING)):
                 return "SKIPPED"

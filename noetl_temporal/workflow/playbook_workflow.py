@@ -32,7 +32,17 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ..conversion.playbook_result import playbook_failed
     from ..dsl.models import Playbook
-    from ..engine import approvals, behaviours, ctx_size, machine, progress, retries, skips, snapshot
+    from ..engine import (
+        approvals,
+        behaviours,
+        ctx_size,
+        machine,
+        progress,
+        retries,
+        skips,
+        snapshot,
+        step_offers,
+    )
     from ..engine.envelopes import RunOutput, TaskResult
     from ..engine.graph import StepGraph
     from ..engine.messages import (
@@ -629,7 +639,18 @@ class PlaybookWorkflow:
             status["waiting"] = approvals.waiting(state)
         if state.paused_steps:
             status["paused_steps"] = list(state.paused_steps)
+        skipped = skips.skipped_steps(state.steps)
+        if skipped:   # steps an operator skipped, with who and why (client/step_notes.py)
+            status["skipped_steps"] = skipped
         return status
+
+    @workflow.query(name="step_controls")
+    def step_controls(self, activities: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The per-step controls that apply now (engine/step_offers.py), for the execution
+        page; ``activities``: what the client saw Temporal hold, as ``retry_step`` is given it."""
+        if self._state is None:
+            return []
+        return step_offers.offered(self._state, activities if isinstance(activities, dict) else {})
 
     @workflow.query(name="events")
     def events(self, after_seq: int = 0, limit: int = 1000) -> list[dict[str, Any]]:

@@ -138,6 +138,9 @@ async def test_a_running_step_is_skipped_through_the_api(api):
     assert status["state"] == "COMPLETED"
     detail = (await api.get(f"/executions/{execution_id}")).json()
     assert detail["steps"]["after"]["result"] == "after skipped"
+    # the API's step state: SKIPPED by the API's token, with the reason (the execution completed)
+    assert detail["steps"]["wait"]["status"] == "SKIPPED", detail["steps"]
+    assert detail["steps"]["wait"]["skipped"] == {"by": "api", "reason": "not needed today"}
     [skipped] = await events_of(api, execution_id, type="step.skipped")
     assert skipped["payload"]["reason"] == "not needed today" and skipped["payload"]["by"] == "api"
     r = await api.post(url, json={"reason": "again"})

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine import approvals
+from noetl_temporal.engine.behaviours import SKIPPED_STEP_STATUS
 from noetl_temporal.engine.envelopes import ErrorInfo, Outcome
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Answer, Finish, RunTask, Start, StartTimer, TaskFinished
@@ -26,10 +29,11 @@ workflow:
 """
 
 
-def started(text: str):
+def started(text: str, behaviours: tuple[str, ...] | None = None):
     playbook = load_playbook_text(textwrap.dedent(text), source="<t>").playbook
     state = new_state(playbook, "e1")
-    state, commands = step(state, Start(execution_id="e1", now=T0))
+    listed = {} if behaviours is None else {"behaviours": list(behaviours)}   # default: a new execution's
+    state, commands = step(state, Start(execution_id="e1", now=T0, **listed))
     return state, commands
 
 
@@ -103,7 +107,12 @@ def test_a_rendered_form_that_does_not_hold_fails_the_task():
     assert state.failures[0].kind == "approve" and "field 'ok' has type 'bool'" in state.failures[0].message
 
 
-def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success():
+@pytest.mark.parametrize("behaviours, ended", [
+    ((), {"status": "COMPLETED", "runs": 1, "result": {"go": True}}),   # recorded before the behaviour
+    ((SKIPPED_STEP_STATUS,), {"status": "SKIPPED", "runs": 1, "result": {"go": True},
+                              "skipped": {"by": "ops", "reason": "decided by phone"}}),
+])
+def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success(behaviours, ended):
     from noetl_temporal.engine import skips
     from noetl_temporal.engine.messages import CancelTasks, SkipStep
 
@@ -115,7 +124,7 @@ def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success():
         next: {arcs: [{step: after, when: "{{ ask.go }}"}]}
       - step: after
         tool: {kind: noop, result: "went"}
-    """)
+    """, behaviours)
     [ask] = [c for c in commands if isinstance(c, RunTask)]
     assert skips.refusal(state, "ask", "") == "a skip needs a reason (recorded in step.skipped)"
     assert skips.refusal(state, "after", "x") == \
@@ -129,7 +138,15 @@ def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success():
     # the cancelled task's late report changes nothing
     late = Outcome.failed(ErrorInfo(kind="cancelled", message="cancelled"))
     state, commands = step(state, TaskFinished(task_run_id=ask.task_run_id, now=T1, outcome=late))
-    assert commands == [] and state.steps["ask"].status == "COMPLETED"
+    assert commands == [] and state.steps["ask"].to_dict() == ended
+    [done] = [e for e in state.log.since(0, 1000) if e["event_type"] == "step.done" and e["entity_id"] == "ask"]
+    assert done["status"] == "success"   # its arcs fired as for a success (`after` ran)
+    if behaviours:
+        assert done["payload"]["meta"] == {"step_status": "SKIPPED"} and done["payload"]["skipped"]["by"] == "ops"
+        assert skips.skipped_steps(state.steps) == {"ask": {"by": "ops", "reason": "decided by phone"}}
+    else:
+        assert skips.skipped_steps(state.steps) == {}
+        assert "meta" not in done["payload"] and "skipped" not in done["payload"]
 
 
 def test_a_paused_step_stays_held_across_continue_as_new():

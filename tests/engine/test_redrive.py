@@ -42,6 +42,13 @@ def test_plan_reuses_completed_steps_before_the_failure_and_reruns_it_and_what_f
     assert p["reuse"]["a"] == {"old": "a"} and p["from_execution_id"] == "old" and p["changed"] == []
 
 
+def test_plan_reuses_a_step_an_operator_skipped_with_the_result_given():
+    pb = playbook(CHAIN)
+    p = plan(old_execution_id="old", old_steps=_old_steps(a="COMPLETED", b="SKIPPED", c="FAILED"),
+             old_playbook=pb, new_playbook=pb, new_graph=step_graph(pb))
+    assert sorted(p["reuse"]) == ["a", "b"] and p["reuse"]["b"] == {"old": "b"}
+
+
 def test_plan_from_a_step_reruns_it_and_everything_after_it():
     pb = playbook(CHAIN)
     p = plan(old_execution_id="old", old_steps=_old_steps(a="COMPLETED", b="COMPLETED", c="COMPLETED",

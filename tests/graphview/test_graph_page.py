@@ -56,6 +56,8 @@ def _failed(step_status):
     ({"event_type": "step.scheduled", "status": "in_progress"}, "SCHEDULED"),
     ({"event_type": "step.started", "status": "in_progress"}, "RUNNING"),
     ({"event_type": "step.done", "status": "success"}, "COMPLETED"),
+    # an operator skipped it (behaviour skipped-step-status): the API says SKIPPED, so does the page
+    ({"event_type": "step.done", "status": "success", "payload": {"meta": {"step_status": "SKIPPED"}}}, "SKIPPED"),
     (_failed("FAILED"), "FAILED"),
     (_failed("HANDLED"), "HANDLED"),      # the API says HANDLED: the page must not say failed
     (_failed("CANCELLED"), "CANCELLED"),

@@ -77,7 +77,10 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # before and after the engine change `cursor-loops` (engine/loops.py)
              "cursor_loop": HERE / "cursor_loop.yaml", "cursor_loop_patched": HERE / "cursor_loop.yaml",
              # before and after the engine change `step-envelope-data` (engine/envelope_data.py)
-             "step_data": HERE / "step_data.yaml", "step_data_patched": HERE / "step_data.yaml"}
+             "step_data": HERE / "step_data.yaml", "step_data_patched": HERE / "step_data.yaml",
+             # before and after the engine change `skipped-step-status` (engine/skips.py): a step
+             # skipped by the `skip_step` update ends COMPLETED, then SKIPPED
+             "skip": HERE / "skip.yaml", "skip_patched": HERE / "skip.yaml"}
 
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
@@ -86,6 +89,9 @@ REDRIVEN = {"redrive", "redrive_children"}
 # Answered while recording: name -> the `answer` updates sent, each once its step waits.
 ANSWERS = {"approval": ({"step": "sign_off", "values": {"approved": True, "env": "prod"}, "by": "ops",
                          "reason": "recorded"},)}
+# Skips sent while recording: name -> the `skip_step` update, sent once its step waits.
+SKIPS = {name: {"step": "ask", "reason": "recorded", "result": {"go": True}, "by": "ops"}
+         for name in ("skip", "skip_patched")}
 # Retry controls sent while recording, once the step's task waits to retry (client/step_retries.py).
 RETRIES = {"step_retry": "fetch"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
@@ -95,7 +101,8 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noetl_text": ("noetl-text",),
           "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
           "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",),
-          "cursor_loop": ("cursor-loops",), "step_data": ("step-envelope-data",)}
+          "cursor_loop": ("cursor-loops",), "step_data": ("step-envelope-data",),
+          "skip": ("skipped-step-status",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
@@ -128,9 +135,11 @@ async def record(names: list[str]) -> None:
                 if name in REDRIVEN:
                     report = await _redriven(env.client, playbook, name, path)
                 else:
-                    answering = asyncio.ensure_future(_answer(env.client, f"replay-{name}", ANSWERS.get(name, ()))
-                                                      if name not in RETRIES else
-                                                      _retry(env.client, f"replay-{name}", RETRIES[name]))
+                    answering = asyncio.ensure_future(_retry(env.client, f"replay-{name}", RETRIES[name])
+                                                      if name in RETRIES else
+                                                      _answer(env.client, f"replay-{name}", (SKIPS[name],), "skip_step")
+                                                      if name in SKIPS else
+                                                      _answer(env.client, f"replay-{name}", ANSWERS.get(name, ())))
                     report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
                                                    execution_id=f"replay-{name}", source=str(path))
                     await answering
@@ -146,8 +155,9 @@ async def record(names: list[str]) -> None:
             print(f"{name}: {report.state}, {len(events)} events")
 
 
-async def _answer(client: Any, execution_id: str, answers: tuple[dict[str, Any], ...]) -> None:
-    """Send each answer once its step waits (the status query names it)."""
+async def _answer(client: Any, execution_id: str, answers: tuple[dict[str, Any], ...],
+                  update: str = "answer") -> None:
+    """Send each answer (or skip: ``update``) once its step waits (the status query names it)."""
     for answer in answers:
         while True:
             try:
@@ -157,7 +167,7 @@ async def _answer(client: Any, execution_id: str, answers: tuple[dict[str, Any],
             if any(w["step"] == answer["step"] for w in status.get("waiting") or ()):
                 break
             await asyncio.sleep(0.1)
-        await client.get_workflow_handle(execution_id).execute_update("answer", answer)
+        await client.get_workflow_handle(execution_id).execute_update(update, answer)
 
 
 async def _retry(client: Any, execution_id: str, step: str) -> None:

@@ -41,7 +41,8 @@ def _workflow(sandboxed: bool) -> type:
                                   "settled_close", "settled_close_patched", "user_cancel", "user_cancel_patched", "redrive",
                                   "approval", "task_renders", "task_renders_patched",
                                   "redrive_children", "step_retry", "cursor_loop", "cursor_loop_patched",
-                                  "step_data", "step_data_patched"])
+                                  "step_data", "step_data_patched",
+                                  "skip", "skip_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""

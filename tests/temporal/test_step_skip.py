@@ -36,6 +36,9 @@ workflow:
     next: {arcs: [{step: empty, when: "{{ fetch.rows == 0 }}"}, {step: load}]}
   - step: empty
     tool: {kind: noop, result: "nothing to load ({{ fetch.rows }} rows)"}
+    next: {arcs: [{step: settle}]}
+  - step: settle   # holds the run open until the test has read its status
+    tool: {kind: shell, cmd: 'while [ ! -e "{{ workload.flag }}" ]; do sleep 0.1; done'}
   - step: load
     tool: {kind: noop}
 """
@@ -57,7 +60,7 @@ async def test_a_retrying_step_is_skipped_by_the_cli_and_routes_on_the_result(te
     mark = tmp_path / "attempted"
     async with build_worker(temporal.client, task_queue=task_queue):
         handle = await start_execution(temporal.client, load(STUCK), task_queue=task_queue, execution_timeout_s=120,
-                                       payload={"mark": str(mark)})
+                                       payload={"mark": str(mark), "flag": str(tmp_path / "settled")})
         for _ in range(400):   # the first attempt failed: the task waits out its 40 s backoff
             if mark.exists():
                 break
@@ -69,9 +72,31 @@ async def test_a_retrying_step_is_skipped_by_the_cli_and_routes_on_the_result(te
                                    "--result", '{"rows": 0}', "--by", "oncall", "--address", temporal.address)
         assert code == 0, err
         assert json.loads(out)["result"] == {"rows": 0}
+        for _ in range(200):   # while the run goes on, `status` says SKIPPED from the live workflow
+            code, out, err = await cli("status", handle.id, "--address", temporal.address, "--json")
+            if "skipped_steps" in json.loads(out):
+                break
+            await asyncio.sleep(0.1)
+        live = json.loads(out)
+        assert live["state"] == "RUNNING" and live["skipped_steps"]["fetch"]["by"] == "oncall", live
+        (tmp_path / "settled").touch()
         output = await asyncio.wait_for(handle.result(), timeout=30)   # not after the backoff: it is cancelled
+        # the step ends SKIPPED, with who and why, in `status` and `events` (a skip is a recovery:
+        # the execution completes)
+        code, out, err = await cli("status", handle.id, "--address", temporal.address)
+        assert code == 0 and "state                COMPLETED" in out, (out, err)
+        assert "skipped.fetch        SKIPPED by oncall: source is down; nothing new today" in out, out
+        code, out, err = await cli("status", handle.id, "--address", temporal.address, "--json")
+        assert json.loads(out)["skipped_steps"] == {"fetch": {"by": "oncall",
+                                                              "reason": "source is down; nothing new today"}}
+        code, out, err = await cli("events", handle.id, "--address", temporal.address, "--entity", "fetch")
+        lines = out.splitlines()
+        assert any("step.skipped" in line and line.endswith("by oncall: source is down; nothing new today")
+                   for line in lines), out
+        assert any("step.done" in line and line.endswith("success SKIPPED") for line in lines), out
     assert output["state"] == "COMPLETED"
-    assert output["steps"]["fetch"] == {"status": "COMPLETED", "runs": 1, "result": {"rows": 0}}
+    assert output["steps"]["fetch"] == {"status": "SKIPPED", "runs": 1, "result": {"rows": 0},
+                                        "skipped": {"by": "oncall", "reason": "source is down; nothing new today"}}
     assert output["steps"]["empty"]["result"] == "nothing to load (0 rows)" and "load" not in output["steps"]
     events = await read_events(temporal.client, handle.id, store=open_event_store())   # closed: from the store
     [skipped] = [e for e in events if e["event_type"] == "step.skipped"]
@@ -79,6 +104,9 @@ async def test_a_retrying_step_is_skipped_by_the_cli_and_routes_on_the_result(te
     assert skipped["payload"]["reason"] == "source is down; nothing new today" and skipped["payload"]["skipped_at"]
     order = [(e["event_type"], e["entity_id"]) for e in events]
     assert order.index(("step.skipped", "fetch")) < order.index(("step.done", "fetch"))
+    [done] = [e for e in events if e["event_type"] == "step.done" and e["entity_id"] == "fetch"]
+    assert done["payload"]["meta"] == {"step_status": "SKIPPED"}
+    assert done["payload"]["skipped"] == {"by": "oncall", "reason": "source is down; nothing new today"}
     history = await handle.fetch_history()
     assert any(e.HasField("workflow_execution_update_accepted_event_attributes") and b"oncall" in
                e.SerializeToString() for e in history.events)

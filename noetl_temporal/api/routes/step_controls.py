@@ -34,7 +34,7 @@ router = APIRouter(tags=["control"])
 
 @router.post("/executions/{execution_id}/steps/{step}/skip", response_model=SkipResponse,
              responses=responses(404, 409, 413, 422, 503),
-             summary="Skip a running step: its task is cancelled, it ends as a success with `result` (step.skipped)")
+             summary="Skip a running step: its task is cancelled, it ends SKIPPED with `result`, its arcs firing as for a success (step.skipped)")
 async def skip(body: SkipRequest, execution_id: ExecutionId, client: ClientDep,
                step: Annotated[str, Path(max_length=255, description="the running step's name")]) -> Any:
     result = await skip_step(client, execution_id, step, reason=body.reason, result=body.result, by=API_ANSWERER,

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse
 from noetl_temporal.client import control
 from noetl_temporal.client.close_status import TERMINAL_STATES
 from noetl_temporal.client.observe import read_events
+from noetl_temporal.client.step_offers import offered_controls
 from noetl_temporal.dsl.models import Playbook
 from noetl_temporal.graphview import graph_view
 from noetl_temporal.graphview.page import execution_page
@@ -60,6 +61,8 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
     # Approvals waiting for a person: only a live workflow knows them, and it has just answered
     # its detail query (an empty detail: no worker answered, so neither would a status query).
     waiting = await control.waiting_approvals(client, execution_id) if detail and not finished else None
+    # The per-step controls that apply now, as the update validators decide (docs/approvals.md)
+    offers = await offered_controls(client, execution_id) if detail and not finished else None
     # A redrive names its origin (its input's plan) and what it reused; an old execution its
     # redrives (execution.redriven, appended to its stored events): docs/operations.md.
     store = settings.event_store
@@ -70,5 +73,6 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
                                 redriven_from=(inp.redrive or {}).get("from_execution_id"), redriven_by=redriven_by)
     page = execution_page(view, execution_id, state=state, source=inp.source, access_token=access_token,
                           painted=painted, event_count=int(detail.get("event_count") or painted.last_seq),
-                          finished=finished, waiting=waiting, controls=controls, scripts=("redrive.js",))
+                          finished=finished, waiting=waiting, controls=controls, scripts=("redrive.js",),
+                          step_offers=offers)
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})

@@ -24,7 +24,7 @@
     for (var i = 0; i < config.events.length; i++) {
       var row = config.events[i];
       if (row[0] !== ev.event_type || (row[1] !== "*" && row[1] !== ev.status)) continue;
-      if (row[0] === "step.failed") return (payload.meta || {}).step_status || row[2];
+      if (row[0] === "step.failed" || row[0] === "step.done") return (payload.meta || {}).step_status || row[2];
       var g = steps[name];
       var discards = g && g.getAttribute("data-discards") === "true";
       if (row[2] === "DENIED" && (discards || String(payload.reason || "").indexOf(config.stopping) === 0)) {
