@@ -17,6 +17,7 @@ from __future__ import annotations
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
+           "REDRIVE_LOOP_CHILDREN",
            "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
@@ -140,8 +141,16 @@ REDRIVE = "redrive"
 #: but not this refuses the execution instead of running those children whole.
 REDRIVE_CHILDREN = "redrive-children"
 
+#: Listed, besides ``redrive-children``, by a redrive whose plan (or a child plan in it)
+#: redrives the failed child of a loop iteration (a key ``<step>:run:1:iter:<i>:task:<task>``,
+#: ``engine/redrive.py``): the shell gives a rerun iteration's child its old child's plan when
+#: the child's input is the same (``temporal/child_runs.py``). Listed so that a worker that
+#: knows ``redrive-children`` but not this refuses the execution instead of running those
+#: children whole.
+REDRIVE_LOOP_CHILDREN = "redrive-loop-children"
+
 #: every name this code understands (never remove one while executions may list it)
-KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE, REDRIVE_CHILDREN}
+KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE, REDRIVE_CHILDREN, REDRIVE_LOOP_CHILDREN}
 
 
 def unknown(names: list[str] | None) -> list[str]:
