@@ -328,6 +328,9 @@ class RetryResponse(BaseModel):
     reason: str | None = None
     attempts: int | None = None
     delay: float | None = None
+    attempt: int | None = Field(default=None, description="the attempt a retry-now started (or the next one)")
+    fast_path: bool = Field(default=False, description="the task runs on the fast path (`spec.local`): the "
+                                                       "workflow's own retry loop took the control")
 
 
 class CtxResponse(BaseModel):

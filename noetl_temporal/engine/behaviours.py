@@ -18,7 +18,7 @@ __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_F
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
            "REDRIVE_LOOP_CHILDREN",
-           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "FAST_RETRY_CONTROLS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -121,11 +121,21 @@ TASK_SIDE_RENDERS = "task-side-renders"
 #: execution without the name that meets one fails the step with a located error instead.
 CURSOR_LOOPS = "cursor-loops"
 
+#: The workflow shell's: a fast-path task's backoff (``spec.local``, the workflow's own retry
+#: loop in ``temporal/task_runs.py``) is a wait an operator's ``retry_step`` update can end
+#: (retry-now) or remeasure, and their attempts and delay replace the rule's
+#: (``temporal/fast_retries.py``; docs/approvals.md). Before: the update refused fast-path
+#: steps (Temporal's activity operations do not reach local activities). An accepted control
+#: cancels the backoff's timer, which a worker that predates it would not replay; without
+#: one, the history is what it was (the wait's timer, then the next attempt).
+FAST_RETRY_CONTROLS = "fast-retry-controls"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
-                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS)
+                            SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS,
+                            FAST_RETRY_CONTROLS)
 
 
 #: Listed only by a redrive's input (``temporal/redrive.py``, docs/operations.md), never by a

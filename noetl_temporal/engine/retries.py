@@ -70,8 +70,9 @@ def refusal(state: ExecutionState, step: str, action: str, iteration: int | None
         return why
     seen = activities.get(task_run_id)
     if not isinstance(seen, dict):
-        return (f"step {step!r} has no task retried by Temporal right now (its task runs on the fast path, "
-                "`spec.local`, whose retries the workflow drives, or waits for an answer or a sub-playbook)")
+        return (f"step {step!r} has no task that retries right now: its task waits for an answer or a "
+                "sub-playbook, or runs on the fast path (`spec.local`) of an execution started before "
+                "fast-path retry controls (behaviour fast-retry-controls); skip the step instead")
     current = seen.get("attempt")
     if action == "policy" and attempts is not None and isinstance(current, int) and attempts < current:
         return (f"step {step!r} is at attempt {current} already: attempts must be {current} or more "
