@@ -57,10 +57,10 @@ class FastRetry:
         (from when it began), the attempt running ends under ``attempts``."""
         if attempts is not None:
             self.attempts = attempts
-        if delay is not None:
+        if delay is not None:   # (attempts alone leave the wait's timer as it is)
             self.delay = float(delay)
             self._wait_for = self.delay
-        self._changed = True
+            self._changed = True
 
     def stops_before(self, attempt: int) -> bool:
         """The operator's attempts end the retries before ``attempt``."""
