@@ -129,14 +129,16 @@ async def _child_plans(client: Client, parent_id: str, keys: list[str], *, depth
     if not keys or depth > MAX_CHILD_DEPTH:
         return {}
     started = await _started_children(client, parent_id)
+    # by the digest that ends a readable child id, and whole (ids from before the patch):
+    # a loop of many items started many children, each looked up per attempt
+    by_id = {**{c.rpartition("-")[2]: c for c in started}, **{c: c for c in started}}
     out: dict[str, Any] = {}
     for key in keys:
         found = None
         for attempt in range(1, MAX_CHILD_ATTEMPTS + 1):   # the last attempt's child: the one that failed last
             task_run_id = f"{key}:{attempt}"
             digest = hashlib.sha256(f"{parent_id}/{task_run_id}".encode()).hexdigest()[:12]
-            found = next((c for c in started if c.endswith(f"-{digest}") or c == f"{parent_id}/{task_run_id}"),
-                         found)
+            found = by_id.get(digest) or by_id.get(f"{parent_id}/{task_run_id}") or found
         if found is None:
             continue
         try:
