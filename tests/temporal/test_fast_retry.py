@@ -1,6 +1,6 @@
 """Retry controls on the fast path (``spec.local``), on the dev server through the CLI (as a
-subprocess): the workflow's own retry loop takes ``set-retry`` (more attempts than its rule)
-and ``retry-now`` (an hour's backoff cut short), across a worker restart; a step that is not
+subprocess): the workflow's own retry loop takes ``set-retry`` (more attempts than its rule,
+a shorter delay) and ``retry-now`` (an hour's backoff cut short), across a worker restart; a step that is not
 running is refused with the reason (docs/approvals.md, "Retrying a step now")."""
 
 from __future__ import annotations
@@ -74,10 +74,13 @@ async def test_the_fast_path_takes_set_retry_and_retry_now_across_a_worker_resta
     # the worker that took the change is gone: a new one replays it and goes on with it
     async with build_worker(temporal.client, task_queue=task_queue):
         try:
-            for attempt in (2, 3):   # each an hour away, by the rule's delay
-                now = await _until_accepted("retry-now", handle.id, "fetch", "--reason", "the source is back",
-                                            "--by", "oncall", *address)
-                assert now["attempt"] == attempt and now["fast_path"] is True
+            # attempt 2 is an hour away (the rule's delay): now
+            now = await _until_accepted("retry-now", handle.id, "fetch", "--reason", "the source is back",
+                                        "--by", "oncall", *address)
+            assert now["attempt"] == 2 and now["fast_path"] is True
+            # attempt 3 would be an hour after it too: a second apart instead (the wait under way, or the next)
+            code, out, err = await cli("set-retry", handle.id, "fetch", "--delay", "1", "--by", "oncall", *address)
+            assert code == 0 and json.loads(out)["delay"] == 1, err
             output = await asyncio.wait_for(workflow_output(handle), 60)
             events = await read_events(temporal.client, handle.id)   # the query needs a worker
         finally:
@@ -85,10 +88,11 @@ async def test_the_fast_path_takes_set_retry_and_retry_now_across_a_worker_resta
                 await handle.terminate("test over")
     assert output["state"] == "COMPLETED", output   # attempt 3: past the rule's 2, within the operator's 3
     assert mark.read_text().count("x") == 3
-    [policy] = [e for e in events if e["event_type"] == "step.retry.policy"]
+    policy, delay = [e for e in events if e["event_type"] == "step.retry.policy"]
     assert policy["payload"]["by"] == "oncall" and policy["payload"]["attempts"] == 3
     assert policy["payload"]["reason"] == "one more today" and policy["payload"]["at"]
-    assert [e["payload"]["by"] for e in events if e["event_type"] == "step.retry.now"] == ["oncall", "oncall"]
+    assert delay["payload"]["delay"] == 1 and delay["payload"]["attempts"] is None
+    assert [e["payload"]["by"] for e in events if e["event_type"] == "step.retry.now"] == ["oncall"]
     history = await handle.fetch_history()
     accepted = [e for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")]
     assert len(accepted) == 3 and all(b"oncall" in e.SerializeToString() for e in accepted)
