@@ -2,7 +2,9 @@
 
 A task's policy retries are Temporal's own activity retries (``temporal/activities.py``),
 so Temporal carries both controls out: the client calls the server's activity APIs
-(``temporal/step_retries.py``). The engine's part is the workflow update's rule and record:
+(``temporal/step_retries.py``); a fast-path task's retries are the workflow's own loop, which
+the update steers itself (``temporal/fast_retries.py``, whose view of the loop the workflow adds
+to ``activities``). The engine's part is the workflow update's rule and record:
 :func:`refusal` is the ``retry_step`` validator (the step must be running a task the
 client saw Temporal hold for it), :func:`record` writes ``step.retry.now`` /
 ``step.retry.policy`` (who, why, when, the new policy) to the event log.
