@@ -261,7 +261,7 @@ class RedriveResponse(BaseModel):
     changed_steps: list[str] = Field(description="completed steps not reused because their definition changed")
     redriven_children: dict[str, str] = Field(
         default_factory=dict, description="sub-playbook steps whose failed child is redriven inside this "
-                                          "redrive: step -> the old child's execution id")
+                                          "redrive: step (`step[i]` for a loop's iteration) -> the old child's execution id")
     old_stream_noted: bool = Field(description="execution.redriven was appended to the old execution's events")
 
 
@@ -328,6 +328,9 @@ class RetryResponse(BaseModel):
     reason: str | None = None
     attempts: int | None = None
     delay: float | None = None
+    attempt: int | None = Field(default=None, description="the attempt a retry-now started (or the next one)")
+    fast_path: bool = Field(default=False, description="the task runs on the fast path (`spec.local`): the "
+                                                       "workflow's own retry loop took the control")
 
 
 class CtxResponse(BaseModel):

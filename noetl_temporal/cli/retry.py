@@ -44,7 +44,8 @@ def run_now(args: argparse.Namespace) -> int:
 def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
     _common(parser)
     parser.add_argument("--attempts", type=int, metavar="N",
-                        help="attempts in all, the ones made so far included (default: keep Temporal's cap)")
+                        help="attempts in all, the ones made so far included (default: keep the current cap: "
+                             "Temporal's, or the rule's on the fast path)")
     parser.add_argument("--delay", type=float, metavar="SECONDS",
                         help="seconds between attempts, the wait under way included (default: keep the current)")
 

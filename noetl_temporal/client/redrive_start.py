@@ -93,7 +93,7 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
                       definition=definition_name)
     children = await _child_plans(client, execution_id, plans.child_tasks(
         old_steps=old_steps, old_playbook=old_playbook, new_playbook=new_playbook, new_graph=graph,
-        from_step=from_step), depth=1)
+        from_step=from_step, iterations=plan["iterations"]), depth=1)
     if children:
         plan["children"] = children
     refused = payload_refusal(plan, where="the recorded results a redrive reuses")
@@ -110,7 +110,7 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
     return {"execution_id": handle.id, "redriven_from": execution_id, "from_step": from_step,
             "definition": definition_name, "reused_steps": reused,
             "rerun_steps": sorted(set(graph.steps) - set(reused)), "changed_steps": plan["changed"],
-            "redriven_children": {key.split(":run:")[0]: child["from_execution_id"]
+            "redriven_children": {plans.child_label(key): child["from_execution_id"]
                                   for key, child in sorted(children.items())},
             "old_stream_noted": noted}
 
@@ -121,24 +121,24 @@ MAX_CHILD_DEPTH = 8
 MAX_CHILD_ATTEMPTS = 100
 
 
-async def _child_plans(client: Client, parent_id: str, tasks: list[tuple[str, str]], *,
-                       depth: int) -> dict[str, Any]:
-    """The redrive plans of the old children of ``tasks`` (``plans.child_tasks``), by
-    ``plans.child_key``. A child is found in the old parent's history (the children it started:
+async def _child_plans(client: Client, parent_id: str, keys: list[str], *, depth: int) -> dict[str, Any]:
+    """The redrive plans of the old children of the tasks ``keys`` names (``plans.child_tasks``,
+    ``plans.child_key``). A child is found in the old parent's history (the children it started:
     their ids are derived from the parent's id and the task run id, ``naming.child_execution_id``);
     one that cannot be found or read, or has not ended, runs whole, as before."""
-    if not tasks or depth > MAX_CHILD_DEPTH:
+    if not keys or depth > MAX_CHILD_DEPTH:
         return {}
     started = await _started_children(client, parent_id)
+    # by the digest that ends a readable child id, and whole (ids from before the patch):
+    # a loop of many items started many children, each looked up per attempt
+    by_id = {**{c.rpartition("-")[2]: c for c in started}, **{c: c for c in started}}
     out: dict[str, Any] = {}
-    for step, task in tasks:
-        key = plans.child_key(step, task)
+    for key in keys:
         found = None
         for attempt in range(1, MAX_CHILD_ATTEMPTS + 1):   # the last attempt's child: the one that failed last
             task_run_id = f"{key}:{attempt}"
             digest = hashlib.sha256(f"{parent_id}/{task_run_id}".encode()).hexdigest()[:12]
-            found = next((c for c in started if c.endswith(f"-{digest}") or c == f"{parent_id}/{task_run_id}"),
-                         found)
+            found = by_id.get(digest) or by_id.get(f"{parent_id}/{task_run_id}") or found
         if found is None:
             continue
         try:
@@ -175,9 +175,13 @@ async def _child_plan(client: Client, execution_id: str, *, depth: int) -> dict[
     plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=playbook,
                       new_playbook=playbook, new_graph=graph)
     children = await _child_plans(client, execution_id, plans.child_tasks(
-        old_steps=old_steps, old_playbook=playbook, new_playbook=playbook, new_graph=graph), depth=depth + 1)
+        old_steps=old_steps, old_playbook=playbook, new_playbook=playbook, new_graph=graph,
+        iterations=plan["iterations"]), depth=depth + 1)
     if children:
         plan["children"] = children
+    # the new child is redriven only if it gets the same input (child_runs.py): a loop's
+    # iteration renders its `loop.in` again, and a template may render differently
+    plan["payload_sha256"] = plans.payload_digest(child_input.payload)
     return plan
 
 

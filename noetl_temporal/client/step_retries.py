@@ -10,6 +10,8 @@ activity reads as an operator's policy (:data:`OPERATOR_BACKOFF`). The workflow'
 ``retry_step`` update decides whether the control applies (its validator, given what
 Temporal holds) and records it (``step.retry.now`` / ``step.retry.policy``) before the call.
 The CLI (``retry-now``, ``set-retry``) and the API both call :func:`retry_now` / :func:`set_retry`.
+A fast-path task's retries are the workflow's own loop, which the update itself steers
+(``fast_retries.py``): its answer says ``fast_path`` and there is nothing left to call.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ async def retry_now(client: Client, execution_id: str, step: str, *, reason: str
     request = {"step": step, "action": "now", "reason": reason, "by": by, "iteration": iteration,
                "activities": {k: v["seen"] for k, v in pending.items()}}
     result = await _update(client, execution_id, RETRY_STEP_UPDATE, request, action, step)
+    if result.get("fast_path"):   # the workflow's own retry loop: the update itself ended the wait
+        return result
     execution, activity_id = WorkflowExecution(workflow_id=execution_id), result["task_run_id"]
     who = f"noetl-temporal {by or ''}".strip()
     async with _operation(step):
@@ -82,6 +86,8 @@ async def set_retry(client: Client, execution_id: str, step: str, *, attempts: i
     request = {"step": step, "action": "policy", "reason": reason, "by": by, "iteration": iteration,
                "attempts": attempts, "delay": delay, "activities": {k: v["seen"] for k, v in pending.items()}}
     result = await _update(client, execution_id, RETRY_STEP_UPDATE, request, action, step)
+    if result.get("fast_path"):   # the workflow's own retry loop took the policy (fast_retries.py)
+        return result
     activity_id = result["task_run_id"]
     current = pending[activity_id]
     attempts = attempts if attempts is not None else current["maximum_attempts"]

@@ -17,7 +17,8 @@ from __future__ import annotations
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
-           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "SKIPPED_STEP_STATUS", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "REDRIVE_LOOP_CHILDREN",
+           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "SKIPPED_STEP_STATUS", "FAST_RETRY_CONTROLS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -135,12 +136,22 @@ STEP_ENVELOPE_DATA = "step-envelope-data"
 #: ``step.skipped`` event before its ``step.done`` told it from a step whose tool succeeded.
 SKIPPED_STEP_STATUS = "skipped-step-status"
 
+#: The workflow shell's: a fast-path task's backoff (``spec.local``, the workflow's own retry
+#: loop in ``workflow/task_runs.py``) is a wait an operator's ``retry_step`` update can end
+#: (retry-now) or remeasure, and their attempts and delay replace the rule's
+#: (``workflow/fast_retries.py``; docs/approvals.md). Before: the update refused fast-path
+#: steps (Temporal's activity operations do not reach local activities). An accepted control
+#: cancels the backoff's timer, which a worker that predates it would not replay; without
+#: one, the history is what it was (the wait's timer, then the next attempt).
+FAST_RETRY_CONTROLS = "fast-retry-controls"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
                             SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS,
-                            STEP_ENVELOPE_DATA, SKIPPED_STEP_STATUS)
+                            STEP_ENVELOPE_DATA, SKIPPED_STEP_STATUS,
+                            FAST_RETRY_CONTROLS)
 
 
 #: Listed only by a redrive's input (``client/redrive_start.py``, docs/operations.md), never by a
@@ -156,8 +167,16 @@ REDRIVE = "redrive"
 #: but not this refuses the execution instead of running those children whole.
 REDRIVE_CHILDREN = "redrive-children"
 
+#: Listed, besides ``redrive-children``, by a redrive whose plan (or a child plan in it)
+#: redrives the failed child of a loop iteration (a key ``<step>:run:1:iter:<i>:task:<task>``,
+#: ``engine/redrive.py``): the shell gives a rerun iteration's child its old child's plan when
+#: the child's input is the same (``workflow/child_runs.py``). Listed so that a worker that
+#: knows ``redrive-children`` but not this refuses the execution instead of running those
+#: children whole.
+REDRIVE_LOOP_CHILDREN = "redrive-loop-children"
+
 #: every name this code understands (never remove one while executions may list it)
-KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE, REDRIVE_CHILDREN}
+KNOWN: frozenset[str] = frozenset(CURRENT) | {REDRIVE, REDRIVE_CHILDREN, REDRIVE_LOOP_CHILDREN}
 
 
 def unknown(names: list[str] | None) -> list[str]:

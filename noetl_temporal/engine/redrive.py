@@ -19,6 +19,8 @@ to reuse: it runs if the new run reaches it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from ..dsl.models import Playbook
@@ -26,7 +28,8 @@ from .event_log import EventLog
 from .graph import StepGraph
 from .status_layers import StepStatus
 
-__all__ = ["plan", "take", "redriven_event", "step_shape", "child_tasks", "child_key"]
+__all__ = ["plan", "take", "redriven_event", "step_shape", "child_tasks", "child_key", "child_label",
+           "payload_digest", "has_loop_children"]
 
 #: a step that ended so once is reused: it completed, or an operator skipped it with the result
 #: it gave (which a redrive keeps, as the run that follows it saw it)
@@ -73,12 +76,16 @@ def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Play
 
 
 def child_tasks(*, old_steps: dict[str, Any], old_playbook: Playbook, new_playbook: Playbook,
-                new_graph: StepGraph, from_step: str | None = None) -> list[tuple[str, str]]:
-    """The sub-playbook tasks (step, task) whose failed child a redrive redrives inside its own
-    (docs/operations.md): a step outside any loop, with a ``kind: playbook`` task, that ran
-    once and failed (or was cancelled) in the old run, is not the ``--from`` step, has the same
-    definition, and follows no other step that reruns (its child's input would be the same).
-    Its old child's plan reaches the new child through :func:`child_key`."""
+                new_graph: StepGraph, from_step: str | None = None,
+                iterations: dict[str, Any] | None = None) -> list[str]:
+    """The sub-playbook tasks whose failed child a redrive redrives inside its own
+    (docs/operations.md), as :func:`child_key` keys. A step outside any loop, with a
+    ``kind: playbook`` task, that ran once and failed (or was cancelled) in the old run, is not
+    the ``--from`` step, has the same definition, and follows no other step that reruns (its
+    child's input would be the same). And, for a loop step whose failed iterations alone rerun
+    (``iterations``: the plan's, :func:`plan`), each failed iteration's ``kind: playbook`` tasks:
+    the new run checks that the child gets the same input before it redrives it
+    (:func:`payload_digest`), since its ``loop.in`` is rendered again."""
     done = _done(old_steps)
     seeds = {name for name in old_steps if name not in done}
     if from_step is not None:
@@ -86,21 +93,54 @@ def child_tasks(*, old_steps: dict[str, Any], old_playbook: Playbook, new_playbo
     out = []
     for step in new_playbook.workflow:
         name, record = step.step, old_steps.get(step.step)
-        if step.loop is not None or name == from_step or not isinstance(record, dict) \
+        tasks = [task.name for task in step.tool if task.kind == "playbook"]
+        if not tasks:
+            continue
+        if step.loop is not None:
+            out += [child_key(name, task, index) for index in _failed_iterations((iterations or {}).get(name))
+                    for task in tasks]
+            continue
+        if name == from_step or not isinstance(record, dict) \
                 or int(record.get("runs") or 0) != 1 \
                 or record.get("status") not in (StepStatus.FAILED.value, StepStatus.HANDLED.value,
                                                 StepStatus.CANCELLED.value) \
                 or step_shape(old_playbook, name) != step_shape(new_playbook, name) \
                 or name in _reachable_after(new_graph, seeds - {name}):
             continue
-        out += [(name, task.name) for task in step.tool if task.kind == "playbook"]
+        out += [child_key(name, task) for task in tasks]
     return out
 
 
-def child_key(step: str, task: str) -> str:
+def _failed_iterations(recorded: Any) -> list[int]:
+    """The iterations of a loop the plan reruns: those without a recorded result."""
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("count"), int):
+        return []
+    kept = recorded.get("results") or {}
+    return [index for index in range(recorded["count"]) if str(index) not in kept]
+
+
+def child_key(step: str, task: str, iteration: int | None = None) -> str:
     """The plan's key of a sub-playbook task's child plan: the prefix of the task run ids of the
-    step's first run (``<step>:run:1:task:<task>``, ``pipeline.py``), every attempt of it."""
-    return f"{step}:run:1:task:{task}"
+    step's first run (``<step>:run:1[:iter:<i>]:task:<task>``, ``pipeline.py``), every attempt of it."""
+    return f"{step}:run:1{'' if iteration is None else f':iter:{iteration}'}:task:{task}"
+
+
+def child_label(key: str) -> str:
+    """How a redrive's answer names a child key: its step, ``step[i]`` for a loop's iteration."""
+    step, _, rest = key.partition(":run:1")
+    return f"{step}[{rest.split(':')[2]}]" if rest.startswith(":iter:") else step
+
+
+def payload_digest(payload: Any) -> str:
+    """A child's input payload, digested to compare the old child's with the new one's."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def has_loop_children(plan: dict[str, Any] | None) -> bool:
+    """A plan (or a child plan inside it, at any depth) redrives a loop iteration's child."""
+    children = (plan or {}).get("children") or {}
+    return any(":iter:" in key or has_loop_children(child) for key, child in children.items())
 
 
 def _done(old_steps: dict[str, Any]) -> set[str]:

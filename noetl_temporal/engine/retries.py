@@ -2,7 +2,9 @@
 
 A task's policy retries are Temporal's own activity retries (``workflow/activities.py``),
 so Temporal carries both controls out: the client calls the server's activity APIs
-(``client/step_retries.py``). The engine's part is the workflow update's rule and record:
+(``client/step_retries.py``); a fast-path task's retries are the workflow's own loop, which
+the update steers itself (``workflow/fast_retries.py``, whose view of the loop the workflow adds
+to ``activities``). The engine's part is the workflow update's rule and record:
 :func:`refusal` is the ``retry_step`` validator (the step must be running a task the
 client saw Temporal hold for it), :func:`record` writes ``step.retry.now`` /
 ``step.retry.policy`` (who, why, when, the new policy) to the event log.
@@ -70,8 +72,9 @@ def refusal(state: ExecutionState, step: str, action: str, iteration: int | None
         return why
     seen = activities.get(task_run_id)
     if not isinstance(seen, dict):
-        return (f"step {step!r} has no task retried by Temporal right now (its task runs on the fast path, "
-                "`spec.local`, whose retries the workflow drives, or waits for an answer or a sub-playbook)")
+        return (f"step {step!r} has no task that retries right now: its task waits for an answer or a "
+                "sub-playbook, or runs on the fast path (`spec.local`) of an execution started before "
+                "fast-path retry controls (behaviour fast-retry-controls); skip the step instead")
     current = seen.get("attempt")
     if action == "policy" and attempts is not None and isinstance(current, int) and attempts < current:
         return (f"step {step!r} is at attempt {current} already: attempts must be {current} or more "

@@ -17,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from ..conversion.playbook_result import output_in
     from ..engine.envelopes import ErrorInfo, Outcome, RunOutput
     from ..engine.messages import RunTask
+    from ..engine.redrive import payload_digest
     from ..engine.status_layers import ExecutionStatus
     from . import labels
     from .naming import child_execution_id
@@ -86,10 +87,18 @@ async def child_outcome(cmd: RunTask, inp: RunInput, behaviours: list[str]) -> O
 
 def _child_redrive(cmd: RunTask, inp: RunInput) -> dict[str, Any] | None:
     """A redrive's plan for this task's failed old child (docs/operations.md): the child is
-    redriven inside the parent's redrive. Only a redrive's input has ``children``, so every
-    other start (and every recorded history) builds the input it always did."""
+    redriven inside the parent's redrive, a loop iteration's child too (``redrive-loop-children``).
+    Only a redrive's input has ``children``, so every other start (and every recorded history)
+    builds the input it always did. A plan that names its old child's input
+    (``payload_sha256``) is used only when this child gets the same input: a rerun iteration
+    renders its item and its task again, so another item's child runs whole."""
     children = (inp.redrive or {}).get("children") or {}
-    return children.get(cmd.task_run_id.rpartition(":")[0]) if children and cmd.iteration is None else None
+    if not children:
+        return None
+    plan: dict[str, Any] | None = children.get(cmd.task_run_id.rpartition(":")[0])
+    if plan is None or "payload_sha256" not in plan:
+        return plan
+    return plan if plan["payload_sha256"] == payload_digest(child_payload(cmd.config)) else None
 
 
 def _located(cmd: RunTask, message: str) -> str:

@@ -81,6 +81,7 @@ with workflow.unsafe.imports_passed_through():
 # Workflow code, re-imported with this module in the sandbox (they wait through temporalio.workflow).
 from . import approval_runs, child_runs, task_runs, test_clock, user_calls
 from .event_flush import EventFlusher
+from .fast_retries import FastRetry
 
 __all__ = ["PlaybookWorkflow", "MAX_PENDING"]
 
@@ -131,6 +132,8 @@ class PlaybookWorkflow:
         # approve tasks waiting for a person: not activities (no pending slot), handed to the
         # next run on continue-as-new instead of holding it back (docs/approvals.md)
         self._approvals: dict[str, tuple[RunTask, asyncio.Future[None]]] = {}
+        # fast-path tasks' retry loops, which the retry_step update steers (fast_retries.py)
+        self._fast: dict[str, FastRetry] = {}
         self._details = ""         # the Temporal UI's current details, as last set
         self._progress_due = False  # a refresh of them is queued on the event loop
         self._yields = 0           # Yield commands of this run (pacing.ends_task, run_length)
@@ -397,12 +400,16 @@ class PlaybookWorkflow:
     async def _run_task(self, cmd: RunTask) -> None:
         inp = self._input
         assert inp is not None
+        fast = None
+        if cmd.spec.get("local") is True and not inp.test_clock and self._started_with(behaviours.FAST_RETRY_CONTROLS):
+            fast = self._fast[cmd.task_run_id] = FastRetry()
         try:
-            result = await task_runs.run_task(cmd, inp)
+            result = await task_runs.run_task(cmd, inp, fast)
         except ValueError as err:  # the worker does not register the fast path's activity
             self._unregistered(err)
             return
         finally:
+            self._fast.pop(cmd.task_run_id, None)
             self._release(cmd.task_run_id)
         self._report(cmd, result)
 
@@ -594,21 +601,31 @@ class PlaybookWorkflow:
     @workflow.update(name=approval_runs.RETRY_STEP_UPDATE)
     def retry_step(self, request: dict[str, Any]) -> dict[str, Any]:
         """An operator makes a retrying step retry now, or changes its retry policy: recorded
-        here, carried out by the client through Temporal's activity APIs (engine/retries.py)."""
+        here, carried out by the client through Temporal's activity APIs (engine/retries.py),
+        or here for a fast-path task, whose retries are this workflow's (fast_retries.py)."""
         ask = approval_runs.RetryRequest.read(request)
         task_run_id, _ = retries.in_flight(self._state, ask.step, ask.iteration) if self._state else ("", None)
         self._feed(RetryStep(now=_now(), step=ask.step, action=ask.action, task_run_id=task_run_id, reason=ask.reason,
                              by=ask.by, iteration=ask.iteration, attempts=ask.attempts, delay=ask.delay))
-        return {"step": ask.step, "action": ask.action, "task_run_id": task_run_id, "by": ask.by,
-                "reason": ask.reason, "attempts": ask.attempts, "delay": ask.delay}
+        answer = {"step": ask.step, "action": ask.action, "task_run_id": task_run_id, "by": ask.by,
+                  "reason": ask.reason, "attempts": ask.attempts, "delay": ask.delay}
+        fast = self._fast.get(task_run_id)
+        if fast is None:
+            return answer
+        if ask.action == "now":
+            fast.retry_now()
+        else:
+            fast.set_policy(ask.attempts, ask.delay)
+        return {**answer, "fast_path": True, "attempt": fast.attempt, "attempts": fast.attempts, "delay": fast.delay}
 
     @retry_step.validator
     def _validate_retry_step(self, request: dict[str, Any]) -> None:
         if self._state is None:
             raise ValueError("the execution is not running yet: no step retries")
         ask = approval_runs.RetryRequest.read(request)
-        refusal = retries.refusal(self._state, ask.step, ask.action, ask.iteration, ask.activities,
-                                  ask.attempts, ask.delay)
+        # what the client saw Temporal hold, and the fast path's loops, which only this workflow sees
+        seen = {**ask.activities, **{task_run_id: fast.seen() for task_run_id, fast in self._fast.items()}}
+        refusal = retries.refusal(self._state, ask.step, ask.action, ask.iteration, seen, ask.attempts, ask.delay)
         if refusal is not None:
             raise ValueError(refusal)
 

@@ -19,6 +19,7 @@ from typing import Any
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from ..engine import behaviours
+from ..engine.redrive import has_loop_children
 from . import labels
 from .search_attributes import REDRIVEN_FROM, has_attribute
 from .types import RunInput
@@ -74,7 +75,8 @@ def execution_start(definition: dict[str, Any], *, execution_id: str, payload: d
                    heartbeat_timeout_s=heartbeat_timeout_s,
                    continue_as_new_after_events=continue_as_new_after_events,
                    behaviours=[*behaviours.CURRENT, *([behaviours.REDRIVE] if redrive is not None else []),
-                               *([behaviours.REDRIVE_CHILDREN] if (redrive or {}).get("children") else [])],
+                               *([behaviours.REDRIVE_CHILDREN] if (redrive or {}).get("children") else []),
+                               *([behaviours.REDRIVE_LOOP_CHILDREN] if has_loop_children(redrive) else [])],
                    persist_events=persist_events, redrive=redrive, test_clock=test_clock)
     timeout = timeout_s or definition_timeout_s(definition)
     options: dict[str, Any] = {

@@ -27,17 +27,19 @@ with workflow.unsafe.imports_passed_through():
     from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, RunInput
 
 from . import test_clock
+from .fast_retries import FastRetry
 
 __all__ = ["run_task", "failed_activity", "failure", "cancelled"]
 
 
-async def run_task(cmd: RunTask, inp: RunInput) -> TaskResult:
+async def run_task(cmd: RunTask, inp: RunInput, fast: FastRetry | None = None) -> TaskResult:
     """Run one tool task; a failed or cancelled activity becomes an undecided result. A
-    ``ValueError`` (the worker does not register the fast path's activity) goes to the caller."""
+    ``ValueError`` (the worker does not register the fast path's activity) goes to the caller.
+    ``fast``: the operator's view of a fast-path task's retry loop (``fast_retries.py``)."""
     timeout = cmd.timeout or 300.0
     try:
         if cmd.spec.get("local") is True:
-            return await _run_local(cmd, inp, timeout)
+            return await _run_local(cmd, inp, timeout, fast)
         raw: dict[str, Any] = await workflow.execute_activity(
             RUN_TASK_ACTIVITY, cmd,
             activity_id=cmd.task_run_id,
@@ -67,7 +69,7 @@ def _cancellation(inp: RunInput) -> ActivityCancellationType:
     return ActivityCancellationType.TRY_CANCEL
 
 
-async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
+async def _run_local(cmd: RunTask, inp: RunInput, timeout: float, fast: FastRetry | None) -> TaskResult:
     """The fast path (``spec.local: true``): the task as a local activity, run by this
     worker without a round trip through the server's activity queue.
 
@@ -77,10 +79,14 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
     the rule's delay on a durable timer. Temporal retries only infrastructure failures
     (a timeout, a lost worker), up to ``infra_attempts``, repeating the same attempt.
     A worker crash re-runs the attempt in flight: its result is recorded only when the
-    workflow task completes.
+    workflow task completes. With ``fast`` (behaviour ``fast-retry-controls``), an operator's
+    retry-now ends the wait, and their attempts and delay replace the rule's from the next
+    decision on (``fast_retries.py``).
     """
     attempt, history = 1, list[dict[str, Any]]()
     while True:
+        if fast is not None:
+            fast.attempt = attempt
         try:
             raw: dict[str, Any] = await workflow.execute_local_activity(
                 RUN_TASK_LOCAL_ACTIVITY, args=[local_run_task(cmd), {"attempt": attempt, "history": history}],
@@ -89,7 +95,14 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=inp.infra_attempts,
                                          non_retryable_error_types=[INTERNAL_ERROR, POLICY_RETRY]),
                 summary=f"{cmd.step} / {cmd.task} ({cmd.kind}, local)")
-            return TaskResult.from_dict(raw)
+            result = TaskResult.from_dict(raw)
+            more = fast.goes_on(cmd, result) if fast is not None else None
+            if more is None:
+                return result
+            # the rule's attempts ran out, the operator's did not: one more after their delay
+            history = [a.to_dict() for a in result.attempts]
+            history[-1] = {**history[-1], "next_delay_s": more}
+            attempt, delay = attempt + 1, more
         except (ActivityError, ApplicationError) as err:
             retry = _policy_retry(err)
             if retry is None:
@@ -97,8 +110,17 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float) -> TaskResult:
             history = list(retry.details[0])
             attempt = int(history[-1]["attempt"]) + 1
             delay = float(history[-1].get("next_delay_s") or 0)
-            if delay > 0:
-                await test_clock.sleep(delay, test_clock=inp.test_clock, summary=f"retry {cmd.step}/{cmd.task}")
+            if fast is not None:
+                if fast.stops_before(attempt):   # the operator's attempts are used up
+                    return _retries_exhausted(retry)
+                delay = fast.wait_length(delay)
+                history[-1] = {**history[-1], "next_delay_s": delay}
+        summary = f"retry {cmd.step}/{cmd.task}"
+        if fast is not None and delay > 0:
+            fast.attempt = attempt   # the attempt it waits for, as Temporal numbers an activity's backoff
+            await fast.wait(delay, summary=summary)
+        elif delay > 0:
+            await test_clock.sleep(delay, test_clock=inp.test_clock, summary=summary)
 
 
 def _chain(err: BaseException | None) -> list[BaseException]:

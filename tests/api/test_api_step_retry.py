@@ -5,6 +5,8 @@ backoff, across a worker restart; a control that does not apply is refused with 
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from noetl_temporal.hosting.worker import build_worker
@@ -62,7 +64,7 @@ async def test_a_policy_change_takes_effect_and_survives_a_worker_restart(tempor
         assert refused.status_code == 409, refused.text
 
 
-# the fast path: the workflow drives the retries on its own timer, Temporal has no activity to act on
+# the fast path: the workflow drives the retries on its own timer, which the update steers
 LOCAL = playbook("""
     metadata: {name: local-retries}
     workflow:
@@ -76,7 +78,9 @@ LOCAL = playbook("""
 """)
 
 
-async def test_the_fast_path_is_refused_with_the_reason(temporal, task_queue, catalog, event_store, tmp_path):
+async def test_the_fast_path_takes_more_attempts_and_retries_now(temporal, task_queue, catalog, event_store,
+                                                                 tmp_path):
+    """Its policy allows 2 attempts an hour apart: the operator allows 3, and makes each now."""
     mark = tmp_path / "attempts"
     settings = make_settings(temporal, task_queue, catalog, event_store, execution_timeout_s=7200)
     async with app_client(settings) as http, \
@@ -84,14 +88,36 @@ async def test_the_fast_path_is_refused_with_the_reason(temporal, task_queue, ca
         r = await http.post("/executions", json={"playbook": LOCAL, "payload": {"mark": str(mark)}})
         execution_id = r.json()["execution_id"]
         try:
-            async def tried() -> bool:
-                return mark.exists()
+            async def changed() -> dict | None:   # accepted once the step runs (its attempt 1)
+                r = await http.post(f"/executions/{execution_id}/steps/fetch/retry-policy",
+                                    json={"attempts": 3, "reason": "one more today"})
+                assert r.status_code in (200, 422), r.text
+                return r.json() if r.status_code == 200 else None
 
-            await wait_for(tried, what="the first attempt")
-            for route, body in (("retry-now", {}), ("retry-policy", {"attempts": 3})):
-                refused = await http.post(f"/executions/{execution_id}/steps/fetch/{route}", json=body)
-                assert refused.status_code == 422, refused.text
-                assert "step 'fetch' has no task retried by Temporal right now (its task runs on the fast path" \
-                    in refused.text
+            policy = await wait_for(changed, what="the step to run")
+            # attempt 1 runs, or its hour of backoff began (a shell exit is quick)
+            assert policy["fast_path"] is True and policy["attempts"] == 3 and policy["attempt"] in (1, 2)
+            for attempt in (2, 3):   # each waits an hour (the rule's delay), cut short
+                async def now() -> dict | None:
+                    r = await http.post(f"/executions/{execution_id}/steps/fetch/retry-now",
+                                        json={"reason": "the source is back"})
+                    assert r.status_code in (200, 422), r.text
+                    assert r.status_code == 200 or "is not waiting to retry: its task is running" in r.text, r.text
+                    return r.json() if r.status_code == 200 else None
+
+                assert (await wait_for(now, what=f"attempt {attempt}'s backoff"))["attempt"] == attempt
+                if attempt == 3:
+                    break   # the last: the execution ends
+                refused = await http.post(f"/executions/{execution_id}/steps/fetch/retry-policy",
+                                          json={"attempts": 1})
+                assert refused.status_code == 422, refused.text   # it runs, or already waits for the next
+                assert any(f"is at attempt {n} already" in refused.text for n in (attempt, attempt + 1)), refused.text
+            status = await wait_state(http, execution_id)
+            assert status["state"] == "FAILED", status   # the operator's 3 attempts used up, seconds not hours
+            assert mark.read_text().count("x") == 3
+            assert [e["payload"]["attempts"] for e in await events_of(http, execution_id, type="step.retry.policy")] \
+                == [3]
+            assert len(await events_of(http, execution_id, type="step.retry.now")) == 2
         finally:
-            await temporal.client.get_workflow_handle(execution_id).terminate("test over")
+            with contextlib.suppress(Exception):
+                await temporal.client.get_workflow_handle(execution_id).terminate("test over")

@@ -187,3 +187,41 @@ def test_a_redrive_plan_survives_continue_as_new():
     feed(again, finished(r.held[0], ok(0)))  # type: ignore[attr-defined]
     assert again.status == "COMPLETED" and [c.step for c in again.ran] == ["after"]
     assert again.state.step_results["each"]["results"] == [i * 10 for i in range(10)]
+
+
+LOOP_OF_CHILDREN = """
+workflow:
+  - step: first
+    tool: {kind: noop}
+    next: {arcs: [{step: each}]}
+  - step: each
+    loop: {in: "{{ workload.items }}", iterator: it}
+    tool: {kind: playbook, path: child.yaml, input: {item: "{{ it }}"}}
+"""
+
+
+def test_a_loops_failed_iterations_name_their_children_for_the_redrive():
+    from noetl_temporal.engine.redrive import child_key, child_label, child_tasks, has_loop_children
+
+    pb = playbook(LOOP_OF_CHILDREN)
+    old = _old_steps(first="COMPLETED")
+    old["each"] = {"status": "FAILED", "runs": 1, "result": {"results": ["a", None, "c", None], "count": 4,
+                                                            "done": 4, "failed_iterations": [1, 3]}}
+    p = plan(old_execution_id="old", old_steps=old, old_playbook=pb, new_playbook=pb, new_graph=step_graph(pb))
+    assert p["iterations"]["each"]["results"] == {"0": "a", "2": "c"}
+    keys = child_tasks(old_steps=old, old_playbook=pb, new_playbook=pb, new_graph=step_graph(pb),
+                       iterations=p["iterations"])
+    assert keys == [child_key("each", "each_task", 1), child_key("each", "each_task", 3)]
+    assert keys[0] == "each:run:1:iter:1:task:each_task" and child_label(keys[0]) == "each[1]"
+    assert child_label(child_key("sub", "t")) == "sub"
+    # without the plan's iterations (the loop reruns whole: a fail_fast stop, --from it) no child is redriven
+    assert child_tasks(old_steps=old, old_playbook=pb, new_playbook=pb, new_graph=step_graph(pb)) == []
+    assert has_loop_children({"children": {"sub:run:1:task:t": {"children": {keys[0]: {}}}}})
+    assert not has_loop_children({"children": {"sub:run:1:task:t": {}}}) and not has_loop_children(None)
+
+
+def test_a_childs_input_digest_ignores_key_order_and_tells_items_apart():
+    from noetl_temporal.engine.redrive import payload_digest
+
+    assert payload_digest({"a": 1, "b": [1, 2]}) == payload_digest({"b": [1, 2], "a": 1})
+    assert payload_digest({"item": "a"}) != payload_digest({"item": "b"})

@@ -41,7 +41,7 @@ def test_refusals_say_why_and_what_runs():
     assert retries.refusal(state, "fetch", "later", None, backing_off).startswith("unknown retry control 'later'")
     assert retries.refusal(state, "fetch", "now", None, running) == \
         "step 'fetch' is not waiting to retry: its task is running (attempt 1)"
-    assert "no task retried by Temporal right now" in retries.refusal(state, "fetch", "now", None, {})
+    assert "has no task that retries right now" in retries.refusal(state, "fetch", "now", None, {})
     assert retries.refusal(state, "fetch", "policy", None, running) == "a policy change sets attempts, delay or both"
     assert retries.refusal(state, "fetch", "policy", None, running, attempts=0).startswith("attempts must be")
     assert retries.refusal(state, "fetch", "policy", None, running, delay=-1).startswith("delay must be")

@@ -74,6 +74,9 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "redrive_children": HERE / "redrive_children.yaml",
              # the `retry_step` update: a policy change, then retry-now, of a task in its backoff
              "step_retry": HERE / "step_retry.yaml",
+             # before and after the shell change `fast-retry-controls` (workflow/fast_retries.py):
+             # the fast path's own retry loop, then the same with an operator's set-retry and retry-now
+             "fast_retry": HERE / "fast_retry.yaml", "fast_retry_patched": HERE / "fast_retry.yaml",
              # before and after the engine change `cursor-loops` (engine/loops.py)
              "cursor_loop": HERE / "cursor_loop.yaml", "cursor_loop_patched": HERE / "cursor_loop.yaml",
              # before and after the engine change `step-envelope-data` (engine/envelope_data.py)
@@ -94,6 +97,8 @@ SKIPS = {name: {"step": "ask", "reason": "recorded", "result": {"go": True}, "by
          for name in ("skip", "skip_patched")}
 # Retry controls sent while recording, once the step's task waits to retry (client/step_retries.py).
 RETRIES = {"step_retry": "fetch"}
+# ... on the fast path: more attempts than the rule, then retry-now of each wait (fast_retries.py).
+FAST_RETRIES = {"fast_retry_patched": "fetch"}
 # Recorded as the code before a change ran: the workflow input does not list these behaviours.
 BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "noop_loop": ("bounded-event-backlog", "paced-workflow-tasks"), "noop_loop_patched": ("paced-workflow-tasks",),
@@ -102,7 +107,8 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "stored_fields": ("stored-result-fields",), "settled_close": ("settled-close",),
           "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",),
           "cursor_loop": ("cursor-loops",), "step_data": ("step-envelope-data",),
-          "skip": ("skipped-step-status",)}
+          "skip": ("skipped-step-status",),
+          "fast_retry": ("fast-retry-controls",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.
@@ -135,11 +141,11 @@ async def record(names: list[str]) -> None:
                 if name in REDRIVEN:
                     report = await _redriven(env.client, playbook, name, path)
                 else:
-                    answering = asyncio.ensure_future(_retry(env.client, f"replay-{name}", RETRIES[name])
-                                                      if name in RETRIES else
-                                                      _answer(env.client, f"replay-{name}", (SKIPS[name],), "skip_step")
-                                                      if name in SKIPS else
-                                                      _answer(env.client, f"replay-{name}", ANSWERS.get(name, ())))
+                    answering = asyncio.ensure_future(
+                        _retry(env.client, f"replay-{name}", RETRIES[name]) if name in RETRIES else
+                        _fast_retry(env.client, f"replay-{name}", FAST_RETRIES[name]) if name in FAST_RETRIES else
+                        _answer(env.client, f"replay-{name}", (SKIPS[name],), "skip_step") if name in SKIPS else
+                        _answer(env.client, f"replay-{name}", ANSWERS.get(name, ())))
                     report = await run_with_client(env.client, playbook, task_queue=f"record-{uuid.uuid4().hex[:8]}",
                                                    execution_id=f"replay-{name}", source=str(path))
                     await answering
@@ -188,6 +194,24 @@ async def _retry(client: Any, execution_id: str, step: str) -> None:
         await asyncio.sleep(0.1)
     await set_retry(client, execution_id, step, attempts=4, delay=60, reason="recorded", by="ops")
     await retry_now(client, execution_id, step, reason="recorded", by="ops")
+
+
+async def _fast_retry(client: Any, execution_id: str, step: str) -> None:
+    """A fast-path step: allow it 3 attempts once it runs, then retry each of its waits now."""
+    from noetl_temporal.client.step_retries import retry_now, set_retry
+    from noetl_temporal.errors import NoetlError
+
+    async def until_accepted(control: Any, **kwargs: Any) -> None:
+        while True:
+            try:
+                await control(client, execution_id, step, reason="recorded", by="ops", **kwargs)
+                return
+            except NoetlError:   # not started yet, not running yet, not waiting yet
+                await asyncio.sleep(0.1)
+
+    await until_accepted(set_retry, attempts=3)
+    for _ in range(2):
+        await until_accepted(retry_now)
 
 
 async def _redriven(client: Any, playbook: Any, name: str, path: Path) -> Any:

@@ -42,7 +42,8 @@ def _workflow(sandboxed: bool) -> type:
                                   "approval", "task_renders", "task_renders_patched",
                                   "redrive_children", "step_retry", "cursor_loop", "cursor_loop_patched",
                                   "step_data", "step_data_patched",
-                                  "skip", "skip_patched"])
+                                  "skip", "skip_patched",
+                                  "fast_retry", "fast_retry_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -381,5 +382,17 @@ async def test_step_envelope_data_follows_the_recorded_input(name, recorded_rout
     monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
                                                                *([switch] if forced else [])])
     replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+async def test_the_fast_retry_behaviour_is_what_keeps_a_controlled_history_replaying(monkeypatch):
+    """``fast_retry_patched`` holds operator controls of a fast-path task (a retry-now cancels
+    the backoff's timer): replayed by code that does not steer the fast path's loop (the
+    execution lacking ``fast-retry-controls``), its history no longer matches."""
+    history = WorkflowHistory.from_json("replay-fast_retry_patched",
+                                        (HISTORIES / "fast_retry_patched.history.json").read_text())
+    monkeypatch.setattr(behaviours, "FAST_RETRY_CONTROLS", "not-this-one")
+    replayer = Replayer(workflows=[PlaybookWorkflow], workflow_runner=sandbox_runner())
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
