@@ -176,16 +176,7 @@ ON_NOETL: dict[str, OnNoetl] = {
     P + "examples/simple_http.yaml": _spec_settings("httpbin.org (internet)"),
     P + "examples/variable_lifecycle_example.yaml": _spec_settings("api.example.com, which does not resolve"),
     P + "examples/weather_loop.yaml": _spec_settings("api.open-meteo.com (internet)"),
-    P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": _elsewhere(
-        _STEP_OUTPUT + "; it needs the reference-chain endpoints of "
-        "NoETL's test server (`/api/v1/reference-chain/items`), beyond the paginated stand-in's contract"),
-    P + "pagination/fetch_load_test/test_fetch_load.yaml": _elsewhere(
-        _STEP_OUTPUT + "; it needs the patient-records endpoints of NoETL's test server, beyond the paginated "
-        "stand-in's contract"),
     P + "test_gcs_storage.yaml": _elsewhere(_STEP_OUTPUT + "; it writes to Google Cloud Storage (`kind: gcs`)"),
-    P + "test_large_result_extraction.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python only"),
-    P + "test_output_select.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python and `kind: artifact`"),
-    P + "test_storage_tiers.yaml": OnNoetl(True, True, _STEP_OUTPUT + "; python, NATS KV and `kind: artifact`"),
     P + "regression_test/master_regression_test.yaml": _elsewhere(
         _RETRY_IGNORED + "; its sub-playbooks need internet and cloud services (open-meteo, OpenAI, GCS)"),
     P + "regression_test/master_regression_test_parallel.yaml": _elsewhere(
