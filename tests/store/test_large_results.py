@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from noetl_temporal.attempt import execute
 from noetl_temporal.engine.messages import RunTask
 from noetl_temporal.store import large_results
-from noetl_temporal.temporal.activities import execute
 from noetl_temporal.tools import ToolCall, run_tool
 from tests.support import postgres as pg
 
