@@ -1,4 +1,4 @@
-"""The activity's one-walk check that a task's configuration needs no preparation."""
+"""The attempt's one-walk check that a task's configuration needs no preparation."""
 
 from noetl_temporal.attempt import _plain
 
