@@ -59,7 +59,7 @@ async def run_attempt(cmd: RunTask, call: ToolCall, fit: Fit | None = None) -> t
 #: the scrubber of a task that reads no secret (immutable: one for all)
 _NO_SECRETS = keychain.Scrubber()
 
-#: tool kinds that read ResultRefs themselves (the activity leaves them unresolved)
+#: tool kinds that read ResultRefs themselves (the attempt leaves them unresolved)
 _READS_REFS = READS_RESULT_REFS
 #: tool kinds whose process writes a result over the inline cap to the store itself (its
 #: outcome's result is then the ResultRef; ``python``: docs/tools.md, "Results stream")
