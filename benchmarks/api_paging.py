@@ -54,7 +54,7 @@ __all__ = ["fill", "measure", "markdown", "main"]
 def _events(execution_id: str, items: int) -> Iterator[list[dict[str, Any]]]:
     """The loop's events in the batches the workflow's flush writes, as the engine makes them."""
     from noetl_temporal.dsl import load_playbook_text
-    from noetl_temporal.engine.envelopes import Outcome
+    from noetl_temporal.engine.envelopes import Outcome, TaskResult
     from noetl_temporal.engine.machine import new_state, step
     from noetl_temporal.engine.messages import Proceed, RunTask, Start, TaskFinished, Yield
     from noetl_temporal.workflow.event_flush import MAX_EVENT_BACKLOG
@@ -66,8 +66,8 @@ def _events(execution_id: str, items: int) -> Iterator[list[dict[str, Any]]]:
         _, commands = step(state, queue.pop(0))
         for command in commands:
             if isinstance(command, RunTask):
-                queue.append(TaskFinished(task_run_id=command.task_run_id, now=NOW, decided=True,
-                                          action="continue", outcome=Outcome.ok(1)))
+                queue.append(TaskFinished(task_run_id=command.task_run_id, now=NOW,
+                                          result=TaskResult(outcome=Outcome.ok(1), action="continue")))
             elif isinstance(command, Yield):
                 queue.append(Proceed(now=NOW))
         while state.log.seq - written >= MAX_EVENT_BACKLOG or (not queue and state.log.seq > written):

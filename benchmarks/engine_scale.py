@@ -22,7 +22,7 @@ import uuid
 from typing import Any
 
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.engine.envelopes import Outcome
+from noetl_temporal.engine.envelopes import Outcome, TaskResult
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Finish, Proceed, RunTask, Start, TaskFinished, Yield
 
@@ -87,9 +87,8 @@ def drive(text: str) -> dict[str, Any]:
         longest = max(longest, spent)
         for command in commands:
             if isinstance(command, RunTask):
-                queue.append(TaskFinished(task_run_id=command.task_run_id, now=NOW, decided=True,
-                                          action="continue",
-                                          outcome=Outcome.ok(1)))
+                queue.append(TaskFinished(task_run_id=command.task_run_id, now=NOW,
+                                          result=TaskResult(outcome=Outcome.ok(1), action="continue")))
             elif isinstance(command, Yield):
                 queue.append(Proceed(now=NOW))
             elif isinstance(command, Finish):

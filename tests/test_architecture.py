@@ -49,6 +49,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "graphview": ("noetl_temporal.graphview",),
     "tools": ("noetl_temporal.tools",),
     "store": ("noetl_temporal.store",),
+    "attempt": ("noetl_temporal.attempt",),
     "conversion": ("noetl_temporal.conversion",),
     "workflow": ("noetl_temporal.workflow",),
     "hosting": ("noetl_temporal.hosting",),
@@ -60,7 +61,8 @@ PARTS: dict[str, tuple[str, ...]] = {
 
 #: part -> the other parts it may import. Closed under chaining (a part may import what
 #: the parts it imports may import), except the one narrow edge in NARROW.
-_BELOW_TEMPORAL = frozenset({"dsl", "engine", "errors", "templates", "tool_kinds", "keychain", "tools", "store"})
+_BELOW_TEMPORAL = frozenset({"dsl", "engine", "errors", "templates", "tool_kinds", "keychain", "tools", "store",
+                             "attempt"})
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "package": frozenset(),
     "errors": frozenset(),
@@ -72,6 +74,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "graphview": frozenset({"dsl", "engine", "errors", "templates", "tool_kinds"}),
     "tools": frozenset({"errors", "templates", "tool_kinds", "keychain"}),
     "store": frozenset({"dsl", "engine", "errors", "templates", "tool_kinds"}),
+    "attempt": frozenset({"dsl", "engine", "errors", "templates", "tool_kinds", "keychain", "tools", "store"}),
     "conversion": frozenset({"dsl", "engine", "errors", "templates", "tool_kinds", "store"}),
     "workflow": _BELOW_TEMPORAL | {"conversion"},
     "hosting": _BELOW_TEMPORAL | {"conversion", "workflow"},

@@ -29,7 +29,7 @@ from benchmarks.workloads import loop
 from noetl_temporal.conversion.local_only import LocalOnlyList
 from noetl_temporal.conversion.payload_converter import PayloadConverter
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.engine.envelopes import Outcome
+from noetl_temporal.engine.envelopes import Outcome, TaskResult
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Proceed, RunTask, Start, TaskFinished, Yield
 from noetl_temporal.store.event_store import EventStore, PostgresEventStore, SqliteEventStore
@@ -48,8 +48,8 @@ def loop_events(items: int, execution_id: str) -> list[dict[str, Any]]:
         for command in commands:
             if isinstance(command, RunTask):
                 result = {"i": (command.iteration or 0) + 1}   # what bodies.STEP returns
-                queue.append(TaskFinished(task_run_id=command.task_run_id, now=NOW, decided=True,
-                                          action="continue", outcome=Outcome.ok(result, attempt=1)))
+                queue.append(TaskFinished(task_run_id=command.task_run_id, now=NOW, result=TaskResult(
+                    outcome=Outcome.ok(result, attempt=1), action="continue")))
             elif isinstance(command, Yield):
                 queue.append(Proceed(now=NOW))
     return list(state.log.events)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..tool_kinds.approve import answer_problem, answer_result, field_problems, may_answer, parse_fields
 from .common import emit, error_outcome
-from .envelopes import Outcome
+from .envelopes import Outcome, TaskResult
 from .messages import Answer, TaskFinished
 from .state import ExecutionState, PipelineRun, StepRun
 
@@ -113,4 +113,4 @@ def answered(state: ExecutionState, event: Answer) -> TaskFinished | None:
              **ids)
         outcome = Outcome.ok(answer_result(event.values, by=event.by, at=state.now, timed_out=False),
                              attempt=1, duration_ms=0)
-    return TaskFinished(task_run_id=event.task_run_id, now=event.now, outcome=outcome)
+    return TaskFinished(task_run_id=event.task_run_id, now=event.now, result=TaskResult.undecided(outcome))

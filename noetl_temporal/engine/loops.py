@@ -137,7 +137,7 @@ def page_fetched(state: ExecutionState, event: PageFetched) -> FillLoop | None:
         return None   # the step ended meanwhile (skipped, timed out): the page is dropped
     loop = run.loop
     loop.fetching = None
-    outcome = event.outcome
+    outcome = event.result.outcome
     rows = outcome.result.get("rows") if outcome.status == "ok" and isinstance(outcome.result, dict) else None
     if not isinstance(rows, list):
         loop.exhausted = True

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .behaviours import CURRENT
-from .envelopes import Attempt, Outcome
+from .envelopes import TaskResult
 
 __all__ = [
     "Start", "TaskFinished", "PageFetched", "Answer", "SkipStep", "HoldStep", "RetryStep", "PatchCtx", "Pause",
@@ -39,22 +39,18 @@ class Start:
 
 @dataclass
 class TaskFinished:
-    """A task invocation ended (all its attempts). ``rule_index``/``action`` are the
+    """A task invocation ended (all its attempts): the :class:`~.envelopes.TaskResult` it
+    reported, as it is (no copy of its fields). ``result.rule_index``/``action`` are the
     policy decision the activity took on the final outcome (``decided=False`` when the
     activity could not decide, e.g. it was cancelled: the engine decides then).
 
-    The shell builds it from a :class:`~.envelopes.TaskResult`, whose typed outcome the
-    engine keeps to the end of the step; it becomes JSON again only in event payloads and
-    snapshots (``Outcome.to_dict`` writes back exactly the object the activity returned)."""
+    The engine keeps the result's typed outcome to the end of the step; it becomes JSON
+    again only in event payloads and snapshots (``Outcome.to_dict`` writes back exactly the
+    object the activity returned)."""
 
     task_run_id: str
     now: str
-    outcome: Outcome
-    attempts: list[Attempt] = field(default_factory=list)
-    rule_index: int | None = None
-    action: str | None = None
-    decided: bool = False
-    exhausted: bool = False
+    result: TaskResult
 
 
 @dataclass

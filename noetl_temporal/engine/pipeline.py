@@ -11,7 +11,7 @@ The pipeline's state moves by the "pipeline" table (``state_machines.py``); a ta
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import tool_kinds
@@ -175,14 +175,16 @@ def task_finished(state: ExecutionState, event: TaskFinished, commands: list[Com
         return None
     step_def = step_definition(state, run.step)
     task = step_def.tool[pipe.pc]
-    for attempt in event.attempts:
+    reported = event.result
+    for attempt in reported.attempts:
         _emit_attempt(state, run, pipe, task, event.task_run_id, attempt)
     decision = None
-    if event.decided:
-        decision = (event.rule_index, PipelineAction(event.action or "continue"))
-        if event.exhausted:
-            decision = (event.rule_index, PipelineAction.FAIL)
-    end = _apply_outcome(state, run, pipe, task, TaskReport(event.task_run_id, event.outcome, event.attempts, decision))
+    if reported.decided:
+        decision = (reported.rule_index, PipelineAction(reported.action or "continue"))
+        if reported.exhausted:
+            decision = (reported.rule_index, PipelineAction.FAIL)
+    end = _apply_outcome(state, run, pipe, task, TaskReport(event.task_run_id, reported.outcome, reported.attempts,
+                                                          decision))
     if end is not None or pipe.finished:
         return end
     return run_pipeline(state, run, pipe, commands)
@@ -210,7 +212,7 @@ class TaskReport:
 
     task_run_id: str
     outcome: Outcome
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: tuple[Attempt, ...] = ()
     decision: tuple[int | None, PipelineAction] | None = None
 
 

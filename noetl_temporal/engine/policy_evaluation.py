@@ -2,33 +2,57 @@
 
 The activity evaluates the policy on its own outcome (the NoETL data plane does this)
 so that ``do: retry`` can become a Temporal activity retry; the engine applies the
-decision the activity reports. Inline tasks (``noop``) are evaluated by the engine with
-the same function, so both sides always agree on what a rule means.
+decision the activity reports. :func:`decide_attempt` is that decision, built here once
+for the task activity, ``noetl-temporal test``'s driver and the engine tests' harness
+(docs/layout.md, "One python task, step by step"). Inline tasks (``noop``) are evaluated
+by the engine with :func:`evaluate_policy` too, so both sides agree on what a rule means.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..errors import ResultFieldUnavailable
 from ..templates import evaluate_condition
-from .envelopes import ErrorInfo
+from .context import outcome_view
+from .envelopes import ErrorInfo, Outcome
 
-__all__ = ["Decision", "NextAttempt", "evaluate_policy", "next_attempt", "attempt_delay", "retry_delay",
-           "max_policy_attempts"]
+if TYPE_CHECKING:
+    from .messages import RunTask
+
+__all__ = ["Decision", "NextAttempt", "decide_attempt", "evaluate_policy", "next_attempt", "attempt_delay",
+           "retry_delay", "max_policy_attempts"]
+
+
+@dataclass(frozen=True)
+class NextAttempt:
+    """What follows an attempt the policy decided on: another attempt after ``delay``
+    seconds (``retry``), or none; ``exhausted`` when a retry rule matched with no attempts
+    left. ``allowed``: the matching retry rule's ``attempts`` (0 when no retry rule matched)."""
+
+    retry: bool = False
+    delay: float = 0.0
+    allowed: int = 0
+    exhausted: bool = False
+
+
+_NO_RETRY = NextAttempt()
 
 
 @dataclass(frozen=True)
 class Decision:
-    """Which rule matched (None = no rule) and what it says to do."""
+    """Which rule matched (None = no rule) and what it says to do; from
+    :func:`decide_attempt`, also whether another attempt follows (``following``)."""
 
     rule_index: int | None
     action: str                   # continue | retry | jump | break | fail
     matched_else: bool = False
     guard_errors: tuple[str, ...] = ()
+    following: NextAttempt = _NO_RETRY
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule_index": self.rule_index, "action": self.action, "matched_else": self.matched_else,
@@ -37,6 +61,28 @@ class Decision:
 
 #: the decisions without a rule (frozen, so shared): every task without a policy gets one
 _NO_RULE = {action: Decision(None, action) for action in ("continue", "fail", "retry", "jump", "break")}
+
+
+def decide_attempt(cmd: RunTask, outcome: Outcome, attempt: int) -> Decision:
+    """The task policy's decision on attempt ``attempt`` (1-based) of ``cmd``: the matching
+    rule, its action, and whether another attempt follows after which backoff. The one
+    place the decision is built: the task activity, ``noetl-temporal test``'s driver and
+    the engine tests all call it, so a test sees the decisions a worker makes."""
+    # Without rules the decision reads only the status: no guard context to build.
+    context = _policy_context(cmd, outcome, attempt) if cmd.rules else {}
+    decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
+    following = next_attempt(cmd.rules, decision, attempt, outcome.error)
+    if following is _NO_RETRY:  # the usual end: the shared decision as it is, no copy
+        return decision
+    return dataclasses.replace(decision, following=following)
+
+
+def _policy_context(cmd: RunTask, outcome: Outcome, attempt: int) -> dict[str, Any]:
+    """What the task's policy guards read: the engine's names, and this attempt's outcome."""
+    context = dict(cmd.policy_context)
+    view = outcome_view(outcome)
+    context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
+    return context
 
 
 def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: Mapping[str, Any],
@@ -92,21 +138,6 @@ def max_policy_attempts(rules: list[dict[str, Any]]) -> int:
         if then.get("do") == "retry":
             best = max(best, int(then.get("attempts") or DEFAULT_RETRY_ATTEMPTS))
     return best
-
-
-@dataclass(frozen=True)
-class NextAttempt:
-    """What follows an attempt the policy decided on: another attempt after ``delay``
-    seconds (``retry``), or none; ``exhausted`` when a retry rule matched with no attempts
-    left. ``allowed``: the matching retry rule's ``attempts`` (0 when no retry rule matched)."""
-
-    retry: bool = False
-    delay: float = 0.0
-    allowed: int = 0
-    exhausted: bool = False
-
-
-_NO_RETRY = NextAttempt()
 
 
 def next_attempt(rules: list[dict[str, Any]], decision: Decision, attempt: int,

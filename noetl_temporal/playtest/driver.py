@@ -5,9 +5,8 @@ virtual clock in place of Temporal's timers (docs/testing-playbooks.md):
 
 * ``RunTask``: the task's attempts, as the task activity makes them: each attempt's
   answer is the mock's (or, for a kind the case lists in ``real:``, the tool's own run),
-  the task policy decides on it with the engine's ``evaluate_policy``, and
-  ``next_attempt`` (the activity's own rule) says whether another attempt follows and
-  after which backoff. The whole invocation ends ``delay``s + backoffs later in virtual
+  the task policy decides on it with the engine's ``decide_attempt`` (the activity's
+  own decision: the rule, and whether another attempt follows after which backoff). The whole invocation ends ``delay``s + backoffs later in virtual
   time, as one ``TaskFinished``. ``kind: playbook``, ``activity`` and ``workflow`` run in
   the workflow itself, one undecided outcome each (the engine decides, as for the shell);
   a sub-playbook listed in ``real:`` runs through this same driver.
@@ -33,7 +32,6 @@ from typing import Any
 from ..dsl import load_playbook
 from ..dsl.models import Playbook, playbook_definition
 from ..engine import machine
-from ..engine.context import outcome_view
 from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
 from ..engine.messages import (
     CancelTasks,
@@ -47,7 +45,7 @@ from ..engine.messages import (
     TaskFinished,
     Yield,
 )
-from ..engine.policy_evaluation import evaluate_policy, next_attempt
+from ..engine.policy_evaluation import Decision, decide_attempt
 from ..errors import NoetlError
 from ..tool_kinds import WORKFLOW_KINDS
 from ..workflow.playbook_workflow import (
@@ -195,9 +193,7 @@ class _Run:
             # a cursor loop's page goes to its loop, as the shell feeds it (docs/semantics.md)
             page = any(r.loop is not None and r.loop.fetching == task_run_id for r in self.state.step_runs.values())
             made = PageFetched if page else TaskFinished
-            return made(task_run_id=task_run_id, now=self.now(), outcome=result.outcome,
-                        attempts=list(result.attempts), rule_index=result.rule_index,
-                        action=result.action, decided=result.decided, exhausted=result.exhausted)
+            return made(task_run_id=task_run_id, now=self.now(), result=result)
         return make
 
     # ------------------------------------------------------------------ one task
@@ -239,10 +235,9 @@ class _Run:
             if mock is not None:
                 answer = mock.answer(attempt)
                 outcome, duration = _outcome(answer, attempt), answer.delay
+                decision = decide_attempt(cmd, outcome, attempt)
             else:
-                outcome, duration = _real(cmd, attempt)
-            context = _policy_context(cmd, outcome, attempt) if cmd.rules else {}
-            decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
+                outcome, decision, duration = _real(cmd, attempt)
             record = Attempt(attempt=attempt, status=outcome.status,
                              started_at=(EPOCH + timedelta(seconds=started)).isoformat().replace("+00:00", "Z"),
                              duration_ms=int(duration * 1000), error=outcome.error,
@@ -250,7 +245,7 @@ class _Run:
             took += duration
             if mock is None:
                 tried.append(outcome)
-            following = next_attempt(cmd.rules, decision, attempt, outcome.error)
+            following = decision.following
             if not following.retry:
                 self.record(cmd, tried)
                 return TaskResult(outcome=outcome, attempts=(*history, record), rule_index=decision.rule_index,
@@ -311,17 +306,9 @@ def _outcome(answer: Response, attempt: int) -> Outcome:
     return Outcome.from_dict({"status": "ok", "result": answer.result, "error": None, "meta": {"attempt": attempt}})
 
 
-def _policy_context(cmd: RunTask, outcome: Outcome, attempt: int) -> dict[str, Any]:
-    """What the task's policy guards read: the activity's context (``_policy_context``)."""
-    context = dict(cmd.policy_context)
-    view = outcome_view(outcome)
-    context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
-    return context
-
-
-def _real(cmd: RunTask, attempt: int) -> tuple[Outcome, float]:
-    """One attempt of the tool itself, in this process (``real:``): prepared, run and
-    scrubbed by the activity's own code. Its real duration counts in the virtual clock."""
+def _real(cmd: RunTask, attempt: int) -> tuple[Outcome, Decision, float]:
+    """One attempt of the tool itself, in this process (``real:``): made by the activity's
+    own attempt (``noetl_temporal.attempt``). Its real duration counts in the virtual clock."""
     from ..tools import ToolCall
 
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
@@ -329,23 +316,21 @@ def _real(cmd: RunTask, attempt: int) -> tuple[Outcome, float]:
                     store_result=not cmd.rules, heartbeat=None)
     clock = time.monotonic()
     try:
-        outcome = asyncio.run(_execute_once(cmd, call))
+        outcome, decision = asyncio.run(_attempt_once(cmd, call))
     except Exception as exc:  # the activity's INTERNAL_ERROR: a bug on our side, not the playbook's
         raise NoetlError(f"internal error running task '{cmd.task}' of step '{cmd.step}': "
                          f"{type(exc).__name__}: {exc}") from None
-    if outcome.meta.get("attempt") != attempt:
-        outcome = outcome.updated(meta={**outcome.meta, "attempt": attempt})
-    return outcome, time.monotonic() - clock
+    return outcome, decision, time.monotonic() - clock
 
 
-async def _execute_once(cmd: RunTask, call: Any) -> Outcome:
-    """The tool's run on a loop of its own, whose pooled resources (HTTP connections, the
+async def _attempt_once(cmd: RunTask, call: Any) -> tuple[Outcome, Decision]:
+    """The attempt on a loop of its own, whose pooled resources (HTTP connections, the
     python fork server) are released before the loop closes, as a stopping worker does."""
+    from ..attempt import run_attempt
     from ..tools import aclose_clients
-    from ..workflow.activities import execute
 
     try:
-        return await execute(cmd, call)
+        return await run_attempt(cmd, call)
     finally:
         await aclose_clients()
 

@@ -3,7 +3,7 @@ activity, on the embedded Temporal dev server (docs/testing-playbooks.md, "The T
 
 The session starts the dev server as ``noetl-temporal run`` does and hosts one worker in
 this process; the mocks reach the tools through the task activity's test hook
-(``temporal.activities.set_test_hook``), which this session alone sets, for its own worker.
+(``attempt.set_test_hook``), which this session alone sets, for its own worker.
 The hook answers each attempt from the case's mocks, so the activity still evaluates the
 policy, records the attempts and raises its ``PolicyRetry``; with the hook set the retry's
 backoff is recorded (``next_delay_s``, the events) but not waited for. There is no offline
@@ -58,7 +58,7 @@ class TemporalRunner:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from ..workflow.activities import set_test_hook
+        from ..attempt import set_test_hook
 
         try:
             self._loop.run(self._stack.aclose())
@@ -67,9 +67,9 @@ class TemporalRunner:
             self._loop.close()
 
     async def _start(self) -> None:
+        from ..attempt import set_test_hook
         from ..client.devserver import DEV_SERVER_ARGS, EmbeddedTemporal
         from ..hosting.lifecycle import hosted_worker
-        from ..workflow.activities import set_test_hook
 
         embedded = await self._stack.enter_async_context(
             EmbeddedTemporal(ui=False, server_args=(*DEV_SERVER_ARGS, *TEST_SERVER_ARGS)))

@@ -428,9 +428,7 @@ class PlaybookWorkflow:
         if not self.engine.finished:  # late results after the end change nothing
             # a cursor loop's page goes to its loop, not to a pipeline (docs/semantics.md)
             made = PageFetched if isinstance(cmd, FetchPage) else TaskFinished
-            self._feed(made(task_run_id=cmd.task_run_id, now=_now(), outcome=result.outcome,
-                            attempts=list(result.attempts), rule_index=result.rule_index,
-                            action=result.action, decided=result.decided, exhausted=result.exhausted))
+            self._feed(made(task_run_id=cmd.task_run_id, now=_now(), result=result))
 
     async def _run_child(self, cmd: RunTask) -> None:
         """A task the workflow runs itself: ``kind: playbook`` (resolve the child, run it as a

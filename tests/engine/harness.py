@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from noetl_temporal.dsl import load_playbook_text
-from noetl_temporal.engine.context import outcome_view
-from noetl_temporal.engine.envelopes import Attempt, Outcome
+from noetl_temporal.engine.envelopes import Attempt, Outcome, TaskResult
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import (
     CancelTasks,
@@ -24,7 +23,7 @@ from noetl_temporal.engine.messages import (
     TaskFinished,
     Yield,
 )
-from noetl_temporal.engine.policy_evaluation import evaluate_policy
+from noetl_temporal.engine.policy_evaluation import decide_attempt
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -110,13 +109,14 @@ def feed(r: Run, event: Any) -> None:
 
 
 def finished(cmd: RunTask, outcome: dict[str, Any]) -> TaskFinished:
-    """What the activity reports: its own policy decision on the outcome (no retries here)."""
-    context = dict(cmd.policy_context)
-    context.update({"output": outcome_view(outcome), "outcome": outcome_view(outcome), "_attempt": 1})
-    d = evaluate_policy(cmd.rules, outcome["status"], context, cmd.on_unmatched)
+    """What the activity reports: its own policy decision on the outcome (``decide_attempt``,
+    the one the activity makes), at attempt 1; no retries here, so a retry is exhausted."""
+    reported = Outcome.from_dict(outcome)
+    d = decide_attempt(cmd, reported, 1)
     action = d.action
     exhausted = action == "retry"
     made = PageFetched if isinstance(cmd, FetchPage) else TaskFinished
-    return made(task_run_id=cmd.task_run_id, now=NOW, outcome=Outcome.from_dict(outcome),
-                        attempts=[Attempt.from_dict({"attempt": 1, "status": outcome["status"], "action": action})],
-                        rule_index=d.rule_index, action=action, decided=True, exhausted=exhausted)
+    attempts = (Attempt.from_dict({"attempt": 1, "status": outcome["status"], "action": action}),)
+    return made(task_run_id=cmd.task_run_id, now=NOW,
+                result=TaskResult(outcome=reported, attempts=attempts, rule_index=d.rule_index, action=action,
+                                  exhausted=exhausted))

@@ -10,7 +10,7 @@ import pytest
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.engine import approvals
 from noetl_temporal.engine.behaviours import SKIPPED_STEP_STATUS
-from noetl_temporal.engine.envelopes import ErrorInfo, Outcome
+from noetl_temporal.engine.envelopes import ErrorInfo, Outcome, TaskResult
 from noetl_temporal.engine.machine import new_state, step
 from noetl_temporal.engine.messages import Answer, Finish, RunTask, Start, StartTimer, TaskFinished
 
@@ -68,7 +68,7 @@ def test_a_late_answer_after_the_task_was_cancelled_changes_nothing():
     state, commands = started(LOOPED.replace("mode: parallel", "mode: sequential"))
     [ask] = [c for c in commands if isinstance(c, RunTask)]
     cancelled = Outcome.failed(ErrorInfo(kind="cancelled", message="approval cancelled"))
-    state, _ = step(state, TaskFinished(task_run_id=ask.task_run_id, now=T1, outcome=cancelled))
+    state, _ = step(state, TaskFinished(task_run_id=ask.task_run_id, now=T1, result=TaskResult.undecided(cancelled)))
     assert ask.task_run_id not in state.approvals   # the wait ended with its task
     state, commands = step(state, Answer(now=T1, task_run_id=ask.task_run_id, values={"ok": True}, by="ops"))
     assert commands == [] and "approval.answered" not in [e["event_type"] for e in state.log.since(0, 1000)]
@@ -137,7 +137,7 @@ def test_skipping_a_waiting_approval_ends_its_wait_and_routes_as_a_success(behav
     assert skipped["payload"] == {"by": "ops", "reason": "decided by phone", "result": {"go": True}, "skipped_at": T1}
     # the cancelled task's late report changes nothing
     late = Outcome.failed(ErrorInfo(kind="cancelled", message="cancelled"))
-    state, commands = step(state, TaskFinished(task_run_id=ask.task_run_id, now=T1, outcome=late))
+    state, commands = step(state, TaskFinished(task_run_id=ask.task_run_id, now=T1, result=TaskResult.undecided(late)))
     assert commands == [] and state.steps["ask"].to_dict() == ended
     [done] = [e for e in state.log.since(0, 1000) if e["event_type"] == "step.done" and e["entity_id"] == "ask"]
     assert done["status"] == "success"   # its arcs fired as for a success (`after` ran)

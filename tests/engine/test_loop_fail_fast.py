@@ -9,7 +9,7 @@ that (their replay does not switch the behaviour on): the last test pins it.
 from __future__ import annotations
 
 from noetl_temporal.engine.behaviours import CURRENT, LOOP_FAIL_FAST_FAILS_STEP
-from noetl_temporal.engine.envelopes import Outcome
+from noetl_temporal.engine.envelopes import Outcome, TaskResult
 from noetl_temporal.engine.messages import Start, TaskFinished
 
 from .harness import NOW, err, feed, ok, run
@@ -57,7 +57,7 @@ def test_an_activity_failure_cancels_the_iterations_in_flight_and_fails_the_step
              hold=lambda cmd: cmd.iteration == 1)
     [in_flight] = r2.held  # type: ignore[attr-defined]
     assert r2.cancelled == [in_flight.task_run_id]       # fail_fast cancels the sibling
-    feed(r2, TaskFinished(task_run_id=in_flight.task_run_id, now=NOW, outcome=Outcome.from_dict(err("cancelled", "cancelled"))))
+    feed(r2, TaskFinished(task_run_id=in_flight.task_run_id, now=NOW, result=TaskResult.undecided(Outcome.from_dict(err("cancelled", "cancelled")))))
     assert _iterations(r2, "loop.iteration.started") == [0, 1]   # 2 and 3 never start
     assert _iterations(r2, "loop.iteration.failed") == [0, 1]
     assert r2.status == "FAILED" and r2.state.steps["each"].status == "FAILED"

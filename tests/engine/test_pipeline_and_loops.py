@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from noetl_temporal.engine.envelopes import Outcome
+from noetl_temporal.engine.envelopes import Outcome, TaskResult
 from noetl_temporal.engine.messages import TaskFinished
 from noetl_temporal.engine.policy_evaluation import evaluate_policy, max_policy_attempts, retry_delay
 
@@ -268,11 +268,11 @@ def test_a_reported_outcome_stays_the_typed_object_to_the_end_of_its_step():
     reported = Outcome(status="ok", result={"n": 1}, meta={"attempt": 1}, extra={"http": {"status": 200}})
     r = run(two, hold=lambda c: True)
     (first,) = r.held
-    feed(r, TaskFinished(task_run_id=first.task_run_id, now=NOW, outcome=reported, decided=True, action="continue"))
+    feed(r, TaskFinished(task_run_id=first.task_run_id, now=NOW, result=TaskResult(outcome=reported, action="continue")))
     (run_,) = r.state.step_runs.values()
     assert run_.main.last_outcome is reported
     second = r.held[-1]
     assert second.task == "second"
-    feed(r, TaskFinished(task_run_id=second.task_run_id, now=NOW, decided=True, action="continue",
-                         outcome=Outcome.ok([2], attempt=1)))
+    feed(r, TaskFinished(task_run_id=second.task_run_id, now=NOW,
+                         result=TaskResult(outcome=Outcome.ok([2], attempt=1), action="continue")))
     assert r.status == "COMPLETED" and r.state.steps["s"].result == [2]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from noetl_temporal.attempt import execute
 from noetl_temporal.engine.messages import RunTask
 from noetl_temporal.store import large_results
 from noetl_temporal.tools import ToolCall, run_tool
-from noetl_temporal.workflow.activities import execute
 from tests.support import postgres as pg
 
 

@@ -1,6 +1,6 @@
-"""The activity's one-walk check that a task's configuration needs no preparation."""
+"""The attempt's one-walk check that a task's configuration needs no preparation."""
 
-from noetl_temporal.workflow.activities import _plain
+from noetl_temporal.attempt import _plain
 
 
 def test_literal_configs_are_plain() -> None:

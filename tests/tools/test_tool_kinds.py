@@ -81,15 +81,14 @@ def test_each_tool_points_at_its_kinds_declaration():
 
 
 def test_the_traits_the_runtime_reads_come_from_the_declarations():
-    from noetl_temporal import keychain
+    from noetl_temporal import attempt, keychain
     from noetl_temporal.engine import pipeline, task_plans
-    from noetl_temporal.workflow import activities
 
     assert pipeline.INLINE_KINDS == {"noop"}
     # rendered in the workflow, not the activity (engine/task_plans.py); replay: unchanged sets
     # (`activity`, `workflow` and `approve` are new kinds: no recorded history has them)
     assert task_plans.tool_kinds.IN_WORKFLOW_KINDS == {"noop", "playbook", "activity", "workflow", "approve"}
-    assert activities._READS_REFS == {"result", "artifact"}  # a new kind: no history has it
+    assert attempt._READS_REFS == {"result", "artifact"}  # a new kind: no history has it
     assert keychain.needs_keychain("postgres", {}) and not keychain.needs_keychain("http", {})
     assert keychain.needs_keychain("transfer", {})
     assert WORKFLOW_KINDS == {"playbook", "activity", "workflow", "approve"}
