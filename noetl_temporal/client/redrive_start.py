@@ -27,6 +27,7 @@ from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition, playbook_from_definition
 from ..engine import redrive as plans
+from ..engine.idempotency import origin_of_plan
 from ..engine.machine import step_graph
 from ..engine.payload_size import PAYLOAD_FIX, payload_refusal
 from ..errors import NoetlError, PayloadTooLarge, PlaybookInvalid
@@ -90,7 +91,7 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
                        "pass --from STEP to rerun from a step")
     plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=old_playbook,
                       new_playbook=new_playbook, new_graph=graph, from_step=from_step,
-                      definition=definition_name)
+                      definition=definition_name, key_origin=origin_of_plan(execution_id, old_input.redrive))
     children = await _child_plans(client, execution_id, plans.child_tasks(
         old_steps=old_steps, old_playbook=old_playbook, new_playbook=new_playbook, new_graph=graph,
         from_step=from_step, iterations=plan["iterations"]), depth=1)
@@ -173,7 +174,8 @@ async def _child_plan(client: Client, execution_id: str, *, depth: int) -> dict[
     playbook = playbook_from_definition(child_input.playbook)
     graph = step_graph(playbook)
     plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=playbook,
-                      new_playbook=playbook, new_graph=graph)
+                      new_playbook=playbook, new_graph=graph,
+                      key_origin=origin_of_plan(execution_id, child_input.redrive))
     children = await _child_plans(client, execution_id, plans.child_tasks(
         old_steps=old_steps, old_playbook=playbook, new_playbook=playbook, new_graph=graph,
         iterations=plan["iterations"]), depth=depth + 1)

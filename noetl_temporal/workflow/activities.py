@@ -30,6 +30,7 @@ from .. import keychain
 from ..conversion.converter import has_claim_check, oversized
 from ..engine.context import deep_merge, outcome_view
 from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
+from ..engine.idempotency import KEY_NAME, idempotency_key
 from ..engine.invocation import READS_KEYCHAIN, render_attempt, uses_task_only
 from ..engine.messages import RunTask
 from ..engine.policy_evaluation import NextAttempt, evaluate_policy, next_attempt
@@ -142,9 +143,9 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
         cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
     if cmd.kind not in CREDENTIAL_KINDS and _plain(cmd.config):  # the usual task: as it is
         return dict(cmd.config), _NO_SECRETS
-    # The engine left templates reading `_attempt` unrendered: this attempt's number
-    # (Temporal's, so infrastructure retries count) is known only here.
-    context = dict(cmd.secret_context, _attempt=call.attempt)
+    # The engine left templates reading `_attempt` (or `_idempotency_key`) unrendered: this
+    # attempt's number (Temporal's, so infrastructure retries count) is known only here.
+    context = dict(cmd.secret_context, _attempt=call.attempt, **{KEY_NAME: call.idempotency_key})
     try:
         rendered = render_attempt(cmd.config, context, call.attempt)
     except TemplateError as exc:
@@ -273,6 +274,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
                     timeout=cmd.timeout, task_run_id=cmd.task_run_id, result_spec=cmd.result_spec,
                     store_result=not cmd.rules,  # a policy's guards read the result's value
+                    idempotency_key=idempotency_key(cmd.execution_id, cmd.task_run_id, cmd.secret_context),
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
     beats = None if info.is_local else _Heartbeats(history)
     try:
