@@ -151,13 +151,28 @@ async def _child_plans(client: Client, parent_id: str, keys: list[str], *, depth
     return out
 
 
+#: runs of a parent (it continued as new) searched for the children it started, newest first
+MAX_PARENT_RUNS = 64
+
+
 async def _started_children(client: Client, parent_id: str) -> list[str]:
+    """The ids of the children the parent started, in its latest run and the runs before it
+    (a parent that continued as new after starting a child has it in an earlier run's history),
+    at most :data:`MAX_PARENT_RUNS` runs back."""
     from temporalio.api.enums.v1 import EventType
 
-    ids = []
-    async for event in client.get_workflow_handle(parent_id).fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-            ids.append(event.start_child_workflow_execution_initiated_event_attributes.workflow_id)
+    ids: list[str] = []
+    run_id: str | None = None   # None: the latest run
+    for _ in range(MAX_PARENT_RUNS):
+        previous = ""
+        async for event in client.get_workflow_handle(parent_id, run_id=run_id).fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                previous = event.workflow_execution_started_event_attributes.continued_execution_run_id
+            elif event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+                ids.append(event.start_child_workflow_execution_initiated_event_attributes.workflow_id)
+        if not previous:
+            break
+        run_id = previous
     return ids
 
 
