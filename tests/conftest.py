@@ -76,7 +76,8 @@ TIERS = {
     "scale": ("temporal/test_large_playbooks.py", "cli/test_cli_run_scale.py",
               "api/test_event_paging_scale.py", "temporal/test_multi_worker.py",
               "temporal/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
-              "api/test_api_load.py", "playtest/test_modes_agree.py", "temporal/test_cursor_scale.py"),
+              "api/test_api_load.py", "playtest/test_modes_agree.py", "temporal/test_cursor_scale.py",
+              "cli/test_cli_redrive_scale.py"),
     "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py", "api/test_view_approval.py",
                 "api/test_redrive_page.py", "api/test_step_controls_page.py"),
 }

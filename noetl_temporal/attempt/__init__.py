@@ -28,6 +28,7 @@ from typing import Any
 
 from .. import keychain
 from ..engine.context import deep_merge
+from ..engine.idempotency import KEY_NAME
 from ..engine.envelopes import Outcome
 from ..engine.invocation import READS_KEYCHAIN, render_attempt, uses_task_only
 from ..engine.messages import RunTask
@@ -90,9 +91,9 @@ async def _prepare(cmd: RunTask, call: ToolCall) -> tuple[dict[str, Any], keycha
         cmd = dataclasses.replace(cmd, config=deep_merge(knobs, cmd.config))
     if cmd.kind not in CREDENTIAL_KINDS and _plain(cmd.config):  # the usual task: as it is
         return dict(cmd.config), _NO_SECRETS
-    # The engine left templates reading `_attempt` unrendered: this attempt's number
-    # (Temporal's, so infrastructure retries count) is known only here.
-    context = dict(cmd.secret_context, _attempt=call.attempt)
+    # The engine left templates reading `_attempt` (or `_idempotency_key`) unrendered: this
+    # attempt's number (Temporal's, so infrastructure retries count) is known only here.
+    context = dict(cmd.secret_context, _attempt=call.attempt, **{KEY_NAME: call.idempotency_key})
     try:
         rendered = render_attempt(cmd.config, context, call.attempt)
     except TemplateError as exc:

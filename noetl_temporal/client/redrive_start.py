@@ -27,6 +27,7 @@ from temporalio.service import RPCError
 
 from ..dsl.models import Playbook, playbook_definition, playbook_from_definition
 from ..engine import redrive as plans
+from ..engine.idempotency import origin_of_plan
 from ..engine.machine import step_graph
 from ..engine.payload_size import PAYLOAD_FIX, payload_refusal
 from ..errors import NoetlError, PayloadTooLarge, PlaybookInvalid
@@ -90,7 +91,7 @@ async def redrive(client: Client, execution_id: str, *, from_step: str | None = 
                        "pass --from STEP to rerun from a step")
     plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=old_playbook,
                       new_playbook=new_playbook, new_graph=graph, from_step=from_step,
-                      definition=definition_name)
+                      definition=definition_name, key_origin=origin_of_plan(execution_id, old_input.redrive))
     children = await _child_plans(client, execution_id, plans.child_tasks(
         old_steps=old_steps, old_playbook=old_playbook, new_playbook=new_playbook, new_graph=graph,
         from_step=from_step, iterations=plan["iterations"]), depth=1)
@@ -150,13 +151,28 @@ async def _child_plans(client: Client, parent_id: str, keys: list[str], *, depth
     return out
 
 
+#: runs of a parent (it continued as new) searched for the children it started, newest first
+MAX_PARENT_RUNS = 64
+
+
 async def _started_children(client: Client, parent_id: str) -> list[str]:
+    """The ids of the children the parent started, in its latest run and the runs before it
+    (a parent that continued as new after starting a child has it in an earlier run's history),
+    at most :data:`MAX_PARENT_RUNS` runs back."""
     from temporalio.api.enums.v1 import EventType
 
-    ids = []
-    async for event in client.get_workflow_handle(parent_id).fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-            ids.append(event.start_child_workflow_execution_initiated_event_attributes.workflow_id)
+    ids: list[str] = []
+    run_id: str | None = None   # None: the latest run
+    for _ in range(MAX_PARENT_RUNS):
+        previous = ""
+        async for event in client.get_workflow_handle(parent_id, run_id=run_id).fetch_history_events():
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+                previous = event.workflow_execution_started_event_attributes.continued_execution_run_id
+            elif event.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+                ids.append(event.start_child_workflow_execution_initiated_event_attributes.workflow_id)
+        if not previous:
+            break
+        run_id = previous
     return ids
 
 
@@ -173,7 +189,8 @@ async def _child_plan(client: Client, execution_id: str, *, depth: int) -> dict[
     playbook = playbook_from_definition(child_input.playbook)
     graph = step_graph(playbook)
     plan = plans.plan(old_execution_id=execution_id, old_steps=old_steps, old_playbook=playbook,
-                      new_playbook=playbook, new_graph=graph)
+                      new_playbook=playbook, new_graph=graph,
+                      key_origin=origin_of_plan(execution_id, child_input.redrive))
     children = await _child_plans(client, execution_id, plans.child_tasks(
         old_steps=old_steps, old_playbook=playbook, new_playbook=playbook, new_graph=graph,
         iterations=plan["iterations"]), depth=depth + 1)

@@ -36,7 +36,7 @@ __all__ = ["check_template_names", "RUNTIME_NAMES"]
 #: activity renders, the replay-safe functions, Jinja's globals)
 RUNTIME_NAMES: frozenset[str] = frozenset({
     "workload", "ctx", "iter", "args", "execution_id", "execution_number", "spec", "event", "output", "outcome",
-    "_prev", "_task", "_attempt", "keychain", "now", "uuid", "random_choice", *DEFAULT_NAMESPACE,
+    "_prev", "_task", "_attempt", "_idempotency_key", "keychain", "now", "uuid", "random_choice", *DEFAULT_NAMESPACE,
 })
 #: filters and tests that ask whether a value exists: reads under them are deliberate
 _GUARD_FILTERS = frozenset({"default", "d"})

@@ -20,7 +20,15 @@ from .numbers import render_retry_numbers
 from .policy_evaluation import max_policy_attempts
 from .state import ExecutionState, PipelineRun, StepRun
 from .stored_results import lazy_parts
-from .task_plans import READS_KEYCHAIN, TaskPlan, deferred_strings, reads_attempt, task_plan, uses_task_only
+from .task_plans import (
+    READS_KEYCHAIN,
+    TaskPlan,
+    deferred_strings,
+    reads_activity_name,
+    reads_attempt,
+    task_plan,
+    uses_task_only,
+)
 
 __all__ = ["render_config", "render_attempt", "reads_attempt", "uses_task_only", "READS_KEYCHAIN", "run_task_command", "task_rules"]
 
@@ -56,15 +64,16 @@ def _plan(state: ExecutionState, step_def: Step, task: Task) -> TaskPlan:
 
 
 def render_attempt(config: dict[str, Any], context: dict[str, Any], attempt: int) -> dict[str, Any]:
-    """Inside the activity: render the deferred strings that read ``_attempt`` (and not
-    ``keychain``: the keychain step renders those, with ``_attempt`` in its context; nor
-    those that use a task-only operation: the render child does, ``tools/task_renders.py``)."""
-    if not deferred_strings(config, reads_attempt):
+    """Inside the activity: render the deferred strings that read ``_attempt`` or
+    ``_idempotency_key`` (``context`` holds the key) (and not ``keychain``: the keychain step
+    renders those, with both in its context; nor those that use a task-only operation: the
+    render child does, ``tools/task_renders.py``)."""
+    if not deferred_strings(config, reads_activity_name):
         return config
     scope = dict(context, _attempt=attempt)
     rendered: dict[str, Any] = render_value(
         config, scope, where="tool",
-        defer=lambda text: READS_KEYCHAIN(text) or not reads_attempt(text) or uses_task_only(text))
+        defer=lambda text: READS_KEYCHAIN(text) or not reads_activity_name(text) or uses_task_only(text))
     return rendered
 
 

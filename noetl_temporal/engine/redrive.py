@@ -48,10 +48,11 @@ def _shapes(playbook: Playbook) -> dict[str, dict[str, Any]]:
 
 def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Playbook,
          new_playbook: Playbook, new_graph: StepGraph, from_step: str | None = None,
-         definition: str = "original") -> dict[str, Any]:
+         definition: str = "original", key_origin: str | None = None) -> dict[str, Any]:
     """The redrive plan for the workflow input: ``reuse`` (step -> recorded result) and, for
     the events and the operator, what reruns and why. ``old_steps``: the old output's
-    ``steps`` (status, runs, result per step)."""
+    ``steps`` (status, runs, result per step). ``key_origin``: the execution the new one's
+    idempotency keys come from (``idempotency.origin_of_plan``; default: the old one)."""
     changed: list[str] = []
     if new_playbook is not old_playbook:   # the original definition: nothing changed
         old_shapes, new_shapes = _shapes(old_playbook), _shapes(new_playbook)
@@ -72,7 +73,8 @@ def plan(*, old_execution_id: str, old_steps: dict[str, Any], old_playbook: Play
         if recorded is not None and name not in _reachable_after(new_graph, seeds - {name}):
             iterations[name] = recorded
     return {"from_execution_id": old_execution_id, "from_step": from_step, "definition": definition,
-            "reuse": reuse, "iterations": iterations, "changed": [name for name in changed if name in done]}
+            "reuse": reuse, "iterations": iterations, "changed": [name for name in changed if name in done],
+            "key_origin": key_origin or old_execution_id}
 
 
 def child_tasks(*, old_steps: dict[str, Any], old_playbook: Playbook, new_playbook: Playbook,

@@ -25,8 +25,9 @@ from ..dsl.models import Playbook, Step, Task
 from ..dsl.template_ops import OPERATIONS, task_only
 from ..templates import is_template, operations_in, reads_name, referenced_names
 from .context import deep_merge
+from .idempotency import KEY_NAME, reads_key
 
-__all__ = ["TaskPlan", "task_plan", "READS_KEYCHAIN", "reads_attempt", "uses_task_only", "deferred_strings",
+__all__ = ["TaskPlan", "task_plan", "READS_KEYCHAIN", "reads_attempt", "reads_activity_name", "uses_task_only", "deferred_strings",
            "OUTCOME_NAMES"]
 
 READS_KEYCHAIN = reads_name("keychain")
@@ -51,12 +52,18 @@ def uses_task_only(text: str) -> bool:
             and any(task_only(kind, name) is not None for kind, name in operations_in(text)))
 
 
+def reads_activity_name(text: str) -> bool:
+    """The template reads a name only the task's activity knows: ``_attempt`` (this attempt's
+    number) or ``_idempotency_key`` (``idempotency.py``)."""
+    return reads_attempt(text) or reads_key(text)
+
+
 def _deferred_in_activity(text: str) -> bool:
-    return READS_KEYCHAIN(text) or reads_attempt(text)
+    return READS_KEYCHAIN(text) or reads_activity_name(text)
 
 
 def _deferred_in_render_child(text: str) -> bool:
-    return READS_KEYCHAIN(text) or reads_attempt(text) or uses_task_only(text)
+    return READS_KEYCHAIN(text) or reads_activity_name(text) or uses_task_only(text)
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,7 @@ def _build(playbook: Playbook, step_def: Step, task: Task, task_side: bool) -> T
     rules = [r.model_dump() for r in task.spec.policy.rules] if task.spec.policy else []
     return TaskPlan(
         config=config, defer=defer,
-        deferred_names=frozenset(referenced_names(deferred) - {"keychain", "_attempt"}) if deferred else None,
+        deferred_names=frozenset(referenced_names(deferred) - {"keychain", "_attempt", KEY_NAME}) if deferred else None,
         rules=rules, policy_names=frozenset(referenced_names([r.get("when") for r in rules]) - set(OUTCOME_NAMES)),
         keychain=[k.model_dump(mode="json") for k in playbook.keychain],
         result_spec=task.spec.result.model_dump(mode="json", exclude_none=True) if task.spec.result else {},

@@ -58,6 +58,9 @@ class ToolCall:
     # Whether the tool may store a large result itself: not when a policy will judge the
     # task by its result's value (the activity then needs the value).
     store_result: bool = False
+    # This invocation's idempotency key, the same on every attempt (``engine/idempotency.py``,
+    # docs/tools.md, "Idempotency key"); None outside an activity.
+    idempotency_key: str | None = None
     # The one Scrubber of ``secrets``, built when a tool first needs it (:func:`scrubber`):
     # its patterns cost a compile per secret set, and a task cuts several texts with them.
     _scrubber: tuple[tuple[str, ...], Any] | None = field(default=None, init=False, repr=False, compare=False)

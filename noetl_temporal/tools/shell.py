@@ -25,6 +25,9 @@ from ._shellsecrets import hide_secrets
 from .base import ToolCall, ToolResult, fail_with, resolve_timeout, scrubber
 from .python import forkserver, spawn
 
+#: the environment variable holding the invocation's idempotency key (docs/tools.md)
+IDEMPOTENCY_ENV = "NOETL_IDEMPOTENCY_KEY"
+
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 300.0
@@ -75,6 +78,8 @@ class ShellTool:
     async def run(self, config: dict, call: ToolCall) -> Any:
         commands = _commands(config)
         env, cwd = _env(config), _cwd(config, call)
+        if call.idempotency_key is not None:   # docs/tools.md, "Idempotency key"
+            env[IDEMPOTENCY_ENV] = call.idempotency_key
         timeout = resolve_timeout(config, call, DEFAULT_TIMEOUT)
         deadline = time.monotonic() + timeout
         out, err = _proc.capture(OUTPUT_LIMIT, scrubber(call)), _proc.capture(OUTPUT_LIMIT, scrubber(call))

@@ -32,6 +32,7 @@ from .. import keychain
 from ..attempt import Fit, run_attempt, under_test
 from ..conversion.converter import has_claim_check, oversized
 from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
+from ..engine.idempotency import idempotency_key
 from ..engine.messages import RunTask
 from ..engine.policy_evaluation import NextAttempt
 from ..errors import ToolError
@@ -130,6 +131,7 @@ async def _run_task(cmd: RunTask, local: dict[str, Any] | None) -> TaskResult:
     call = ToolCall(execution_id=cmd.execution_id, step=cmd.step, task=cmd.task, attempt=attempt,
                     timeout=cmd.timeout, task_run_id=cmd.task_run_id, result_spec=cmd.result_spec,
                     store_result=not cmd.rules,  # a policy's guards read the result's value
+                    idempotency_key=idempotency_key(cmd.execution_id, cmd.task_run_id, cmd.secret_context),
                     heartbeat=None if info.is_local else lambda *d: activity.heartbeat(history, *d))
     beats = None if info.is_local else _Heartbeats(history)
     try:

@@ -9,6 +9,7 @@ Workflow code (called from ``PlaybookWorkflow``): it takes time and waits only t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from ..conversion.local_only import local_run_task
     from ..engine import behaviours
     from ..engine.envelopes import Attempt, ErrorInfo, Outcome, TaskResult
+    from ..engine.idempotency import ORIGIN
     from ..engine.messages import RunTask
     from .activities import INTERNAL_ERROR, POLICY_RETRY
     from .types import RUN_TASK_ACTIVITY, RUN_TASK_LOCAL_ACTIVITY, RunInput
@@ -37,6 +39,7 @@ async def run_task(cmd: RunTask, inp: RunInput, fast: FastRetry | None = None) -
     ``ValueError`` (the worker does not register the fast path's activity) goes to the caller.
     ``fast``: the operator's view of a fast-path task's retry loop (``fast_retries.py``)."""
     timeout = cmd.timeout or 300.0
+    cmd = _with_key_origin(cmd, inp)
     try:
         if cmd.spec.get("local") is True:
             return await _run_local(cmd, inp, timeout, fast)
@@ -58,6 +61,17 @@ async def run_task(cmd: RunTask, inp: RunInput, fast: FastRetry | None = None) -
         return failed_activity(err)
     except asyncio.CancelledError:
         return cancelled("task cancelled")
+
+
+def _with_key_origin(cmd: RunTask, inp: RunInput) -> RunTask:
+    """A redrive's task gets the execution its idempotency keys come from (the plan's
+    ``key_origin``, ``engine/idempotency.py``): a rerun step keeps the key its failed run had.
+    Only a redrive's plan has one, so every other command (and every recorded history) is as
+    before."""
+    origin = (inp.redrive or {}).get("key_origin")
+    if not isinstance(origin, str) or not origin:
+        return cmd
+    return dataclasses.replace(cmd, secret_context={**cmd.secret_context, ORIGIN: origin})
 
 
 def _cancellation(inp: RunInput) -> ActivityCancellationType:

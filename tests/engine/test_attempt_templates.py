@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from noetl_temporal.engine.idempotency import ORIGIN, idempotency_key, origin_of_plan
 from noetl_temporal.engine.invocation import render_attempt
 
 from .harness import run
@@ -54,3 +55,32 @@ def test_a_string_reading_keychain_and_attempt_is_left_for_the_keychain_step():
 def test_config_without_attempt_templates_is_returned_as_is():
     config = {"a": "plain", "b": "{{ keychain.k.x }}"}
     assert render_attempt(config, {}, 5) is config
+
+
+KEYED = """
+workload: {table: loads}
+workflow:
+  - step: s
+    tool:
+      kind: postgres
+      command: "INSERT INTO {{ workload.table }} VALUES ('{{ _idempotency_key }}') ON CONFLICT DO NOTHING"
+"""
+
+
+def test_idempotency_key_templates_are_left_for_the_activity_too():
+    """``_idempotency_key`` (docs/tools.md) renders in the activity, like ``_attempt``: the
+    workflow's command holds the template, never a key, so no history changes."""
+    cmd = run(KEYED).ran[0]
+    assert cmd.config["command"] == "INSERT INTO {{ workload.table }} VALUES ('{{ _idempotency_key }}') ON CONFLICT DO NOTHING"
+    assert cmd.secret_context == {"workload": {"table": "loads"}}
+    context = dict(cmd.secret_context, _idempotency_key=idempotency_key(cmd.execution_id, cmd.task_run_id))
+    assert render_attempt(cmd.config, context, 2)["command"] == \
+        f"INSERT INTO loads VALUES ('{cmd.execution_id}/s:run:1:task:s_task:1') ON CONFLICT DO NOTHING"
+
+
+def test_the_key_names_the_redrive_chains_origin_when_the_command_carries_one():
+    assert idempotency_key("new", "s:run:1:task:t:1") == "new/s:run:1:task:t:1"
+    assert idempotency_key("new", "s:run:1:task:t:1", {ORIGIN: "first"}) == "first/s:run:1:task:t:1"
+    assert origin_of_plan("old", None) == "old"
+    assert origin_of_plan("old", {"from_execution_id": "older"}) == "old"   # a redrive from before the key
+    assert origin_of_plan("old", {"key_origin": "first"}) == "first"
