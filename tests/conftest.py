@@ -72,12 +72,12 @@ _END_TO_END = ("temporal", "workflow", "hosting", "client", "conversion", "api",
 # (or folder) belongs to the tier that names it; the marker is what `-m` selects.
 TIERS = {
     "chaos": ("chaos/",),
-    "corpus": ("temporal/test_e2e_runs.py",),
-    "scale": ("temporal/test_large_playbooks.py", "cli/test_cli_run_scale.py",
-              "api/test_event_paging_scale.py", "temporal/test_multi_worker.py",
-              "temporal/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
-              "api/test_api_load.py", "playtest/test_modes_agree.py", "temporal/test_cursor_scale.py"),
-    "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py", "api/test_view_approval.py",
+    "corpus": ("workflow/test_e2e_runs.py",),
+    "scale": ("workflow/test_large_playbooks.py", "cli/test_cli_run_scale.py",
+              "api/test_event_paging_scale.py", "hosting/test_multi_worker.py",
+              "hosting/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
+              "api/test_api_load.py", "playtest/test_modes_agree.py", "workflow/test_cursor_scale.py"),
+    "browser": ("api/test_view_page.py", "client/test_temporal_ui.py", "api/test_view_approval.py",
                 "api/test_redrive_page.py", "api/test_step_controls_page.py"),
 }
 
