@@ -64,7 +64,7 @@ def run_yaml(temporal, task_queue):
 # End-to-end tests run real servers and subprocesses on a shared 2-core machine, where a
 # timing assumption can miss once under load. They get one retry; a test that fails twice
 # fails the run. Pure tests (engine, dsl, tools) never retry.
-_END_TO_END = ("temporal", "workflow", "hosting", "client", "conversion", "api", "golden", "chaos", "cli")
+_END_TO_END = ("workflow", "hosting", "client", "conversion", "api", "golden", "chaos", "cli")
 
 
 # The long tiers: left out of the README's default run (pyproject's addopts deselects them),
