@@ -64,7 +64,7 @@ def run_yaml(temporal, task_queue):
 # End-to-end tests run real servers and subprocesses on a shared 2-core machine, where a
 # timing assumption can miss once under load. They get one retry; a test that fails twice
 # fails the run. Pure tests (engine, dsl, tools) never retry.
-_END_TO_END = ("temporal", "api", "golden", "chaos", "cli")
+_END_TO_END = ("workflow", "hosting", "client", "conversion", "api", "golden", "chaos", "cli")
 
 
 # The long tiers: left out of the README's default run (pyproject's addopts deselects them),
@@ -72,13 +72,13 @@ _END_TO_END = ("temporal", "api", "golden", "chaos", "cli")
 # (or folder) belongs to the tier that names it; the marker is what `-m` selects.
 TIERS = {
     "chaos": ("chaos/",),
-    "corpus": ("temporal/test_e2e_runs.py",),
-    "scale": ("temporal/test_large_playbooks.py", "cli/test_cli_run_scale.py",
-              "api/test_event_paging_scale.py", "temporal/test_multi_worker.py",
-              "temporal/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
-              "api/test_api_load.py", "playtest/test_modes_agree.py", "temporal/test_cursor_scale.py",
+    "corpus": ("workflow/test_e2e_runs.py",),
+    "scale": ("workflow/test_large_playbooks.py", "cli/test_cli_run_scale.py",
+              "api/test_event_paging_scale.py", "hosting/test_multi_worker.py",
+              "hosting/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
+              "api/test_api_load.py", "playtest/test_modes_agree.py", "workflow/test_cursor_scale.py",
               "cli/test_cli_redrive_scale.py"),
-    "browser": ("api/test_view_page.py", "temporal/test_temporal_ui.py", "api/test_view_approval.py",
+    "browser": ("api/test_view_page.py", "client/test_temporal_ui.py", "api/test_view_approval.py",
                 "api/test_redrive_page.py", "api/test_step_controls_page.py"),
 }
 

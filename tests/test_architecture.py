@@ -114,6 +114,25 @@ WORKFLOW_SHELL: dict[str, frozenset[str]] = {
     "patches": frozenset(),
 }
 
+#: ``tests/`` mirrors the package: a folder of ``tests/`` is a part of :data:`PARTS` (its tests)
+#: or one of these, each holding what its reason says (CONTRIBUTING.md, "Tests, in tiers").
+TEST_FOLDERS_NOT_PARTS: dict[str, str] = {
+    "support": "helpers and stand-in servers the tests of every part share",
+    "corpus": "NoETL's playbooks, copied with their licence (tests/corpus/README.md)",
+    "golden": "golden runs: a playbook, its final state and events, run by every part at once",
+    "histories": "recorded Temporal histories (data, and record.py that records them)",
+    "chaos": "the chaos tier: workers and servers killed mid-execution, across the parts",
+    "fuzz": "fuzz and property sweeps across the parts (the scale tier)",
+    "benchmarks": "the tests of benchmarks/, which sits beside the package, not in it",
+}
+
+#: The test files at the root of ``tests/``: the session's fixtures, checks of the whole
+#: repository, and the tests of the root's own parts (``errors.py``, the public API of
+#: ``__init__.py``). A test of any other part goes in its folder.
+ROOT_TEST_FILES = frozenset({"__init__.py", "conftest.py", "test_architecture.py", "test_docstrings.py",
+                             "test_errors.py", "test_public_api.py", "test_perf_tags.py",
+                             "test_self_contained.py"})
+
 #: Standard-library modules the engine must not import: I/O, processes, clocks, threads,
 #: randomness, the environment.
 ENGINE_FORBIDDEN_STDLIB = frozenset({
@@ -607,3 +626,44 @@ def test_direction_checks_allow_what_the_rules_allow(module: str, snippet: str) 
 
 if __name__ == "__main__":
     print(mermaid(), end="")
+
+
+# ------------------------------------------------------------------ tests mirror the package
+
+TESTS = REPO / "tests"
+
+
+def stray_test_folders(folders: set[str]) -> list[str]:
+    """The folders of ``tests/`` that are neither a part nor listed in :data:`TEST_FOLDERS_NOT_PARTS`."""
+    return sorted(folders - set(PARTS) - set(TEST_FOLDERS_NOT_PARTS))
+
+
+def test_every_test_folder_is_a_part_or_named_with_its_reason() -> None:
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    stray = stray_test_folders(folders)
+    assert not stray, (f"tests/ mirrors the package: {stray} name no part of PARTS. Move each test into the "
+                       "folder of the part it tests (a file that runs whole playbooks end to end: tests/workflow), "
+                       "or list the folder in TEST_FOLDERS_NOT_PARTS with its reason")
+    gone = sorted(set(TEST_FOLDERS_NOT_PARTS) - folders)
+    assert not gone, f"TEST_FOLDERS_NOT_PARTS lists folders that are gone: {gone}"
+
+
+def test_the_test_folder_check_catches_a_folder_of_no_part() -> None:
+    assert stray_test_folders({"workflow", "support", "temporal", "misc"}) == ["misc", "temporal"]
+
+
+def test_the_root_of_tests_holds_only_checks_of_the_whole_repository() -> None:
+    files = {p.name for p in TESTS.glob("*.py")}
+    assert files <= ROOT_TEST_FILES, (f"a test of one part goes in the folder of that part, not at tests/: "
+                                      f"{sorted(files - ROOT_TEST_FILES)}")
+
+
+def test_the_tiers_name_test_files_that_exist() -> None:
+    # A tier names its files by path: a file that moved would silently join the default run.
+    from tests.conftest import TIERS
+
+    def exists(place: str) -> bool:
+        return (TESTS / place).is_dir() if place.endswith("/") else (TESTS / place).is_file()
+
+    missing = [place for places in TIERS.values() for place in places if not exists(place)]
+    assert not missing, f"TIERS in tests/conftest.py names places that do not exist: {missing}"

@@ -28,8 +28,8 @@ from typing import Any
 
 from .. import keychain
 from ..engine.context import deep_merge
-from ..engine.idempotency import KEY_NAME
 from ..engine.envelopes import Outcome
+from ..engine.idempotency import KEY_NAME
 from ..engine.invocation import READS_KEYCHAIN, render_attempt, uses_task_only
 from ..engine.messages import RunTask
 from ..engine.policy_evaluation import Decision, decide_attempt

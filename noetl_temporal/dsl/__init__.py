@@ -32,7 +32,7 @@ __all__ = [
 # Loaded on first use: a worker imports ``dsl.models`` (the engine runs it) but never
 # parses YAML, so importing a submodule must not bring in the loader (PyYAML, its C
 # extension) or the JSON Schema builder: about 1 MiB of a worker's resident set.
-# (tests/test_worker_imports.py checks it.)
+# (tests/hosting/test_worker_imports.py checks it.)
 _WHERE = {
     "Diagnostic": "diagnostics", "Playbook": "models", "playbook_json_schema": "schema",
     "LoadedPlaybook": "loader", "load_playbook": "loader", "load_playbook_text": "loader",

@@ -10,7 +10,7 @@ guards *user* workflow code against non-determinism; no user code runs in a play
 workflow (python tasks, shell commands and HTTP calls are activities, templates render in
 jinja2's immutable sandbox with the workflow's own clock and random). The workflow module
 is a thin shell over the pure engine, whose imports ``tests/test_architecture.py`` checks,
-and recorded histories replay under both runners (``tests/temporal/test_replay.py``).
+and recorded histories replay under both runners (``tests/hosting/test_replay.py``).
 The sandbox costs CPU on every activation and, in SDK 1.35, on every payload the worker
 visits (it re-enters the sandbox to find each payload's serialization context): 16-29%
 of the worker's CPU on the parallel benchmarks (docs/performance.md). Ask for it with

@@ -11,7 +11,7 @@ import pytest
 
 from noetl_temporal.hosting.worker import build_worker
 
-from ..temporal.test_step_retry import backing_off
+from ..client.test_step_retry import backing_off
 from .conftest import app_client, events_of, make_settings, playbook, wait_for, wait_state
 
 pytestmark = pytest.mark.temporal

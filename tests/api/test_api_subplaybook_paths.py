@@ -1,6 +1,6 @@
 """Over the API, a playbook started from the catalog finds a relative ``kind: playbook``
 path next to its own catalog path; a missing one names the catalog paths tried and the
-task (issue 37, item 5; the file surfaces are in tests/temporal/test_subplaybook_paths.py)."""
+task (issue 37, item 5; the file surfaces are in tests/workflow/test_subplaybook_paths.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from noetl_temporal.hosting.worker import build_worker
 from tests.api.conftest import app_client, make_settings, playbook, wait_state
-from tests.temporal.test_subplaybook_paths import CHILD, PARENT
+from tests.workflow.test_subplaybook_paths import CHILD, PARENT
 
 pytestmark = pytest.mark.temporal
 

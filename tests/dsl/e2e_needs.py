@@ -5,7 +5,7 @@ one row in :data:`NEEDS`: what it needs, with one reason. The files that need on
 local services the project already tests with (:data:`LOCAL`: PostgreSQL at 127.0.0.1:5432
 through the keychain, duckdb, the loopback stand-in of NoETL's paginated test server,
 sub-playbooks registered in the catalog) run end to end on the dev server in
-``tests/temporal/test_e2e_runs.py``, each with the outcome its row states.
+``tests/workflow/test_e2e_runs.py``, each with the outcome its row states.
 
 ``docs/noetl-e2e-runs.md`` is generated from :func:`markdown`
 (``python -m tests.dsl.e2e_needs > docs/noetl-e2e-runs.md``); ``tests/dsl/test_e2e_needs.py``
@@ -152,7 +152,7 @@ NEEDS: dict[str, Need] = {
     P + "data_transfer/http_to_postgres_simple/http_to_postgres_simple.yaml": Need(
         INTERNET, "jsonplaceholder.typicode.com"),
     P + "data_transfer/http_to_postgres_transfer/http_to_postgres_transfer.yaml": Need(
-        INTERNET, "jsonplaceholder.typicode.com (run with a loopback stand-in: tests/temporal/test_transfer.py)"),
+        INTERNET, "jsonplaceholder.typicode.com (run with a loopback stand-in: tests/workflow/test_transfer.py)"),
     P + "data_transfer/postgres_jsonb_test/postgres_jsonb_test.yaml": _local(
         "python and postgres: JSONB round trip", basis=_NONE_STATED),
     P + "deployment/docker_cleanup.yaml": Need(NOETL, "the Docker daemon of NoETL's development host"),
@@ -221,7 +221,7 @@ NEEDS: dict[str, Need] = {
     P + "pagination/pipeline/test_pipeline_error_handling.yaml": _local(
         "http on the paginated stand-in: retry, rate limits, skip, fail", FAILED,
         "none stated: its last test step fails on a 401 that no arc handles, so the run fails "
-        "(docs/semantics.md, tests/temporal/test_corpus_http.py)"),
+        "(docs/semantics.md, tests/workflow/test_corpus_http.py)"),
     P + "pagination/pipeline/test_pipeline_heavy_payload.yaml": _local(
         "http on the paginated stand-in: large pages", basis=_NONE_STATED),
     P + "pagination/pipeline/test_pipeline_simple.yaml": _local(
@@ -394,7 +394,7 @@ def markdown() -> str:
         "",
         "Every playbook of NoETL's fixture set that validates (docs/noetl-e2e-fates.md) and what it",
         "needs to run. The ones that need only local services run end to end on the Temporal dev",
-        "server in `tests/temporal/test_e2e_runs.py`, one test per file, with the payload and setup",
+        "server in `tests/workflow/test_e2e_runs.py`, one test per file, with the payload and setup",
         "below and the outcome in the `expect` column: the execution state NoETL's regression",
         "runner expects (`fixtures/playbook_test_config.yaml`, with the steps and values it lists),",
         "else what the playbook itself asserts, else what a correct run does.",

@@ -1,6 +1,6 @@
 """Every valid NoETL e2e fixture has a known need; the runnable ones are counted
 (tests/dsl/e2e_needs.py, docs/noetl-e2e-runs.md). The runs themselves are
-tests/temporal/test_e2e_runs.py."""
+tests/workflow/test_e2e_runs.py."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from noetl_temporal.errors import PayloadTooLarge
 from tests.support.capped_worker import MEMORY_CAP, REPO, CappedWorker, cancel_and_wait
 from tests.support.processes import pid_alive, wait_dead
 
-# The template bombs that bypassed a size or work check (tests/engine/test_template_bounds.py
+# The template bombs that bypassed a size or work check (tests/templates/test_template_bounds.py
 # renders each in a child; here they run where users put them, on a real worker).
 BOMBS = [
     "{{ 'x'.encode().ljust(1500000000) }}",

@@ -3,7 +3,7 @@
 Runs each playbook of ``PLAYBOOKS`` on a fresh dev server and writes its Temporal
 history (``<name>.history.json``) and the event list the run produced
 (``<name>.events.json``, or its digest ``<name>.events.sha256`` for the long logs of
-``DIGESTED``). ``tests/temporal/test_replay.py`` replays the histories with
+``DIGESTED``). ``tests/hosting/test_replay.py`` replays the histories with
 the current code and demands the identical event list: a change that alters what a
 recorded execution does must be versioned, not slipped in.
 """

@@ -1,5 +1,5 @@
 """``noetl-temporal codec-server`` run as a subprocess over the tests' user codec, as an
-operator runs it (tests/cli/test_cli_codec_server.py, tests/temporal/test_temporal_ui.py)."""
+operator runs it (tests/cli/test_cli_codec_server.py, tests/client/test_temporal_ui.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An embedding user's own workflow, activity and interceptor, hosted on the same worker as
-the playbook workflows (``tests/temporal/test_embedding.py``; docs/deployment.md shows it)."""
+the playbook workflows (``tests/hosting/test_embedding.py``; docs/deployment.md shows it)."""
 
 from __future__ import annotations
 

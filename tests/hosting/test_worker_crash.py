@@ -6,24 +6,16 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from noetl_temporal.client.connect import start_execution
 from noetl_temporal.dsl import load_playbook_text
+from tests.support.cli_process import spawn_worker
 
 pytestmark = pytest.mark.temporal
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def spawn_worker(address: str, task_queue: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "noetl_temporal.cli", "worker", "--address", address, "--task-queue", task_queue],
-        cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 async def test_worker_killed_mid_pipeline_resumes_at_the_running_task(temporal, task_queue, tmp_path):

@@ -15,8 +15,7 @@ from noetl_temporal.conversion.playbook_result import workflow_output
 from noetl_temporal.dsl import load_playbook
 from noetl_temporal.engine import behaviours
 from noetl_temporal.hosting.worker import build_worker
-
-from .test_step_skip import cli
+from tests.support.cli_process import cli
 
 pytestmark = pytest.mark.temporal
 

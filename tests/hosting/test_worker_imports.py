@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import REPO
 
 #: loaded on first use only, never by ``import noetl_temporal.hosting.worker``
 LAZY = ("yaml", "noetl_temporal.dsl.loader", "noetl_temporal.dsl.yaml_loader", "noetl_temporal.dsl.schema",

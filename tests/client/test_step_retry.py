@@ -17,8 +17,7 @@ from noetl_temporal.client.connect import start_execution
 from noetl_temporal.client.observe import read_events
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.hosting.worker import build_worker
-
-from .test_step_skip import cli
+from tests.support.cli_process import cli
 
 pytestmark = pytest.mark.temporal
 

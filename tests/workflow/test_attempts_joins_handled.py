@@ -13,8 +13,7 @@ import pytest
 
 from noetl_temporal.client.connect import start_execution
 from noetl_temporal.dsl import load_playbook_text
-
-from .test_worker_crash import spawn_worker
+from tests.support.cli_process import spawn_worker
 
 pytestmark = pytest.mark.temporal
 

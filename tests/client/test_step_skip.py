@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 import textwrap
 
 import pytest
@@ -18,6 +16,7 @@ from noetl_temporal.client.observe import read_events
 from noetl_temporal.dsl import load_playbook_text
 from noetl_temporal.hosting.worker import build_worker
 from noetl_temporal.store.event_store import open_event_store
+from tests.support.cli_process import cli
 
 pytestmark = pytest.mark.temporal
 
@@ -42,14 +41,6 @@ workflow:
   - step: load
     tool: {kind: noop}
 """
-
-
-async def cli(*args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "noetl_temporal.cli", *args, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=dict(os.environ))
-    out, err = await proc.communicate()
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 def load(text: str):
