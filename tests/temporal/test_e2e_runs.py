@@ -161,6 +161,8 @@ async def test_e2e_fixture_ends_as_expected(temporal, task_queue, e2e_services, 
         assert report.state == "FAILED" and need.fails_with in (report.error or ""), report.error
         pytest.xfail(need.differs)
     assert report.state == expected_state(path, report), report.error
+    if report.state == "FAILED" and need.fails_with:  # an expected failure, for its recorded reason
+        assert need.fails_with in (report.error or ""), report.error
     validation = noetl_validation(path)
     if validation and report.state == "COMPLETED":
         check_noetl_validation(report, validation)
