@@ -302,8 +302,8 @@ NEEDS: dict[str, Need] = {
         "NoETL's too: no runtime of NoETL defines `result` for a template, neither the previous step's result nor "
         "the current one's (noetl/noetl@3badb77a `ExecutionState.get_render_context`; noetl/server "
         "orchestrate-core/src/state.rs `build_context`: workload, step results by step name, `ctx`, execution "
-        "ids), so it renders undefined there too (an empty text in NoETL's Python engine, null in its Rust one, "
-        "whose undefined chains) and the same line raises",
+        "ids), so it renders undefined there too (an empty text in NoETL's Python engine, null in its Rust one) "
+        "and the same line raises",
         fails_with="AttributeError: 'NoneType' object has no attribute 'get'"),
     P + "root_scripts/test_simple_loop.yaml": _local("python only: a loop", basis=_NONE_STATED),
     P + "save_storage_test/create_tables.yaml": _local("postgres only: creates the save-test tables",
