@@ -280,9 +280,9 @@ NEEDS: dict[str, Need] = {
         "python, postgres and http, each with its own fallback: CUDA-Q is not installed (its simulation falls back "
         "to synthetic counts, as the playbook provides), its problem catalog and result endpoints "
         "(*.example.com) do not resolve and its rules continue; requires feature `ai_meta`, which NoETL does not "
-        "check (NTL340). Its postgres insert reads `{{ ai_analysis.data.aggregates.runs }}` (NTL339): the SQL "
-        "renders empty there and its rule notes 'Postgres persistence failed' until NoETL's step envelope "
-        "`data` is read (issue 42, the `{{ step.data }}` item)", basis=_NONE_STATED),
+        "check (NTL340). Its postgres insert reads `{{ ai_analysis.data.aggregates.runs }}`, NoETL's step envelope "
+        "`data`, read as NoETL does (docs/semantics.md), so its rule notes 'Postgres persistence succeeded'",
+        basis=_NONE_STATED),
     P + "regression_test/create_test_schema.yaml": _local("postgres only: creates a schema", basis=_NONE_STATED),
     P + "retry_test/duckdb_retry_query.yaml": _local("duckdb with a retry policy"),
     P + "retry_test/http_retry_status_code.yaml": Need(INTERNET, "httpbin.org"),
