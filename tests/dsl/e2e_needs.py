@@ -264,9 +264,10 @@ NEEDS: dict[str, Need] = {
         "scaled to 1 facility of 1,000 patients (NoETL's 10; its patient ids are `(facility - 1) * 1000 + n`, so "
         "the server's facility of a patient is right only with `patients_per_facility` 1000) and one record a page "
         "(NoETL's 10, so each batch response stays under the 64 KiB inline budget), its own checks unchanged. "
-        "With 10 records a page a batch is stored by reference, and the rows its rule's `set` reads "
-        "(`output.data.data.rows`, a task's own result inside a loop step) are not among the paths a stored "
-        "result keeps (engine/graph.py `kept_paths`): its save fails (`jsonb_to_recordset` on a non-array)",
+        "With 10 records a page a batch response (about 180 KB) is stored by reference, which keeps at most "
+        "64 KiB of the fields templates read (docs/tools.md, \"Large results\"): the rows its rule's `set` reads "
+        "(`output.data.data.rows`) are more, so they read as undefined (with a warning) and its save fails "
+        "(`jsonb_to_recordset` on a non-array)",
         basis=_NONE_STATED,
         payload={"num_facilities": 1, "page_size": 1}),
     P + "playbook_composition/playbook_composition.yaml": _local(
