@@ -18,7 +18,7 @@ __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_F
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
            "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
            "REDRIVE_LOOP_CHILDREN",
-           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "SKIPPED_STEP_STATUS", "FAST_RETRY_CONTROLS", "CURRENT", "KNOWN", "of_input", "unknown"]
+           "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "SKIPPED_STEP_STATUS", "FAST_RETRY_CONTROLS", "LOOP_STATS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
 #: A loop iteration failing under ``fail_fast`` stops the loop's other iterations and the
 #: loop step *fails* (routing sees ``step.failed``; unhandled, fail_fast stops the run).
@@ -145,13 +145,19 @@ SKIPPED_STEP_STATUS = "skipped-step-status"
 #: one, the history is what it was (the wait's timer, then the next attempt).
 FAST_RETRY_CONTROLS = "fast-retry-controls"
 
+#: A loop step's result carries NoETL's loop summary ``stats: {total, success, failed}``
+#: (NoETL's ``ExecutionState.get_loop_aggregation``): ``total`` the iterations that ended,
+#: ``failed`` those that failed, ``success`` the rest (``engine/loops.py``). Before: no
+#: ``stats`` key, so ``{{ loop_step.stats.total }}`` was undefined.
+LOOP_STATS = "loop-stats"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
                             SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS,
                             STEP_ENVELOPE_DATA, SKIPPED_STEP_STATUS,
-                            FAST_RETRY_CONTROLS)
+                            FAST_RETRY_CONTROLS, LOOP_STATS)
 
 
 #: Listed only by a redrive's input (``client/redrive_start.py``, docs/operations.md), never by a

@@ -1,6 +1,7 @@
 """Loop steps: one pipeline run per item of ``loop.in``, ``sequential`` or ``parallel`` (at
 most ``max_in_flight`` at once); ``loop.done`` closes the step with
-``{results, count, done, failed, failed_iterations}``.
+``{results, count, done, failed, failed_iterations}`` and NoETL's summary ``stats: {total,
+success, failed}`` (behaviour ``loop-stats``).
 
 Starting iterations is a chain of ``FillLoop`` completions, one iteration each; the end of
 an iteration is an ``IterationDone`` and the end of the loop a ``StepRunDone``, all
@@ -14,7 +15,7 @@ from ..dsl.models import CURSOR_PAGE_ROWS, MAX_IN_FLIGHT, Step, Task
 from ..errors import TemplateError
 from ..templates import render_value
 from . import budget, invocation, pipeline
-from .behaviours import CURSOR_LOOPS, LOOP_FAIL_FAST_FAILS_STEP
+from .behaviours import CURSOR_LOOPS, LOOP_FAIL_FAST_FAILS_STEP, LOOP_STATS
 from .common import emit, error_outcome, short, step_definition, template_context
 from .envelopes import ErrorInfo, Outcome
 from .failure import failure_mode
@@ -274,6 +275,9 @@ def _finish_loop(state: ExecutionState, run: StepRun) -> StepRunDone:
     count = loop.next_index if loop.cursor else len(loop.items)
     result = {"results": loop.results, "count": count, "done": loop.done_count,
               "failed": len(loop.failed), "failed_iterations": sorted(loop.failed)}
+    if LOOP_STATS in state.behaviours:  # NoETL's loop summary (behaviours.py)
+        result["stats"] = {"total": loop.done_count, "success": loop.done_count - len(loop.failed),
+                           "failed": len(loop.failed)}
     meta = {"count": count, "done": loop.done_count, "failed": len(loop.failed)}
     if loop.cursor:
         result["pages"] = meta["pages"] = loop.pages

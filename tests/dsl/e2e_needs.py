@@ -41,7 +41,7 @@ COMPLETED = "COMPLETED"
 FAILED = "FAILED"
 
 #: how many valid files run here (tests/dsl/test_e2e_needs.py checks it against the table)
-RUNNABLE_COUNT = 78
+RUNNABLE_COUNT = 80
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Need:
     payload: dict[str, Any] = field(default_factory=dict)  # LOCAL: request payload over the workload
     setup: tuple[str, ...] = ()  # LOCAL: fixtures (keys of NEEDS) run first, as NoETL's `requires_setup`
     differs: str = ""          # LOCAL: why the run here does not end as `expect` (a deliberate difference)
-    fails_with: str = ""       # LOCAL with `differs`: what the run's error says instead
+    fails_with: str = ""       # LOCAL with `differs`, or `expect` FAILED: what the run's error says
 
 
 def _local(reason: str, expect: str = COMPLETED, basis: str = "", **kw: Any) -> Need:
@@ -178,10 +178,11 @@ NEEDS: dict[str, Need] = {
         "python and postgres: JSON values saved", basis=_NONE_STATED),
     P + "keychain/google_id_token/google_id_token_comparison_test.yaml": Need(CLOUD, "Google ID tokens (GCP)"),
     P + "keychain/google_id_token/google_id_token_test.yaml": Need(CLOUD, "Google ID tokens (GCP)"),
-    P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": Need(
-        NOETL, "the `/api/v1/reference-chain/items` endpoint of NoETL's cluster test server "
-               "(paginated-api.test-server.svc.cluster.local), beyond the paginated contract of the stand-in; "
-               "its progress step also reads NoETL's loop summary `stats.total`/`stats.failed`"),
+    P + "load_test/reference_chain_loop_stress/reference_chain_loop_stress.yaml": _local(
+        "python and http on the reference-chain items of the paginated stand-in (from NoETL's server): 382 "
+        "records in 16 pages, each page's records a parallel loop; its progress step reads NoETL's loop summary "
+        "`stats.total`/`stats.failed` (NoETL's `get_loop_aggregation`; behaviour `loop-stats`, docs/semantics.md)",
+        basis=_NONE_STATED),
     P + "load_test/heavy_loop_aggregation/heavy_loop_aggregation.yaml": _local(
         "python only: a 100-item loop", basis="in-file: 100 of 100 processed"),
     P + "load_test/state_report_synthetic_load/state_report_synthetic_load.yaml": _local(
@@ -209,9 +210,17 @@ NEEDS: dict[str, Need] = {
         "jump), postgres; 20 patients instead of 500, without the API's 2-4 s delays", basis=_NONE_STATED,
         payload={"patients": [f"P-{i:04d}" for i in range(1, 21)], "num_patients": 20, "api_min_delay": 0,
                  "api_max_delay": 0, "api_payload_kb": 1},
-        differs="its page policy reads `output.data.meta`: in NoETL's http envelope `output.data` is the response "
-                "body; here `output.data` is the task's result (docs/semantics.md), an http result whose body is "
-                "`output.data.data` (with `output.data.data.meta` and `.entry` it completes, 20 of 20 patients)",
+        differs="its page policy reads `output.data.meta`, undefined in NoETL too: there, as here, a task's "
+                "`output.data` is the http tool's result, whose response body is `output.data.data` (noetl/noetl@"
+                "3badb77a noetl/worker/task_sequence_executor.py `build_outcome` over the worker's http result "
+                "`{status_code, headers, url, elapsed, data}`; noetl/tools src/tools/http.rs "
+                "`build_response_data`: `{status_code, headers, data, body}`, read as `output.data.data.*`). "
+                "NoETL completes it without paging: its templates chain undefined values (minijinja "
+                "`UndefinedBehavior::Chainable`, noetl/tools src/template/engine.rs; NoETL's Python worker keeps a "
+                "failed `set` template's text), so `iter.has_more` is never true, each patient is read one page and "
+                "its `records_fetched` counts 0 (`length` of undefined), and the check counts patients only. Here "
+                "an attribute of an undefined value is an error (docs/semantics.md, \"Templates\"), so the "
+                "rule's `set` fails the task: read `output.data.data.meta` and it completes, paging each patient",
         fails_with="'dict object' has no attribute 'meta'"),
     P + "pagination/max_iterations/test_pagination_max_iterations.yaml": _local(
         "http on the paginated stand-in: a page limit"),
@@ -248,8 +257,19 @@ NEEDS: dict[str, Need] = {
         "postgres and http on the MDS endpoint of the paginated stand-in: a parallel loop over one slice of "
         "the MDS work table that test_pft_flow_v2 (run first) fills, facility 2's", basis=_NONE_STATED,
         payload={"facility_mapping_id": 2}, setup=(P + "pft_flow_test/test_pft_flow_v2.yaml",)),
-    P + "pft_flow_test/test_pft_flow.yaml": Need(
-        NOETL, "the PFT batch endpoints of NoETL's test server, beyond the paginated contract"),
+    P + "pft_flow_test/test_pft_flow.yaml": _local(
+        "postgres and http on the PFT batch endpoint of the paginated stand-in (`/api/v1/pft/batch/<type>`, "
+        "from NoETL's server, which marks it benchmark-only yet serves it at the commit copied): 16 parallel "
+        "slots claim bounded batches of patients (FOR UPDATE SKIP LOCKED) and jump back until the queue drains; "
+        "scaled to 1 facility of 1,000 patients (NoETL's 10; its patient ids are `(facility - 1) * 1000 + n`, so "
+        "the server's facility of a patient is right only with `patients_per_facility` 1000) and one record a page "
+        "(NoETL's 10, so each batch response stays under the 64 KiB inline budget), its own checks unchanged. "
+        "With 10 records a page a batch response (about 180 KB) is stored by reference, which keeps at most "
+        "64 KiB of the fields templates read (docs/tools.md, \"Large results\"): the rows its rule's `set` reads "
+        "(`output.data.data.rows`) are more, so they read as undefined (with a warning) and its save fails "
+        "(`jsonb_to_recordset` on a non-array)",
+        basis=_NONE_STATED,
+        payload={"num_facilities": 1, "page_size": 1}),
     P + "playbook_composition/playbook_composition.yaml": _local(
         "python, postgres and a catalog sub-playbook in a loop; its last step reads "
         "`{{ validate_results.data }}`, NoETL's step envelope `data`, read as NoETL does (docs/semantics.md)"),
@@ -261,9 +281,9 @@ NEEDS: dict[str, Need] = {
         "python, postgres and http, each with its own fallback: CUDA-Q is not installed (its simulation falls back "
         "to synthetic counts, as the playbook provides), its problem catalog and result endpoints "
         "(*.example.com) do not resolve and its rules continue; requires feature `ai_meta`, which NoETL does not "
-        "check (NTL340). Its postgres insert reads `{{ ai_analysis.data.aggregates.runs }}` (NTL339): the SQL "
-        "renders empty there and its rule notes 'Postgres persistence failed' until NoETL's step envelope "
-        "`data` is read (issue 42, the `{{ step.data }}` item)", basis=_NONE_STATED),
+        "check (NTL340). Its postgres insert reads `{{ ai_analysis.data.aggregates.runs }}`, NoETL's step envelope "
+        "`data`, read as NoETL does (docs/semantics.md), so its rule notes 'Postgres persistence succeeded'",
+        basis=_NONE_STATED),
     P + "regression_test/create_test_schema.yaml": _local("postgres only: creates a schema", basis=_NONE_STATED),
     P + "retry_test/duckdb_retry_query.yaml": _local("duckdb with a retry policy"),
     P + "retry_test/http_retry_status_code.yaml": Need(INTERNET, "httpbin.org"),
@@ -277,9 +297,14 @@ NEEDS: dict[str, Need] = {
     P + "root_scripts/test_keychain.yaml": _local(
         "python only: declares keychain entries no task reads, so none is resolved", basis=_NONE_STATED),
     P + "root_scripts/test_script_loading.yaml": _local(
-        "python with NoETL's inline `script:` (`source: {type: inline, code: ...}`)", basis=_NONE_STATED,
-        differs="its end step reads `{{ result }}`, which names nothing this playbook defines (NTL702 warns); "
-                "its start step, the script loading, completes",
+        "python with NoETL's inline `script:` (`source: {type: inline, code: ...}`); its start step, the script "
+        "loading, completes; its end step reads `{{ result }}`, which names nothing this playbook defines (NTL702 "
+        "warns), so its `result.get('status')` raises", FAILED,
+        "NoETL's too: no runtime of NoETL defines `result` for a template, neither the previous step's result nor "
+        "the current one's (noetl/noetl@3badb77a `ExecutionState.get_render_context`; noetl/server "
+        "orchestrate-core/src/state.rs `build_context`: workload, step results by step name, `ctx`, execution "
+        "ids), so it renders undefined there too (an empty text in NoETL's Python engine, null in its Rust one) "
+        "and the same line raises",
         fails_with="AttributeError: 'NoneType' object has no attribute 'get'"),
     P + "root_scripts/test_simple_loop.yaml": _local("python only: a loop", basis=_NONE_STATED),
     P + "save_storage_test/create_tables.yaml": _local("postgres only: creates the save-test tables",

@@ -55,7 +55,8 @@ def test_every_row_runs_once_and_the_loop_keeps_counts_not_rows(mif):
     rows = sorted(c.config["input"]["row"] for c in r.ran if not isinstance(c, FetchPage))
     assert rows == list(range(10))
     result = r.state.step_results["each"]
-    assert result == {"results": [], "count": 10, "done": 10, "failed": 0, "failed_iterations": [], "pages": 4}
+    assert result == {"results": [], "count": 10, "done": 10, "failed": 0, "failed_iterations": [], "pages": 4,
+                      "stats": {"total": 10, "success": 10, "failed": 0}}
     assert "after" in r.steps_started()
 
 

@@ -83,7 +83,9 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              "step_data": HERE / "step_data.yaml", "step_data_patched": HERE / "step_data.yaml",
              # before and after the engine change `skipped-step-status` (engine/skips.py): a step
              # skipped by the `skip_step` update ends COMPLETED, then SKIPPED
-             "skip": HERE / "skip.yaml", "skip_patched": HERE / "skip.yaml"}
+             "skip": HERE / "skip.yaml", "skip_patched": HERE / "skip.yaml",
+             # before and after the engine change `loop-stats` (engine/loops.py)
+             "loop_stats": HERE / "loop_stats.yaml", "loop_stats_patched": HERE / "loop_stats.yaml"}
 
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
@@ -108,7 +110,7 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "user_cancel": ("settled-user-activity",), "task_renders": ("task-side-renders",),
           "cursor_loop": ("cursor-loops",), "step_data": ("step-envelope-data",),
           "skip": ("skipped-step-status",),
-          "fast_retry": ("fast-retry-controls",)}
+          "fast_retry": ("fast-retry-controls",), "loop_stats": ("loop-stats",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.

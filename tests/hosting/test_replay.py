@@ -43,7 +43,7 @@ def _workflow(sandboxed: bool) -> type:
                                   "redrive_children", "step_retry", "cursor_loop", "cursor_loop_patched",
                                   "step_data", "step_data_patched",
                                   "skip", "skip_patched",
-                                  "fast_retry", "fast_retry_patched"])
+                                  "fast_retry", "fast_retry_patched", "loop_stats", "loop_stats_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -378,6 +378,24 @@ async def test_step_envelope_data_follows_the_recorded_input(name, recorded_rout
     assert [e["entity_id"] for e in expected if e["event_type"] == "step.started"] == ["load", "own", recorded_route]
     history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
     switch = behaviours.STEP_ENVELOPE_DATA
+    forced = recorded_route == "bare"
+    monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
+                                                               *([switch] if forced else [])])
+    replayer = Replayer(workflows=[_workflow(False)], workflow_runner=sandbox_runner())
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None and "Nondeterminism" in str(result.replay_failure)
+
+
+@pytest.mark.parametrize("name,recorded_route", [("loop_stats", "bare"), ("loop_stats_patched", "counted")])
+async def test_loop_stats_follow_the_recorded_input(name, recorded_route, monkeypatch):
+    """``loop-stats``: ``loop_stats`` was recorded without it (the loop result had no ``stats``:
+    the guard took ``bare``), ``loop_stats_patched`` with it (NoETL's summary ``stats.total == 3``:
+    ``counted``). Each replays to its own events above; replaying either with the behaviour
+    switched the other way is a nondeterminism error (the other branch's activity)."""
+    expected = json.loads((HISTORIES / f"{name}.events.json").read_text())
+    assert [e["entity_id"] for e in expected if e["event_type"] == "step.started"] == ["each", recorded_route]
+    history = WorkflowHistory.from_json(f"replay-{name}", (HISTORIES / f"{name}.history.json").read_text())
+    switch = behaviours.LOOP_STATS
     forced = recorded_route == "bare"
     monkeypatch.setattr(behaviours, "of_input", lambda names: [*(n for n in names or () if n != switch),
                                                                *([switch] if forced else [])])

@@ -38,23 +38,18 @@ are 1-based.
                                                    once
 ``GET /api/v1/concurrency/stats``                  ``{started, completed, active, max_active}``
 ``POST /api/v1/concurrency/reset``                 clears those counters: ``{status: reset}``
-``GET /api/v1/patient-records?patientId&page``     a FHIR-like Bundle: ``{resourceType: Bundle, meta: {patientId,
-``&pageSize&min_delay&max_delay&payload_kb``       page, pageSize, totalPages}, entry: [{resource: {id,
-                                                   patientId, payload}}]}``, 2 to 5 pages per patient (from
-                                                   the digits of its id), ``pageSize`` entries each with a
-                                                   ``payload_kb`` KiB payload (default 1), after a delay
-                                                   between ``min_delay`` and ``max_delay`` seconds (at most
-                                                   10; default 0); a page past the last is 404
+``GET /api/v1/patient-records?patientId&page...``  NoETL's FHIR-like patient records, and its reference-chain
+``GET /api/v1/reference-chain/items?page...``      items, written from NoETL's own server
+                                                   (``tests/support/noetl_load_api.py``)
 ``GET /api/v1/patient/<type>?patientId&page``      NoETL's PFT patient endpoints (``assessments``,
 ``GET /api/v1/patient/demographics?patientId``     ``conditions``, ``medications``, ``vital_signs``,
 ``GET /api/v1/pft/mds/details?assessmentId``       demographics, MDS details): one record a request, written
-``GET /api/v1/mds/assessment/<id>``                from NoETL's own server (``tests/support/pft_patients.py``)
+``GET /api/v1/mds/assessment/<id>``                from NoETL's own server (``tests/support/pft_patients.py``),
+``GET /api/v1/pft/batch/<type>?patientIds``        and its batch of them
 =================================================  =========================================================
 
-The heavy, concurrency and patient-records endpoints are **choices** written from what the e2e
-fixtures ``pagination/pipeline/test_pipeline_heavy_payload``, ``pagination/basic`` and
-``pagination/fetch_load_test`` read (NoETL's server source is not in the corpus);
-patient-records answers no 429 (its ``rate_limit`` is not applied).
+The heavy and concurrency endpoints are **choices** written from what the e2e fixtures
+``pagination/pipeline/test_pipeline_heavy_payload`` and ``pagination/basic`` read.
 
 ``hits(path)`` counts requests per path (``/api/v1/flaky``), for assertions.
 """
@@ -72,7 +67,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support import pft_patients
+from tests.support import noetl_load_api, pft_patients
 from tests.support.loopback import LoopbackServer
 
 TOTAL_ITEMS = 35
@@ -152,6 +147,7 @@ class _Server(ThreadingHTTPServer):
         self.hits: Counter[str] = Counter()  # path -> requests
         self.probes: Counter[str] = Counter()  # started, completed, active, max_active
         self.pft_rate = pft_patients.RateLimit()  # the patient endpoints' requests a second
+        self.records_rate = pft_patients.RateLimit(noetl_load_api.RECORDS_RATE_LIMIT)  # patient-records'
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -189,6 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
         route = _ROUTES.get((self.command, path))
         if route is None and self.command == "GET" and path.startswith(_MDS_ASSESSMENT):
             route = _Handler.mds_assessment   # the id is the path's last part
+        if route is None and self.command == "GET" and path.startswith(_PFT_BATCH):
+            route = _Handler.pft_batch        # the data type is the path's last part
         if route is None:
             allowed = sorted(m for m, p in _ROUTES if p == path)
             if allowed:
@@ -355,6 +353,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self._pft_admitted():
             self._send(200, pft_patients.mds_assessment(urlsplit(self.path).path.rstrip("/")[len(_MDS_ASSESSMENT):]))
 
+    def pft_batch(self, q: dict[str, str]) -> None:
+        try:
+            ids = pft_patients.batch_patient_ids(q.get("patientIds", ""))
+            answer = pft_patients.batch(urlsplit(self.path).path.rstrip("/")[len(_PFT_BATCH):], ids,
+                                        _int(q, "pageSize", 10, minimum=1), _int(q, "patientsPerFacility", 1000, minimum=1))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        self._send(200, answer)
+
     def pft_mds_details(self, q: dict[str, str]) -> None:
         if not self._pft_admitted():
             return
@@ -365,33 +372,44 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 _MDS_ASSESSMENT = "/api/v1/mds/assessment/"
+_PFT_BATCH = "/api/v1/pft/batch/"
 
-def _seconds(q: dict[str, str], name: str) -> float:
+def _seconds(q: dict[str, str], name: str, default: float) -> float:
+    raw = q.get(name, "")
     try:
-        return min(max(float(q.get(name) or 0), 0.0), 10.0)
+        return default if raw == "" else float(raw)
     except ValueError:
-        raise BadRequest(f"'{name}' must be a number of seconds, got {q.get(name)!r}") from None
+        raise BadRequest(f"'{name}' must be a number of seconds, got {raw!r}") from None
 
 
 def _patient_records(handler: _Handler, q: dict[str, str]) -> None:
     patient = q.get("patientId", "")
-    page, size = _page(q)
-    pages = 2 + sum(int(c) for c in patient if c.isdigit()) % 4
-    low, high = _seconds(q, "min_delay"), _seconds(q, "max_delay")
-    time.sleep(random.uniform(low, max(low, high)))
-    if page > pages:
-        return handler._send(404, {"error": "not_found", "message": f"{patient} has {pages} pages"})
-    pad = "x" * (1024 * _int(q, "payload_kb", 1, minimum=0))
-    handler._send(200, {
-        "resourceType": "Bundle",
-        "meta": {"patientId": patient, "page": page, "pageSize": size, "totalPages": pages},
-        "entry": [{"resource": {"id": f"{patient}-{page}-{i}", "patientId": patient, "payload": pad}}
-                  for i in range(size)],
-    })
+    if not patient:
+        raise BadRequest("'patientId' is required")
+    if not handler.server.records_rate.admit(_int(q, "rate_limit", noetl_load_api.RECORDS_RATE_LIMIT, minimum=0)):
+        return handler._send(429, {"error": "Too Many Requests", "message": "Rate limit exceeded"},
+                             headers={"Retry-After": str(RETRY_AFTER_S)})
+    low_default, high_default = noetl_load_api.RECORDS_DELAY_S
+    low, high = _seconds(q, "min_delay", low_default), _seconds(q, "max_delay", high_default)
+    delay = random.uniform(low, high)
+    time.sleep(delay)
+    page, size = _int(q, "page", 1, minimum=1), _int(q, "pageSize", 10, minimum=1)
+    kb = _int(q, "payload_kb", -1, minimum=-1)
+    host = f"http://{handler.headers.get('Host') or '127.0.0.1'}"
+    handler._send(*noetl_load_api.patient_records(host, patient, page, size, None if kb < 0 else kb, delay))
+
+
+def _chain_items(handler: _Handler, q: dict[str, str]) -> None:
+    def number(name: str, default: int) -> int:  # any integer: NoETL's server clamps them
+        return _int(q, name, default, minimum=-(2**63))
+    handler._send(200, noetl_load_api.chain_items(
+        number("page", 1), number("pageSize", 25), number("total", noetl_load_api.CHAIN_TOTAL_ITEMS),
+        number("payload_kb", 1), q.get("ref_mode", "linked"), number("chain_window", 2)))
 
 
 _ROUTES = {
     ("GET", "/api/v1/patient-records"): _patient_records,
+    ("GET", "/api/v1/reference-chain/items"): _chain_items,
     ("GET", "/api/v1/assessments"): _Handler.assessments,
     ("GET", "/api/v1/users"): _Handler.users,
     ("GET", "/api/v1/events"): _Handler.events,

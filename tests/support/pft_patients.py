@@ -16,9 +16,18 @@ patient id and data type), the same one-record pages and the same 50-requests-a-
 ``GET /api/v1/pft/mds/details?assessmentId``       ``{rowCount: 1, rows: [{assessment_id, payload}]}``; an
                                                    empty id or one with a comma: 400
 ``GET /api/v1/mds/assessment/<id>``                that ``payload`` alone: ``{assessmentId, status, sections}``
+``GET /api/v1/pft/batch/<type>?patientIds=1,2``    ``{dataType, patientCount, rowCount, rows}`` for 1 to 500
+``&pageSize&patientsPerFacility``                  patients (else 400): for a page type every page of each as
+                                                   ``{patient_id, facility_mapping_id, page_number, payload:
+                                                   {data, paging}, is_last_page}`` (``pageSize`` records a page),
+                                                   ``demographics`` and ``mds`` (the last assessment's) one row
+                                                   each; another type: 400
 =================================================  =========================================================
 
-Past 50 requests to these in one second a request gets 429 with ``Retry-After: 1``.
+Past 50 requests to the single-record endpoints in one second a request gets 429 with
+``Retry-After: 1``; the batch endpoint has no limit (as NoETL's). NoETL's server marks its batch
+handler "benchmark-only" (it was 410 Gone from noetl/e2e 44f291c until 39dc880 restored it), yet
+serves it at the commit copied, with the batch fixture ``pft_flow_test/test_pft_flow.yaml``.
 """
 
 from __future__ import annotations
@@ -30,11 +39,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PAGE_BOUNDS", "RATE_LIMIT", "RateLimit", "page_count", "patient_page", "demographics", "mds_assessment", "mds_details"]
+__all__ = ["PAGE_BOUNDS", "RATE_LIMIT", "BATCH_MAX", "RateLimit", "page_count", "patient_page", "demographics",
+           "mds_assessment", "mds_details", "batch_patient_ids", "batch"]
 
 #: data type -> (fewest, most) pages a patient has
 PAGE_BOUNDS = {"assessments": (2, 4), "conditions": (1, 3), "medications": (2, 3), "vital_signs": (1, 1)}
 RATE_LIMIT = 50  # requests a second, across the patient endpoints (NoETL's PFT_RATE_LIMIT)
+BATCH_MAX = 500  # patients in one batch request
 
 
 def _seed(text: str) -> int:
@@ -47,15 +58,16 @@ def page_count(patient_id: str, data_type: str) -> int:
     return low + _seed(f"{patient_id}:{data_type}") % (high - low + 1)
 
 
-def _record(patient_id: str, data_type: str, page: int) -> dict[str, Any]:
+def _records(patient_id: str, data_type: str, page: int, page_size: int) -> list[dict[str, Any]]:
     seed = _seed(f"{patient_id}:{data_type}:{page}")
-    record: dict[str, Any] = {"id": f"{data_type[:4].upper()}-{patient_id}-p{page}-i0", "patientId": patient_id,
-                              "dataType": data_type, "value": seed % 100}
+    records: list[dict[str, Any]] = [{"id": f"{data_type[:4].upper()}-{patient_id}-p{page}-i{i}", "patientId": patient_id,
+                                      "dataType": data_type, "value": (seed + i) % 100} for i in range(page_size)]
     if data_type == "assessments":
-        count = 5 + seed % 6
-        record["mdsAssessmentIds"] = [f"MDS-{patient_id}-p{page}-0-{i:02d}" for i in range(1, count + 1)]
-        record["mdsCount"] = count
-    return record
+        for index, record in enumerate(records):
+            count = 5 + (seed + index) % 6
+            record["mdsAssessmentIds"] = [f"MDS-{patient_id}-p{page}-{index}-{i:02d}" for i in range(1, count + 1)]
+            record["mdsCount"] = count
+    return records
 
 
 def patient_page(data_type: str, patient_id: str, page: int) -> dict[str, Any] | None:
@@ -63,7 +75,7 @@ def patient_page(data_type: str, patient_id: str, page: int) -> dict[str, Any] |
     total = page_count(patient_id, data_type)
     if page > total:
         return None
-    return {"data": [_record(patient_id, data_type, page)],
+    return {"data": _records(patient_id, data_type, page, 1),
             "paging": {"hasMore": page < total, "page": page, "pageSize": 1, "total": total}}
 
 
@@ -87,6 +99,45 @@ def mds_details(assessment_id: str) -> dict[str, Any]:
     return {"rowCount": 1, "rows": [{"assessment_id": assessment_id, "payload": mds_assessment(assessment_id)}]}
 
 
+def batch_patient_ids(csv: str) -> list[int]:
+    """The patient ids of a batch request (``patientIds=1,2,3``): 1 to 500 integers, else ValueError."""
+    ids = [int(part) for part in (raw.strip() for raw in csv.split(",")) if part]
+    if not ids:
+        raise ValueError("patientIds must contain at least one patient id")
+    if len(ids) > BATCH_MAX:
+        raise ValueError(f"patientIds batch size must be <= {BATCH_MAX}")
+    return ids
+
+
+def _facility(patient_id: int, per_facility: int) -> int:
+    return (patient_id - 1) // max(1, per_facility) + 1
+
+
+def batch(data_type: str, patient_ids: list[int], page_size: int, per_facility: int) -> dict[str, Any]:
+    """NoETL's ``/api/v1/pft/batch/<type>``: every page of each patient as a row (with its facility,
+    ``patient_id - 1`` over ``per_facility``), their demographics, or their last assessment's MDS detail;
+    ValueError for another type."""
+    rows: list[dict[str, Any]] = []
+    for patient in patient_ids:
+        text, facility = str(patient), _facility(patient, per_facility)
+        if data_type in PAGE_BOUNDS:
+            total = page_count(text, data_type)
+            rows += [{"patient_id": patient, "facility_mapping_id": facility, "page_number": page,
+                      "payload": {"data": _records(text, data_type, page, page_size),
+                                  "paging": {"hasMore": page < total, "page": page, "pageSize": page_size,
+                                             "total": total * page_size}},
+                      "is_last_page": page == total} for page in range(1, total + 1)]
+        elif data_type == "demographics":
+            rows.append({"patient_id": patient, "facility_mapping_id": facility, "payload": demographics(text)})
+        elif data_type == "mds":
+            assessment = f"MDS-{patient}-{page_count(text, 'assessments')}"
+            rows.append({"patient_id": patient, "facility_mapping_id": facility, "assessment_id": assessment,
+                         "payload": mds_assessment(assessment)})
+        else:
+            raise ValueError(f"unsupported PFT batch data_type: {data_type}")
+    return {"dataType": data_type, "patientCount": len(patient_ids), "rowCount": len(rows), "rows": rows}
+
+
 class RateLimit:
     """At most ``limit`` requests in any one second (a sliding window); ``clock`` for tests."""
 
@@ -96,12 +147,13 @@ class RateLimit:
         self._times: deque[float] = deque()
         self._lock = threading.Lock()
 
-    def admit(self) -> bool:
+    def admit(self, limit: int | None = None) -> bool:
+        """Count this request if fewer than ``limit`` (default: the window's) came in the last second."""
         now = self._clock()
         with self._lock:
             while self._times and now - self._times[0] >= 1.0:
                 self._times.popleft()
-            if len(self._times) >= self.limit:
+            if len(self._times) >= (self.limit if limit is None else limit):
                 return False
             self._times.append(now)
             return True

@@ -221,3 +221,37 @@ def test_the_patient_endpoints_refuse_past_their_rate_with_retry_after(paginated
     assert answers[-1][2]["Retry-After"] == "1"
     now[0] = 1.0   # a second later the window has room again
     assert _get(paginated_api, "/api/v1/patient/demographics?patientId=1")[0] == 200
+
+
+def test_the_patient_records_answer_noetl_s_fhir_bundle(paginated_api):
+    """``/api/v1/patient-records`` as NoETL's server answers it (tests/support/noetl_load_api.py):
+    2 to 5 pages fixed per patient (md5 of its id), ``meta`` and the ``next`` link until the
+    last page, 404 past it, and 429 past its ``rate_limit``."""
+    from tests.support.noetl_load_api import records_page_count
+
+    total = records_page_count("P-0001")
+    assert 2 <= total <= 5
+    query = "/api/v1/patient-records?patientId=P-0001&pageSize=3&min_delay=0&max_delay=0&payload_kb=1&page="
+    pages = [_get(paginated_api, query + str(p)) for p in range(1, total + 2)]
+    assert [status for status, _, _ in pages] == [200] * total + [404]
+    assert [body["meta"]["page"] for _, body, _ in pages[:-1]] == list(range(1, total + 1))
+    assert all(body["meta"]["totalPages"] == total and len(body["entry"]) == 3 for _, body, _ in pages[:-1])
+    assert [[link["relation"] for link in body["link"]] for _, body, _ in pages[:-1]] == (
+        [["self", "next"]] * (total - 1) + [["self"]])
+    assert pages[0][1]["entry"][0]["resource"]["id"] == "P-0001-p1-e0"
+    answers = [_get(paginated_api, query + "1&rate_limit=2") for _ in range(3)]
+    assert [status for status, _, _ in answers][-1] == 429 and answers[-1][2]["Retry-After"] == "1"
+
+
+def test_the_reference_chain_items_answer_bounded_linked_refs(paginated_api):
+    """``/api/v1/reference-chain/items`` as NoETL's server answers it: ``total`` records in pages,
+    ``hasMore`` until the last, and in ``linked`` mode a chain of at most two page refs."""
+    query = "/api/v1/reference-chain/items?pageSize=25&total=60&payload_kb=0&ref_mode=linked&page="
+    pages = [_get(paginated_api, query + str(p))[1] for p in (1, 2, 3)]
+    assert [len(body["data"]) for body in pages] == [25, 25, 10]
+    assert [body["paging"]["hasMore"] for body in pages] == [True, True, False]
+    assert [body["refs"]["chain"] for body in pages] == [
+        ["page-000001"], ["page-000001", "page-000002"], ["page-000002", "page-000003"]]
+    assert pages[2]["data"][-1]["record_ref"] == "record-000060"
+    expanded = _get(paginated_api, query.replace("linked", "expanded") + "3")[1]
+    assert expanded["refs"]["chain_length"] == 3
