@@ -187,6 +187,10 @@ class Status(BaseModel):
                                   "fields, approvers, timeout and since when (docs/approvals.md)")
     paused_steps: list[str] | None = Field(
         default=None, description="only while an operator has paused steps: their names (docs/approvals.md)")
+    retrying: list[dict[str, Any]] | None = Field(
+        default=None, description="only while fast-path tasks (`spec.local`) wait to retry: each one's step, "
+                                  "iteration, attempt (the one it waits for), until (when it starts) and "
+                                  "last_error (docs/approvals.md)")
 
 
 class Event(BaseModel):

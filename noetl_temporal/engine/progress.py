@@ -2,7 +2,8 @@
 
 The workflow shows this text as its *current details* (``workflow.set_current_details``),
 so the UI's run page says which steps are running, how far their loops are
-(``37/100``), which steps wait at a gate or a join, and whether the run is paused.
+(``37/100``), which steps wait at a gate or a join, whether the run is paused, which steps
+an operator paused (and the runs each holds back) or skipped.
 Pure: built from the engine state only, no Temporal, so it is computed the same way
 on every worker and tested without a server.
 """
@@ -10,6 +11,7 @@ on every worker and tested without a server.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 from .state import ExecutionState, StepRun
 
@@ -45,8 +47,7 @@ def describe(state: ExecutionState) -> str:
         if queued:
             lines.append("held by the pause: " + _listed([f"`{q}`" for q in queued[:MAX_LISTED]], len(queued)))
     if state.paused_steps:
-        held = [f"`{name}`" for name in state.paused_steps[:MAX_LISTED]]
-        lines.append("paused by an operator (resume-step): " + _listed(held, len(state.paused_steps)))
+        lines.append("paused by an operator (resume-step): " + _held_steps(state))
     asks = [f"`{record['step']}`" + (f" ({_cut(str(record['prompt']), MAX_MESSAGE)})" if record.get("prompt") else "")
             for record in itertools.islice(state.approvals.values(), MAX_LISTED)]
     if asks:
@@ -55,9 +56,33 @@ def describe(state: ExecutionState) -> str:
              if buffered]
     if joins:
         lines.append("waiting at a join: " + _listed(joins[:MAX_LISTED], len(joins)))
+    _add_skipped(state, lines)
     _add_failures(state, lines)
     _add_redrive(state, lines)
     return "\n\n".join(lines)
+
+
+def _held_steps(state: ExecutionState) -> str:
+    """The paused steps, each with the runs it holds back (tokens that reached it and wait)."""
+    waiting = Counter(t.step for t in state.tokens if t.step in state.paused_steps and not t.final)
+    held = [f"`{name}`" + (f" ({waiting[name]} run{'s' if waiting[name] > 1 else ''} held)" if waiting[name] else "")
+            for name in state.paused_steps[:MAX_LISTED]]
+    return _listed(held, len(state.paused_steps))
+
+
+def _add_skipped(state: ExecutionState, lines: list[str]) -> None:
+    """The steps an operator skipped (docs/approvals.md), with who and why: their boxes say
+    SKIPPED on the page, the events say so; here the run page does too."""
+    names = [name for name in state.skipped_names if (state.steps[name].skipped is not None)]
+    if not names:
+        return
+    shown = []
+    for name in names[:MAX_LISTED]:
+        note = state.steps[name].skipped or {}
+        who = f"by {note.get('by') or 'unknown'}"
+        reason = f": {_cut(str(note['reason']), MAX_MESSAGE)}" if note.get("reason") else ""
+        shown.append(f"`{name}` ({who}{reason})")
+    lines.append("skipped by an operator (skip): " + _listed(shown, len(names)))
 
 
 def _ended(state: ExecutionState) -> str:
@@ -72,6 +97,7 @@ def _ended(state: ExecutionState) -> str:
     if reason:
         text = str(reason)
         lines.append("reason: " + _cut(text, MAX_REASON))
+    _add_skipped(state, lines)
     _add_failures(state, lines)
     _add_redrive(state, lines)
     return "\n\n".join(lines)

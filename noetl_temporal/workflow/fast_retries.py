@@ -18,6 +18,7 @@ Workflow code: it takes time and waits only through ``temporalio.workflow``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import workflow
@@ -27,7 +28,10 @@ with workflow.unsafe.imports_passed_through():
     from ..engine.messages import RunTask
     from ..engine.policy_evaluation import attempt_delay
 
-__all__ = ["FastRetry"]
+__all__ = ["FastRetry", "MAX_ERROR"]
+
+#: characters of the last error a waiting task shows (``status``, the page)
+MAX_ERROR = 500
 
 
 @dataclass
@@ -35,8 +39,11 @@ class FastRetry:
     """One fast-path task run's retry loop: where it is, and the operator's policy for it.
     ``attempts``/``delay``: set by ``set-retry`` (None: the task policy's rule decides)."""
 
+    step: str = ""
+    iteration: int | None = None
     attempt: int = 1
     waiting: bool = False
+    last_error: str | None = None   # the failed attempt's error message, while it waits
     attempts: int | None = None
     delay: float | None = None
     _wait_from: float = 0.0     # workflow time (s) the wait under way began
@@ -48,6 +55,24 @@ class FastRetry:
         """What the ``retry_step`` validator is shown, as the client shows it for an activity."""
         return {"retrying": self.waiting, "attempt": self.attempt,
                 "state": "waiting to retry" if self.waiting else "running", "fast_path": True}
+
+    def failed(self, record: dict[str, Any]) -> None:
+        """The attempt ``record`` (an ``Attempt``'s JSON) failed: its error is what status shows."""
+        error = record.get("error")
+        if isinstance(error, dict):
+            text = str(error.get("message") or error.get("kind") or "")
+            # a query's answer, bounded: the whole message is in the events once the task ends
+            self.last_error = (text[:MAX_ERROR] + "…" if len(text) > MAX_ERROR else text) or None
+
+    def shown(self, task_run_id: str) -> dict[str, Any] | None:
+        """While it waits to retry: ``{step, iteration, task_run_id, attempt, until, last_error}``
+        (``until``: when the next attempt starts, workflow time), for the ``status`` and
+        ``step_controls`` queries (docs/approvals.md): a query records nothing."""
+        if not self.waiting:
+            return None
+        until = datetime.fromtimestamp(self._wait_from + self._wait_for, tz=UTC)
+        return {"step": self.step, "iteration": self.iteration, "task_run_id": task_run_id, "attempt": self.attempt,
+                "until": until.isoformat().replace("+00:00", "Z"), "last_error": self.last_error, "fast_path": True}
 
     def retry_now(self) -> None:
         self._now = True
