@@ -313,6 +313,28 @@ class StepHoldResponse(BaseModel):
     paused_steps: list[str]
 
 
+class StepControlOffer(BaseModel):
+    """The controls one running or paused step (a loop step: one running iteration) takes now."""
+
+    step: str
+    iteration: int | None = None
+    paused: bool = False
+    controls: list[str] = Field(default_factory=list, description="those its update validators would accept now, "
+                                "of skip, retry-now, retry-policy, pause, resume (each a route under steps/{step}/)")
+    retrying: dict[str, Any] | None = Field(
+        default=None, description="a fast-path task waiting to retry: attempt (the one it waits for), until "
+                                  "(when it starts), last_error")
+
+
+class StepControls(BaseModel):
+    """``GET /executions/{id}/steps/controls``: what the execution page offers (docs/approvals.md)."""
+
+    execution_id: str
+    state: str
+    answered: bool = Field(description="false: no worker answered in time (`steps` is then empty; ask again)")
+    steps: list[StepControlOffer] = Field(default_factory=list)
+
+
 class RetryNowRequest(_Request):
     reason: str | None = Field(default=None, max_length=2000, description="why (recorded in step.retry.now)")
     iteration: int | None = Field(default=None, description="the loop iteration (loop steps)")

@@ -143,9 +143,9 @@ def _retrying_line(wait: dict[str, Any]) -> str:
     """``fetch: attempt 2 waits until T (last error: ...)``: a fast-path task waiting to retry."""
     where = f" (iteration {wait['iteration']})" if wait.get("iteration") is not None else ""
     from ..client.oneline import one_line
+    from ..graphview.step_offers import retrying_text   # the page's words
 
-    error = f" (last error: {one_line(wait['last_error'], 200)})" if wait.get("last_error") else ""
-    return f"{wait.get('step')}{where}: attempt {wait.get('attempt')} waits until {wait.get('until')}{error}"
+    return f"{wait.get('step')}{where}: " + retrying_text({**wait, "last_error": one_line(wait.get("last_error"), 200)})
 
 
 def _names(names: list[str], shown: int = 20) -> str:
