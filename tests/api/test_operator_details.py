@@ -4,7 +4,8 @@ surface tells the truth"; docs/approvals.md):
 * a fast-path task (``spec.local``) waiting out its workflow-side backoff is "retrying:
   attempt N waits until T (last error ...)" in ``status`` (the CLI as a subprocess, and
   ``GET /executions/{id}/status``), from the workflow's live status query: the Temporal UI
-  shows only a timer there;
+  shows only a timer there; ``GET /executions/{id}/steps/controls`` (what the page asks)
+  offers retry-now for it and says the same;
 * the Temporal UI's current details (read through the Temporal client, as the UI reads them:
   the ``__temporal_workflow_metadata`` query) name the steps an operator skipped, with who and
   why, and the runs a paused step holds back, while the run goes on and after it ends.
@@ -94,6 +95,15 @@ async def test_status_says_a_fast_path_task_waits_to_retry(temporal, task_queue,
                                              f"{one_line(wait['last_error'], 200)})", out
             r = await http.get(f"/executions/{handle.id}/status")
             assert r.status_code == 200 and r.json()["retrying"] == status["retrying"], r.text
+            # what the page asks: the controls that apply, and the same wait
+            r = await http.get(f"/executions/{handle.id}/steps/controls")
+            assert r.status_code == 200, r.text
+            [offer] = r.json()["steps"]
+            assert offer["step"] == "fetch" and offer["iteration"] is None and "retry-now" in offer["controls"]
+            assert offer["retrying"] == {k: wait[k] for k in ("attempt", "until", "last_error")}
+            assert (await http.get("/executions/nope/steps/controls")).status_code == 404
+            spec = (await http.get("/openapi.json")).json()["paths"]["/executions/{execution_id}/steps/controls"]
+            assert set(spec["get"]["responses"]) >= {"200", "404", "503"}
             # an operator's retry-now starts attempt 2: while it runs (or once it failed and waits
             # for attempt 3), status says where it is, never the old wait
             code, out, err = await cli("retry-now", handle.id, "fetch", "--reason", "back", "--address",

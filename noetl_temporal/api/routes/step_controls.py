@@ -16,8 +16,8 @@ from fastapi import APIRouter, Path
 from noetl_temporal.client import control
 from noetl_temporal.client.answers import hold_step
 from noetl_temporal.client.answers import skip as skip_step
-from noetl_temporal.client.step_retries import retry_now as retry_step_now
 from noetl_temporal.client.step_offers import offered_controls
+from noetl_temporal.client.step_retries import retry_now as retry_step_now
 from noetl_temporal.client.step_retries import set_retry
 
 from ..deps import ClientDep, ExecutionId
@@ -28,6 +28,7 @@ from ..models import (
     RetryResponse,
     SkipRequest,
     SkipResponse,
+    StepControlOffer,
     StepControls,
     StepHoldRequest,
     StepHoldResponse,
@@ -47,7 +48,7 @@ async def step_controls(execution_id: ExecutionId, client: ClientDep) -> Any:
         return StepControls(execution_id=execution_id, state=info.state, answered=True, steps=[])
     offers = await offered_controls(client, execution_id)
     return StepControls(execution_id=execution_id, state=info.state, answered=offers is not None,
-                        steps=offers or [])
+                        steps=[StepControlOffer(**offer) for offer in offers or []])
 
 
 @router.post("/executions/{execution_id}/steps/{step}/skip", response_model=SkipResponse,
