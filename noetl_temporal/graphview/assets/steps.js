@@ -155,6 +155,7 @@
   }
 
   function apply(data) {
+    if (data && data.state && data.state !== "RUNNING") running = false;   // closed (terminated too): ask no more
     if (!data || !data.answered) return;   // no worker answered: keep what is shown, ask again later
     var offers = {};
     (data.steps || []).forEach(function (offer) {
