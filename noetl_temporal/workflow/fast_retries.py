@@ -18,7 +18,7 @@ Workflow code: it takes time and waits only through ``temporalio.workflow``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -47,6 +47,7 @@ class FastRetry:
     attempts: int | None = None
     delay: float | None = None
     _wait_from: float = 0.0     # workflow time (s) the wait under way began
+    _wait_began: datetime | None = None   # the same, as a time (what status shows is counted from it)
     _wait_for: float = 0.0      # its length (s): the rule's, or the operator's
     _now: bool = False          # retry-now asked during the wait under way
     _changed: bool = False      # the policy changed during it: measure it again
@@ -68,9 +69,9 @@ class FastRetry:
         """While it waits to retry: ``{step, iteration, task_run_id, attempt, until, last_error}``
         (``until``: when the next attempt starts, workflow time), for the ``status`` and
         ``step_controls`` queries (docs/approvals.md): a query records nothing."""
-        if not self.waiting:
+        if not self.waiting or self._wait_began is None:
             return None
-        until = datetime.fromtimestamp(self._wait_from + self._wait_for, tz=UTC)
+        until = self._wait_began + timedelta(seconds=self._wait_for)
         return {"step": self.step, "iteration": self.iteration, "task_run_id": task_run_id, "attempt": self.attempt,
                 "until": until.isoformat().replace("+00:00", "Z"), "last_error": self.last_error, "fast_path": True}
 
@@ -108,7 +109,8 @@ class FastRetry:
         """The backoff before the next attempt: ``seconds``, or less when an operator asks
         for the attempt now or shortens the delay meanwhile."""
         self.waiting, self._now, self._changed = True, False, False
-        self._wait_from, self._wait_for = workflow.now().timestamp(), seconds
+        self._wait_began = workflow.now()
+        self._wait_from, self._wait_for = self._wait_began.timestamp(), seconds
         try:
             while not self._now:
                 remaining = self._wait_from + self._wait_for - workflow.now().timestamp()
