@@ -142,7 +142,7 @@ async def _pinned(client: Any, execution_id: str) -> dict[str, Any]:
 def _retrying_line(wait: dict[str, Any]) -> str:
     """``fetch: attempt 2 waits until T (last error: ...)``: a fast-path task waiting to retry."""
     from ..client.oneline import one_line
-    from ..graphview.step_offers import retrying_text  # the page's words
+    from ..engine.progress import retrying_text  # the page's and the current details' words
 
     where = f" (iteration {wait['iteration']})" if wait.get("iteration") is not None else ""
     return f"{wait.get('step')}{where}: " + retrying_text({**wait, "last_error": one_line(wait.get("last_error"), 200)})

@@ -12,18 +12,29 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 from .state import ExecutionState, StepRun
 
-__all__ = ["describe", "current_step", "MAX_LISTED"]
+__all__ = ["describe", "current_step", "retrying_text", "MAX_LISTED"]
 
 MAX_LISTED = 10   # a UI panel, not a report: name the first few, count the rest
 MAX_REASON = 300  # a headline: the whole reason is in the output and the events
 MAX_MESSAGE = 120  # a failed step's error, beside its name
 
 
-def describe(state: ExecutionState) -> str:
-    """The current-details text; '' before the start."""
+def retrying_text(wait: Mapping[str, Any]) -> str:
+    """``attempt 2 waits until T (last error: ...)``: a fast-path task waiting to retry (the
+    ``retrying`` of the workflow's status and step-controls answers), as ``status``, the
+    execution page and the current details say it (docs/approvals.md)."""
+    error = f" (last error: {wait['last_error']})" if wait.get("last_error") else ""
+    return f"attempt {wait.get('attempt')} waits until {wait.get('until')}{error}"
+
+
+def describe(state: ExecutionState, retrying: list[dict[str, Any]] | None = None) -> str:
+    """The current-details text; '' before the start. ``retrying``: the fast-path tasks
+    waiting to retry (the workflow's own loop, which the engine state does not hold)."""
     if state.status.value == "PENDING":
         return ""
     if state.finished:
@@ -56,6 +67,12 @@ def describe(state: ExecutionState) -> str:
              if buffered]
     if joins:
         lines.append("waiting at a join: " + _listed(joins[:MAX_LISTED], len(joins)))
+    if retrying:
+        waits = [f"`{wait.get('step')}`" + (f" (iteration {wait['iteration']})" if wait.get("iteration") is not None
+                                            else "")
+                 + " " + retrying_text({**wait, "last_error": _cut(str(wait.get("last_error") or ""), MAX_MESSAGE)})
+                 for wait in retrying[:MAX_LISTED]]
+        lines.append("retrying: " + _listed(waits, len(retrying)))
     _add_skipped(state, lines)
     _add_failures(state, lines)
     _add_redrive(state, lines)

@@ -11,7 +11,7 @@ the block of a step that starts later from the section's ``<template>`` (this mo
 block, so a block has one definition). It posts each control to ``steps/{step}/{control}``
 (relative to the page) with the page's token and shows what the API says: the validator's
 refusal as written, or the new state. A fast-path task waiting to retry says so
-(:func:`retrying_text`, the words ``status`` prints too).
+(``engine/progress.py``'s ``retrying_text``: the words of ``status`` and the current details).
 """
 
 from __future__ import annotations
@@ -19,14 +19,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-__all__ = ["step_control_forms", "retrying_text"]
+from ..engine.progress import retrying_text
 
-
-def retrying_text(wait: dict[str, Any]) -> str:
-    """``attempt 2 waits until T (last error: ...)``: a fast-path task waiting to retry
-    (the ``retrying`` of the workflow's status and step-controls answers)."""
-    error = f" (last error: {wait['last_error']})" if wait.get("last_error") else ""
-    return f"attempt {wait.get('attempt')} waits until {wait.get('until')}{error}"
+__all__ = ["step_control_forms"]
 
 
 def step_control_forms(offers: list[dict[str, Any]]) -> str:

@@ -17,7 +17,8 @@ Workflow code: it takes time and waits only through ``temporalio.workflow``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -44,6 +45,8 @@ class FastRetry:
     attempt: int = 1
     waiting: bool = False
     last_error: str | None = None   # the failed attempt's error message, while it waits
+    # called when a wait begins or ends: the workflow refreshes the Temporal UI's current details
+    changed: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     attempts: int | None = None
     delay: float | None = None
     _wait_from: float = 0.0     # workflow time (s) the wait under way began
@@ -111,16 +114,25 @@ class FastRetry:
         self.waiting, self._now, self._changed = True, False, False
         self._wait_began = workflow.now()
         self._wait_from, self._wait_for = self._wait_began.timestamp(), seconds
+        self._announce()
         try:
-            while not self._now:
-                remaining = self._wait_from + self._wait_for - workflow.now().timestamp()
-                if remaining <= 0:
-                    return
-                self._changed = False
-                try:
-                    await workflow.wait_condition(lambda: self._now or self._changed, timeout=remaining,
-                                                  timeout_summary=summary)
-                except TimeoutError:
-                    return
+            await self._wait_out(summary)
         finally:
             self.waiting = False
+        self._announce()   # (not when cancelled or the run is evicted: nothing is left to show then)
+
+    async def _wait_out(self, summary: str) -> None:
+        while not self._now:
+            remaining = self._wait_from + self._wait_for - workflow.now().timestamp()
+            if remaining <= 0:
+                return
+            self._changed = False
+            try:
+                await workflow.wait_condition(lambda: self._now or self._changed, timeout=remaining,
+                                              timeout_summary=summary)
+            except TimeoutError:
+                return
+
+    def _announce(self) -> None:
+        if self.changed is not None:
+            self.changed()

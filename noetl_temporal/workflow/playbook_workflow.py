@@ -227,11 +227,12 @@ class PlaybookWorkflow:
         return has_attribute(sas, PLAYBOOK_PATH) or has_attribute(sas, PLAYBOOK_NAME)
 
     def _show_progress(self) -> None:
-        """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause).
+        """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause,
+        fast-path tasks waiting to retry).
 
         Current details are read by the UI through a query, so setting them adds no history
         event; the text is rebuilt after each engine step but only set when it changed."""
-        text = progress.describe(self.engine)
+        text = progress.describe(self.engine, self._fast_waits())   # the fast path's waits: only here
         if text != self._details:
             self._details = text
             workflow.set_current_details(text)
@@ -402,7 +403,8 @@ class PlaybookWorkflow:
         assert inp is not None
         fast = None
         if cmd.spec.get("local") is True and not inp.test_clock and self._started_with(behaviours.FAST_RETRY_CONTROLS):
-            fast = self._fast[cmd.task_run_id] = FastRetry(step=cmd.step, iteration=cmd.iteration)
+            fast = self._fast[cmd.task_run_id] = FastRetry(step=cmd.step, iteration=cmd.iteration,
+                                                            changed=self._progress_soon)
         try:
             result = await task_runs.run_task(cmd, inp, fast)
         except ValueError as err:  # the worker does not register the fast path's activity

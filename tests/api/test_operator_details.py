@@ -4,8 +4,8 @@ surface tells the truth"; docs/approvals.md):
 * a fast-path task (``spec.local``) waiting out its workflow-side backoff is "retrying:
   attempt N waits until T (last error ...)" in ``status`` (the CLI as a subprocess, and
   ``GET /executions/{id}/status``), from the workflow's live status query: the Temporal UI
-  shows only a timer there; ``GET /executions/{id}/steps/controls`` (what the page asks)
-  offers retry-now for it and says the same;
+  shows only a timer there, so its current details say it too; ``GET
+  /executions/{id}/steps/controls`` (what the page asks) offers retry-now for it and says the same;
 * the Temporal UI's current details (read through the Temporal client, as the UI reads them:
   the ``__temporal_workflow_metadata`` query) name the steps an operator skipped, with who and
   why, and the runs a paused step holds back, while the run goes on and after it ends.
@@ -95,6 +95,9 @@ async def test_status_says_a_fast_path_task_waits_to_retry(temporal, task_queue,
                                              f"{one_line(wait['last_error'], 200)})", out
             r = await http.get(f"/executions/{handle.id}/status")
             assert r.status_code == 200 and r.json()["retrying"] == status["retrying"], r.text
+            # the Temporal UI's current details say it too, where the history has only a timer
+            details = await _details(handle)
+            assert f"retrying: `fetch` attempt 2 waits until {wait['until']} (last error: " in details, details
             # what the page asks: the controls that apply, and the same wait
             r = await http.get(f"/executions/{handle.id}/steps/controls")
             assert r.status_code == 200, r.text

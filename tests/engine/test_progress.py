@@ -147,3 +147,14 @@ def test_skipped_steps_and_the_runs_a_paused_step_holds_are_named():
     final = describe(r.state)
     assert final.startswith("**COMPLETED**") and "paused by an operator" not in final
     assert line in final   # a closed run still says who skipped what
+
+
+def test_a_fast_path_task_waiting_to_retry_is_named_with_its_wait():
+    r = run(HELD, hold=lambda c: True)
+    wait = {"step": "fetch", "iteration": None, "attempt": 2, "until": "2026-11-27T20:00:00Z",
+            "last_error": "exit 3 " + "x" * 300}
+    text = describe(r.state, [wait, {**wait, "step": "each", "iteration": 4, "last_error": None}])
+    line = next(part for part in text.split("\n\n") if part.startswith("retrying: "))
+    assert line.startswith("retrying: `fetch` attempt 2 waits until 2026-11-27T20:00:00Z (last error: exit 3 xxx")
+    assert line.endswith("…), `each` (iteration 4) attempt 2 waits until 2026-11-27T20:00:00Z") and len(line) < 300
+    assert "retrying" not in describe(r.state, [])

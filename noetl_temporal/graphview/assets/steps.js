@@ -131,7 +131,7 @@
     return block;
   }
 
-  function retryingText(wait) {   // graphview/step_offers.py retrying_text
+  function retryingText(wait) {   // engine/progress.py retrying_text
     return "retrying: attempt " + wait.attempt + " waits until " + wait.until +
       (wait.last_error ? " (last error: " + wait.last_error + ")" : "");
   }
