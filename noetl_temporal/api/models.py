@@ -187,6 +187,10 @@ class Status(BaseModel):
                                   "fields, approvers, timeout and since when (docs/approvals.md)")
     paused_steps: list[str] | None = Field(
         default=None, description="only while an operator has paused steps: their names (docs/approvals.md)")
+    retrying: list[dict[str, Any]] | None = Field(
+        default=None, description="only while fast-path tasks (`spec.local`) wait to retry: each one's step, "
+                                  "iteration, attempt (the one it waits for), until (when it starts) and "
+                                  "last_error (docs/approvals.md)")
 
 
 class Event(BaseModel):
@@ -307,6 +311,28 @@ class StepHoldResponse(BaseModel):
     step: str
     paused: bool
     paused_steps: list[str]
+
+
+class StepControlOffer(BaseModel):
+    """The controls one running or paused step (a loop step: one running iteration) takes now."""
+
+    step: str
+    iteration: int | None = None
+    paused: bool = False
+    controls: list[str] = Field(default_factory=list, description="those its update validators would accept now, "
+                                "of skip, retry-now, retry-policy, pause, resume (each a route under steps/{step}/)")
+    retrying: dict[str, Any] | None = Field(
+        default=None, description="a fast-path task waiting to retry: attempt (the one it waits for), until "
+                                  "(when it starts), last_error")
+
+
+class StepControls(BaseModel):
+    """``GET /executions/{id}/steps/controls``: what the execution page offers (docs/approvals.md)."""
+
+    execution_id: str
+    state: str
+    answered: bool = Field(description="false: no worker answered in time (`steps` is then empty; ask again)")
+    steps: list[StepControlOffer] = Field(default_factory=list)
 
 
 class RetryNowRequest(_Request):

@@ -114,6 +114,9 @@ def status_command(args: argparse.Namespace) -> int:
                         print(f"{'playbook.' + field:<20} {_plain(text)}")
                 elif key in ("reused_steps", "rerun_steps"):
                     print(f"{key:<20} {_names(value)}")
+                elif key == "retrying":   # one line per fast-path task waiting out a backoff
+                    for wait in value:
+                        print(f"{key:<20} {_retrying_line(wait)}")
                 elif key == "skipped_steps":   # one line per skipped step: who and why
                     for name, note in value.items():
                         print(f"{'skipped.' + name:<20} SKIPPED by {note.get('by') or 'unknown'}: {note.get('reason')}")
@@ -134,6 +137,15 @@ async def _pinned(client: Any, execution_id: str) -> dict[str, Any]:
         raise ConfigError("--playbook reads the execution's input from Temporal",
                           fix="pass --address HOST:PORT or set TEMPORAL_ADDRESS")
     return control.pinned_playbook(await control.read_input(client, execution_id))
+
+
+def _retrying_line(wait: dict[str, Any]) -> str:
+    """``fetch: attempt 2 waits until T (last error: ...)``: a fast-path task waiting to retry."""
+    from ..client.oneline import one_line
+    from ..engine.progress import retrying_text  # the page's and the current details' words
+
+    where = f" (iteration {wait['iteration']})" if wait.get("iteration") is not None else ""
+    return f"{wait.get('step')}{where}: " + retrying_text({**wait, "last_error": one_line(wait.get("last_error"), 200)})
 
 
 def _names(names: list[str], shown: int = 20) -> str:

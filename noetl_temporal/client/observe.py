@@ -49,7 +49,8 @@ QUERY_PAGE = 1000
 
 # Seed 000's minimal model, and one operational field: the workers polling an open
 # execution's task queue (null when closed or unknown). An open execution with approvals
-# waiting for a person adds ``waiting`` (docs/approvals.md), only then.
+# waiting for a person adds ``waiting``, one with paused steps ``paused_steps``, one with
+# fast-path tasks waiting to retry ``retrying`` (docs/approvals.md), only then.
 STATUS_FIELDS = ("execution_id", "state", "current_step", "started_at", "ended_at", "terminal_event",
                  "completion_inferred", "workers_polling")
 
@@ -160,6 +161,8 @@ async def _open_status(client: Client, execution_id: str, description: WorkflowE
                 status["waiting"] = live["waiting"]
             if live.get("paused_steps"):   # steps an operator paused (docs/approvals.md)
                 status["paused_steps"] = live["paused_steps"]
+            if live.get("retrying"):   # fast-path tasks waiting out a backoff (docs/approvals.md)
+                status["retrying"] = live["retrying"]
             return status
     if lifecycle is not None and lifecycle.get("terminal") is not None:
         return {**_from_lifecycle(execution_id, lifecycle), "workers_polling": polling}

@@ -2,7 +2,8 @@
 
 The workflow shows this text as its *current details* (``workflow.set_current_details``),
 so the UI's run page says which steps are running, how far their loops are
-(``37/100``), which steps wait at a gate or a join, and whether the run is paused.
+(``37/100``), which steps wait at a gate or a join, whether the run is paused, which steps
+an operator paused (and the runs each holds back) or skipped.
 Pure: built from the engine state only, no Temporal, so it is computed the same way
 on every worker and tested without a server.
 """
@@ -10,18 +11,30 @@ on every worker and tested without a server.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 from .state import ExecutionState, StepRun
 
-__all__ = ["describe", "current_step", "MAX_LISTED"]
+__all__ = ["describe", "current_step", "retrying_text", "MAX_LISTED"]
 
 MAX_LISTED = 10   # a UI panel, not a report: name the first few, count the rest
 MAX_REASON = 300  # a headline: the whole reason is in the output and the events
 MAX_MESSAGE = 120  # a failed step's error, beside its name
 
 
-def describe(state: ExecutionState) -> str:
-    """The current-details text; '' before the start."""
+def retrying_text(wait: Mapping[str, Any]) -> str:
+    """``attempt 2 waits until T (last error: ...)``: a fast-path task waiting to retry (the
+    ``retrying`` of the workflow's status and step-controls answers), as ``status``, the
+    execution page and the current details say it (docs/approvals.md)."""
+    error = f" (last error: {wait['last_error']})" if wait.get("last_error") else ""
+    return f"attempt {wait.get('attempt')} waits until {wait.get('until')}{error}"
+
+
+def describe(state: ExecutionState, retrying: list[dict[str, Any]] | None = None) -> str:
+    """The current-details text; '' before the start. ``retrying``: the fast-path tasks
+    waiting to retry (the workflow's own loop, which the engine state does not hold)."""
     if state.status.value == "PENDING":
         return ""
     if state.finished:
@@ -45,8 +58,7 @@ def describe(state: ExecutionState) -> str:
         if queued:
             lines.append("held by the pause: " + _listed([f"`{q}`" for q in queued[:MAX_LISTED]], len(queued)))
     if state.paused_steps:
-        held = [f"`{name}`" for name in state.paused_steps[:MAX_LISTED]]
-        lines.append("paused by an operator (resume-step): " + _listed(held, len(state.paused_steps)))
+        lines.append("paused by an operator (resume-step): " + _held_steps(state))
     asks = [f"`{record['step']}`" + (f" ({_cut(str(record['prompt']), MAX_MESSAGE)})" if record.get("prompt") else "")
             for record in itertools.islice(state.approvals.values(), MAX_LISTED)]
     if asks:
@@ -55,9 +67,39 @@ def describe(state: ExecutionState) -> str:
              if buffered]
     if joins:
         lines.append("waiting at a join: " + _listed(joins[:MAX_LISTED], len(joins)))
+    if retrying:
+        waits = [f"`{wait.get('step')}`" + (f" (iteration {wait['iteration']})" if wait.get("iteration") is not None
+                                            else "")
+                 + " " + retrying_text({**wait, "last_error": _cut(str(wait.get("last_error") or ""), MAX_MESSAGE)})
+                 for wait in retrying[:MAX_LISTED]]
+        lines.append("retrying: " + _listed(waits, len(retrying)))
+    _add_skipped(state, lines)
     _add_failures(state, lines)
     _add_redrive(state, lines)
     return "\n\n".join(lines)
+
+
+def _held_steps(state: ExecutionState) -> str:
+    """The paused steps, each with the runs it holds back (tokens that reached it and wait)."""
+    waiting = Counter(t.step for t in state.tokens if t.step in state.paused_steps and not t.final)
+    held = [f"`{name}`" + (f" ({waiting[name]} run{'s' if waiting[name] > 1 else ''} held)" if waiting[name] else "")
+            for name in state.paused_steps[:MAX_LISTED]]
+    return _listed(held, len(state.paused_steps))
+
+
+def _add_skipped(state: ExecutionState, lines: list[str]) -> None:
+    """The steps an operator skipped (docs/approvals.md), with who and why: their boxes say
+    SKIPPED on the page, the events say so; here the run page does too."""
+    names = [name for name in state.skipped_names if (state.steps[name].skipped is not None)]
+    if not names:
+        return
+    shown = []
+    for name in names[:MAX_LISTED]:
+        note = state.steps[name].skipped or {}
+        who = f"by {note.get('by') or 'unknown'}"
+        reason = f": {_cut(str(note['reason']), MAX_MESSAGE)}" if note.get("reason") else ""
+        shown.append(f"`{name}` ({who}{reason})")
+    lines.append("skipped by an operator (skip): " + _listed(shown, len(names)))
 
 
 def _ended(state: ExecutionState) -> str:
@@ -72,6 +114,7 @@ def _ended(state: ExecutionState) -> str:
     if reason:
         text = str(reason)
         lines.append("reason: " + _cut(text, MAX_REASON))
+    _add_skipped(state, lines)
     _add_failures(state, lines)
     _add_redrive(state, lines)
     return "\n\n".join(lines)

@@ -24,7 +24,7 @@ from .status_layers import ExecutionStatus, StepStatus, WorkflowStatus
 __all__ = ["snapshot", "restore"]
 
 _SKIP = {"playbook", "graph", "log", "tokens", "join_buffers", "step_runs", "pipelines",
-         "task_plans"}   # derived from the playbook: rebuilt on first use
+         "task_plans", "skipped_names"}   # derived: rebuilt on first use, or by restore
 
 
 def _pipe(data: dict[str, Any], parked: bool = False) -> PipelineRun:
@@ -179,6 +179,7 @@ def restore(playbook: Playbook, data: dict[str, Any], graph: StepGraph | None = 
         entry = playbook.executor.spec.entry_step or playbook.workflow[0].step
         graph = StepGraph(playbook, entry)
     state = ExecutionState(playbook=playbook, graph=graph, log=log, **fields)
+    state.skipped_names = [name for name, record in state.steps.items() if record.skipped is not None]
     state.tokens = [_token(t) for t in data["tokens"]]
     state.join_buffers = {k: [_token(t) for t in v] for k, v in data["join_buffers"].items()}
     parked_pipes = {(run_id, None if it is None else int(it)) for run_id, it in state.parked_pipelines}

@@ -237,6 +237,10 @@ class ExecutionState:
     # Derived from the playbook, never snapshotted: each task's invariants by (step, task),
     # built on its first invocation (``task_plans.py``).
     task_plans: dict[tuple[str, str], TaskPlan] = field(default_factory=dict, repr=False, compare=False)
+    # Derived, never snapshotted (``restore`` rebuilds it from ``steps``): the steps whose run an
+    # operator skipped, in the order they ended, so the current details name them without
+    # reading every step record (``progress.py``). A name stays when the step runs again.
+    skipped_names: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def finished(self) -> bool:

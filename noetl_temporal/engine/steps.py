@@ -159,6 +159,8 @@ def record_step(state: ExecutionState, name: str, status: StepStatus, result: An
     record.result = result
     record.reused = reused
     record.skipped = skipped
+    if skipped is not None and name not in state.skipped_names:
+        state.skipped_names.append(name)
 
 
 def step_timed_out(state: ExecutionState, step_run_id: str, commands: list[Command]) -> StepRunDone | None:

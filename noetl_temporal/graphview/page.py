@@ -61,7 +61,8 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
     ``waiting``: approvals waiting for an answer (the status's list), one form each;
     ``controls``: HTML for the header (``.redrive``), ``scripts``: the assets that drive it,
     run after ``live.js``; ``step_offers``: the per-step controls that apply now (the
-    workflow's ``step_controls`` query), a block of forms per running or paused step."""
+    workflow's ``step_controls`` query), a block of forms per running or paused step, which
+    the page keeps up to date (``steps.js``, ``GET steps/controls``); None: no such section."""
     painted = painted or Painted()
     config = {"execution_id": execution_id, "stream": None if finished else stream_url(
                   execution_id, access_token, painted.last_seq),
@@ -80,7 +81,8 @@ def execution_page(view: GraphView, execution_id: str, *, state: str = "RUNNING"
         scripts = (*scripts, "approve.js")
     if forms:
         config["access_token"] = access_token   # the forms post with it (as the stream reads with it)
-    step_forms = "" if finished else step_control_forms(list(step_offers or ()))
+    # None: the caller offers no controls; a list (maybe empty): the section, kept up to date
+    step_forms = "" if finished or step_offers is None else step_control_forms(list(step_offers))
     if step_forms:
         scripts = (*scripts, "steps.js")   # it reads the token from the page's address, as redrive.js does
     legend = "".join(f'<span class="{escape(state)}">{escape(word)}</span>'

@@ -52,10 +52,12 @@ STEP_EVENTS: tuple[tuple[str, str, str], ...] = (
 STOPPING = "execution stopping"
 
 #: what the page asks the event stream for: the table's types, loop progress, the end
-#: (the last event's ``seq`` is the execution's event count)
+#: (the last event's ``seq`` is the execution's event count), and an operator's per-step
+#: controls (their blocks ask again what applies: ``assets/steps.js``)
 WATCHED_TYPES: tuple[str, ...] = tuple(dict.fromkeys(
     [row[0] for row in STEP_EVENTS]
     + ["loop.started", "loop.iteration.done", "loop.iteration.failed", "playbook.finished",
+       "step.skipped", "step.paused", "step.resumed", "step.retry.now", "step.retry.policy",
        *LAST_EVENT_TYPES]))
 
 #: states only the events know (the API's ``steps`` records a step's end): when a step's

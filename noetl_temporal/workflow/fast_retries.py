@@ -17,7 +17,9 @@ Workflow code: it takes time and waits only through ``temporalio.workflow``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -27,7 +29,10 @@ with workflow.unsafe.imports_passed_through():
     from ..engine.messages import RunTask
     from ..engine.policy_evaluation import attempt_delay
 
-__all__ = ["FastRetry"]
+__all__ = ["FastRetry", "MAX_ERROR"]
+
+#: characters of the last error a waiting task shows (``status``, the page)
+MAX_ERROR = 500
 
 
 @dataclass
@@ -35,11 +40,17 @@ class FastRetry:
     """One fast-path task run's retry loop: where it is, and the operator's policy for it.
     ``attempts``/``delay``: set by ``set-retry`` (None: the task policy's rule decides)."""
 
+    step: str = ""
+    iteration: int | None = None
     attempt: int = 1
     waiting: bool = False
+    last_error: str | None = None   # the failed attempt's error message, while it waits
+    # called when a wait begins or ends: the workflow refreshes the Temporal UI's current details
+    changed: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     attempts: int | None = None
     delay: float | None = None
     _wait_from: float = 0.0     # workflow time (s) the wait under way began
+    _wait_began: datetime | None = None   # the same, as a time (what status shows is counted from it)
     _wait_for: float = 0.0      # its length (s): the rule's, or the operator's
     _now: bool = False          # retry-now asked during the wait under way
     _changed: bool = False      # the policy changed during it: measure it again
@@ -48,6 +59,24 @@ class FastRetry:
         """What the ``retry_step`` validator is shown, as the client shows it for an activity."""
         return {"retrying": self.waiting, "attempt": self.attempt,
                 "state": "waiting to retry" if self.waiting else "running", "fast_path": True}
+
+    def failed(self, record: dict[str, Any]) -> None:
+        """The attempt ``record`` (an ``Attempt``'s JSON) failed: its error is what status shows."""
+        error = record.get("error")
+        if isinstance(error, dict):
+            text = str(error.get("message") or error.get("kind") or "")
+            # a query's answer, bounded: the whole message is in the events once the task ends
+            self.last_error = (text[:MAX_ERROR] + "…" if len(text) > MAX_ERROR else text) or None
+
+    def shown(self, task_run_id: str) -> dict[str, Any] | None:
+        """While it waits to retry: ``{step, iteration, task_run_id, attempt, until, last_error}``
+        (``until``: when the next attempt starts, workflow time), for the ``status`` and
+        ``step_controls`` queries (docs/approvals.md): a query records nothing."""
+        if not self.waiting or self._wait_began is None:
+            return None
+        until = self._wait_began + timedelta(seconds=self._wait_for)
+        return {"step": self.step, "iteration": self.iteration, "task_run_id": task_run_id, "attempt": self.attempt,
+                "until": until.isoformat().replace("+00:00", "Z"), "last_error": self.last_error, "fast_path": True}
 
     def retry_now(self) -> None:
         self._now = True
@@ -83,17 +112,27 @@ class FastRetry:
         """The backoff before the next attempt: ``seconds``, or less when an operator asks
         for the attempt now or shortens the delay meanwhile."""
         self.waiting, self._now, self._changed = True, False, False
-        self._wait_from, self._wait_for = workflow.now().timestamp(), seconds
+        self._wait_began = workflow.now()
+        self._wait_from, self._wait_for = self._wait_began.timestamp(), seconds
+        self._announce()
         try:
-            while not self._now:
-                remaining = self._wait_from + self._wait_for - workflow.now().timestamp()
-                if remaining <= 0:
-                    return
-                self._changed = False
-                try:
-                    await workflow.wait_condition(lambda: self._now or self._changed, timeout=remaining,
-                                                  timeout_summary=summary)
-                except TimeoutError:
-                    return
+            await self._wait_out(summary)
         finally:
             self.waiting = False
+        self._announce()   # (not when cancelled or the run is evicted: nothing is left to show then)
+
+    async def _wait_out(self, summary: str) -> None:
+        while not self._now:
+            remaining = self._wait_from + self._wait_for - workflow.now().timestamp()
+            if remaining <= 0:
+                return
+            self._changed = False
+            try:
+                await workflow.wait_condition(lambda: self._now or self._changed, timeout=remaining,
+                                              timeout_summary=summary)
+            except TimeoutError:
+                return
+
+    def _announce(self) -> None:
+        if self.changed is not None:
+            self.changed()

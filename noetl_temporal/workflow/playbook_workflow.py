@@ -227,11 +227,12 @@ class PlaybookWorkflow:
         return has_attribute(sas, PLAYBOOK_PATH) or has_attribute(sas, PLAYBOOK_NAME)
 
     def _show_progress(self) -> None:
-        """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause).
+        """Refresh the Temporal UI's current details (running steps, loop n/m, gates, pause,
+        fast-path tasks waiting to retry).
 
         Current details are read by the UI through a query, so setting them adds no history
         event; the text is rebuilt after each engine step but only set when it changed."""
-        text = progress.describe(self.engine)
+        text = progress.describe(self.engine, self._fast_waits())   # the fast path's waits: only here
         if text != self._details:
             self._details = text
             workflow.set_current_details(text)
@@ -402,7 +403,8 @@ class PlaybookWorkflow:
         assert inp is not None
         fast = None
         if cmd.spec.get("local") is True and not inp.test_clock and self._started_with(behaviours.FAST_RETRY_CONTROLS):
-            fast = self._fast[cmd.task_run_id] = FastRetry()
+            fast = self._fast[cmd.task_run_id] = FastRetry(step=cmd.step, iteration=cmd.iteration,
+                                                            changed=self._progress_soon)
         try:
             result = await task_runs.run_task(cmd, inp, fast)
         except ValueError as err:  # the worker does not register the fast path's activity
@@ -657,7 +659,15 @@ class PlaybookWorkflow:
         skipped = skips.skipped_steps(state.steps)
         if skipped:   # steps an operator skipped, with who and why (client/step_notes.py)
             status["skipped_steps"] = skipped
+        retrying = self._fast_waits()
+        if retrying:   # fast-path tasks waiting out a backoff: only this workflow knows it (fast_retries.py)
+            status["retrying"] = retrying
         return status
+
+    def _fast_waits(self) -> list[dict[str, Any]]:
+        """The fast-path tasks waiting to retry, as ``status`` shows them (the first few)."""
+        shown = (fast.shown(task_run_id) for task_run_id, fast in self._fast.items())
+        return [entry for entry in shown if entry is not None][:step_offers.MAX_ITERATIONS]
 
     @workflow.query(name="step_controls")
     def step_controls(self, activities: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -665,7 +675,16 @@ class PlaybookWorkflow:
         page; ``activities``: what the client saw Temporal hold, as ``retry_step`` is given it."""
         if self._state is None:
             return []
-        return step_offers.offered(self._state, activities if isinstance(activities, dict) else {})
+        # as the retry_step validator sees it: the fast path's loops, which only this workflow sees
+        seen = {**(activities if isinstance(activities, dict) else {}),
+                **{task_run_id: fast.seen() for task_run_id, fast in self._fast.items()}}
+        offers = step_offers.offered(self._state, seen)
+        waits = {(entry["step"], entry["iteration"]): entry for entry in self._fast_waits()}
+        for offer in offers:   # what the page says of a fast-path task waiting to retry
+            wait = waits.get((offer["step"], offer["iteration"]))
+            if wait is not None:
+                offer["retrying"] = {k: wait[k] for k in ("attempt", "until", "last_error")}
+        return offers
 
     @workflow.query(name="events")
     def events(self, after_seq: int = 0, limit: int = 1000) -> list[dict[str, Any]]:

@@ -111,11 +111,12 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float, fast: FastRetr
                 summary=f"{cmd.step} / {cmd.task} ({cmd.kind}, local)")
             result = TaskResult.from_dict(raw)
             more = fast.goes_on(cmd, result) if fast is not None else None
-            if more is None:
+            if fast is None or more is None:
                 return result
             # the rule's attempts ran out, the operator's did not: one more after their delay
             history = [a.to_dict() for a in result.attempts]
             history[-1] = {**history[-1], "next_delay_s": more}
+            fast.failed(history[-1])
             attempt, delay = attempt + 1, more
         except (ActivityError, ApplicationError) as err:
             retry = _policy_retry(err)
@@ -125,6 +126,7 @@ async def _run_local(cmd: RunTask, inp: RunInput, timeout: float, fast: FastRetr
             attempt = int(history[-1]["attempt"]) + 1
             delay = float(history[-1].get("next_delay_s") or 0)
             if fast is not None:
+                fast.failed(history[-1])
                 if fast.stops_before(attempt):   # the operator's attempts are used up
                     return _retries_exhausted(retry)
                 delay = fast.wait_length(delay)

@@ -2,7 +2,9 @@
 headless Chromium, on a real run with the API's auth on: a step stuck retrying is offered
 what its validators accept; a refusal of the workflow's validator appears as written; the
 retry policy is changed, the step retried now, paused and resumed, then skipped with a
-result its arcs route on, and the page shows each outcome and the step SKIPPED."""
+result its arcs route on, and the page shows each outcome and the step SKIPPED. The controls
+are live: a step that starts failing after the page was served gets its controls (and a
+fast-path task says it waits to retry) without a reload, and a step that ends loses them."""
 
 from __future__ import annotations
 
@@ -92,7 +94,7 @@ def test_each_step_control_acts_from_the_page(live, tmp_path):
         execution_id = r.json()["execution_id"]
         view = f"/executions/{execution_id}/view?access_token={TOKEN}"
         for _ in range(300):   # the page offers what applies when it is served: wait for the backoff
-            if 'data-control="retry-now"' in http.get(view).text:
+            if 'data-control="retry-now">' in http.get(view).text:   # offered (drawn, not hidden)
                 break
             time.sleep(0.1)
         browser.open(live.url + view)
@@ -120,7 +122,9 @@ def test_each_step_control_acts_from_the_page(live, tmp_path):
             raise AssertionError(f"retry now started no attempt: {mark.read_text()!r}")
 
         paused = _act(browser, "pause", reason="db maintenance")
-        assert paused["state"] == "paused" and paused["offered"] == ["skip", "retry-policy", "resume"], paused
+        # (retry now shows again once the page asked after attempt 2 failed: the page is live)
+        assert paused["state"] == "paused" and [c for c in paused["offered"] if c != "retry-now"] == \
+            ["skip", "retry-policy", "resume"], paused
         assert paused["status"] == "paused; paused steps: fetch"
         assert http.get(f"/executions/{execution_id}/status", headers=AUTH).json()["paused_steps"] == ["fetch"]
         resumed = _act(browser, "resume")
@@ -155,3 +159,89 @@ def test_each_step_control_acts_from_the_page(live, tmp_path):
         # a finished execution's page offers no control, and the routes want the token
         assert 'id="step-controls"' not in http.get(view).text
         assert http.post(f"/executions/{execution_id}/steps/fetch/retry-now", json={}).status_code == 401
+
+
+# `wait` runs until the test lets it; then `fetch`, a fast-path task, fails at every attempt and
+# waits 40 s between them (the workflow's own retry loop)
+LATER = playbook("""
+    metadata: {name: later-page}
+    workflow:
+      - step: start
+        tool: {kind: noop}
+        next: {arcs: [{step: wait}]}
+      - step: wait
+        tool: {kind: shell, cmd: 'while [ ! -e "{{ workload.flag }}" ]; do sleep 0.1; done'}
+        next: {arcs: [{step: fetch}]}
+      - step: fetch
+        tool:
+          kind: shell
+          cmd: "echo 'source unreachable' >&2; exit 3"
+          spec:
+            local: true
+            policy: {rules: [{when: "{{ output.status == 'error' }}", then: {do: retry, attempts: 6, delay: 40}}]}
+""")
+
+BLOCKS_JS = """
+const out = {};
+document.querySelectorAll('#step-controls > .step-control').forEach(b => {
+  out[b.dataset.step] = {ended: b.dataset.ended || null, shown: b.querySelector('.control-state').textContent,
+    offered: Array.from(b.querySelectorAll('form.control')).filter(f => !f.hidden).map(f => f.dataset.control),
+    retrying: b.querySelector('.control-retrying').hidden ? null : b.querySelector('.control-retrying').textContent};
+});
+return {blocks: out, asked: Number(document.getElementById('step-controls').dataset.asked || 0)};
+"""
+
+
+def test_controls_follow_the_run_without_a_reload(live, tmp_path):
+    reason = Browser.skip_reason()
+    if reason and not os.environ.get("CI"):
+        pytest.skip(reason)
+    with httpx.Client(base_url=live.url, timeout=30) as http, Browser() as browser:
+        flag = tmp_path / "go"
+        r = http.post("/executions", json={"playbook": LATER, "payload": {"flag": str(flag)}}, headers=AUTH)
+        assert r.status_code == 202, r.text
+        execution_id = r.json()["execution_id"]
+        controls = f"/executions/{execution_id}/steps/controls"
+        assert http.get(controls).status_code == 401   # the API's auth, as the other routes
+        for _ in range(300):   # served while `wait` runs: `fetch` has not started
+            offers = http.get(controls, headers=AUTH).json()
+            if [o["step"] for o in offers["steps"]] == ["wait"]:
+                break
+            time.sleep(0.1)
+        assert offers["answered"] is True and offers["state"] == "RUNNING"
+        started = time.monotonic()
+        browser.open(f"{live.url}/executions/{execution_id}/view?access_token={TOKEN}")
+        first = browser.wait_js(f"const s = (() => {{{BLOCKS_JS}}})(); return s.blocks.wait ? s : null;",
+                                timeout=30, what="the running step's controls")
+        assert "fetch" not in first["blocks"] and "skip" in first["blocks"]["wait"]["offered"]
+
+        flag.touch()   # `wait` ends, `fetch` starts and fails: its controls come without a reload
+        later = browser.wait_js(
+            f"const s = (() => {{{BLOCKS_JS}}})(); const f = s.blocks.fetch;"
+            "return f && f.offered.includes('retry-now') && s.blocks.wait.ended ? s : null;",
+            timeout=30, what="fetch's controls, and wait's end")
+        fetch, ended = later["blocks"]["fetch"], later["blocks"]["wait"]
+        assert ended == {"ended": "COMPLETED", "shown": "ended COMPLETED", "offered": [], "retrying": None}, ended
+        assert fetch["offered"][:2] == ["skip", "retry-now"] and fetch["shown"] == "running", fetch
+        # the fast path's wait, as `status` says it (the workflow's status query)
+        [wait] = http.get(f"/executions/{execution_id}/status", headers=AUTH).json()["retrying"]
+        assert fetch["retrying"] == (f"retrying: attempt 2 waits until {wait['until']} "
+                                     f"(last error: {wait['last_error']})"), fetch
+        assert "source unreachable" in fetch["retrying"]
+
+        # skipped through the API: the page's block ends and offers nothing more
+        r = http.post(f"/executions/{execution_id}/steps/fetch/skip", json={"reason": "source is down"}, headers=AUTH)
+        assert r.status_code == 200, r.text
+        done = browser.wait_js(f"const s = (() => {{{BLOCKS_JS}}})(); return s.blocks.fetch.ended ? s : null;",
+                               timeout=30, what="fetch's end on the page")
+        assert done["blocks"]["fetch"]["ended"] == "SKIPPED" and done["blocks"]["fetch"]["offered"] == []
+        # bounded: coalesced asks (events, and every 5 s), never one per event
+        elapsed = time.monotonic() - started
+        assert 1 <= done["asked"] <= elapsed + 3, (done["asked"], elapsed)
+        browser.screenshot(tmp_path / "live-controls.png")
+        for _ in range(300):
+            if http.get(f"/executions/{execution_id}/status", headers=AUTH).json()["state"] != "RUNNING":
+                break
+            time.sleep(0.1)
+        assert http.get(controls, headers=AUTH).json() == {"execution_id": execution_id, "state": "COMPLETED",
+                                                          "answered": True, "steps": []}

@@ -104,3 +104,57 @@ def test_current_step_is_the_running_one_then_the_gate_not_the_last_finished():
     feed(r, finished(r.held.pop(0), ok(1)))         # slow done: only the gate is left
     assert r.state.current_step == "slow"           # the last step started ...
     assert current_step(r.state) == "gated"         # ... but the run waits at the gate
+
+
+HELD = """
+workflow:
+  - step: start
+    tool: {kind: noop}
+    next: {spec: {mode: inclusive}, arcs: [{step: fetch}, {step: first}]}
+  - step: fetch
+    tool: {kind: python, code: x}
+  - step: first
+    tool: {kind: python, code: x}
+    next: {arcs: [{step: second}]}
+  - step: second
+    tool: {kind: python, code: x}
+"""
+
+
+def test_skipped_steps_and_the_runs_a_paused_step_holds_are_named():
+    from noetl_temporal.engine import snapshot
+    from noetl_temporal.engine.behaviours import SKIPPED_STEP_STATUS
+    from noetl_temporal.engine.messages import HoldStep, SkipStep
+
+    r = run(HELD, hold=lambda c: True, behaviours=[SKIPPED_STEP_STATUS])
+    feed(r, HoldStep(now=NOW, step="second", reason="db maintenance", by="ops"))
+    assert "paused by an operator (resume-step): `second`" in describe(r.state)
+    assert "run held" not in describe(r.state)   # paused before anything reached it
+    first = next(c for c in r.held if c.step == "first")
+    r.held.remove(first)
+    feed(r, finished(first, ok(1)))
+    assert "paused by an operator (resume-step): `second` (1 run held)" in describe(r.state)
+    feed(r, SkipStep(now=NOW, step="fetch", reason="source is down " + "x" * 300, by="oncall"))
+    text = describe(r.state)
+    line = next(part for part in text.split("\n\n") if part.startswith("skipped by an operator"))
+    assert line.startswith("skipped by an operator (skip): `fetch` (by oncall: source is down xxx")
+    assert len(line) < 200 and line.endswith("…)")   # bounded: the whole reason is in the events
+    # the next run (continue-as-new) says the same: the names are rebuilt from the step records
+    again = snapshot.restore(r.state.playbook, snapshot.snapshot(r.state))
+    assert describe(again) == text
+    feed(r, HoldStep(now=NOW, step="second", hold=False, by="ops"))
+    feed(r, finished(r.held.pop(), ok(1)))
+    final = describe(r.state)
+    assert final.startswith("**COMPLETED**") and "paused by an operator" not in final
+    assert line in final   # a closed run still says who skipped what
+
+
+def test_a_fast_path_task_waiting_to_retry_is_named_with_its_wait():
+    r = run(HELD, hold=lambda c: True)
+    wait = {"step": "fetch", "iteration": None, "attempt": 2, "until": "2026-11-27T20:00:00Z",
+            "last_error": "exit 3 " + "x" * 300}
+    text = describe(r.state, [wait, {**wait, "step": "each", "iteration": 4, "last_error": None}])
+    line = next(part for part in text.split("\n\n") if part.startswith("retrying: "))
+    assert line.startswith("retrying: `fetch` attempt 2 waits until 2026-11-27T20:00:00Z (last error: exit 3 xxx")
+    assert line.endswith("…), `each` (iteration 4) attempt 2 waits until 2026-11-27T20:00:00Z") and len(line) < 300
+    assert "retrying" not in describe(r.state, [])

@@ -1,4 +1,6 @@
-"""``POST /executions/{id}/steps/{step}/skip|pause|resume|retry-now|retry-policy``: per-step controls (docs/approvals.md).
+"""``POST /executions/{id}/steps/{step}/skip|pause|resume|retry-now|retry-policy``: per-step controls
+(docs/approvals.md), and ``GET /executions/{id}/steps/controls``: which of them apply now, step by
+step (what the execution page offers, refreshed as its event stream shows steps move).
 
 Thin: the behaviour is the workflow's ``skip_step`` update (``engine/skips.py``), the
 call ``client/answers.py``'s, shared with ``noetl-temporal skip``. Who skips is ``api``
@@ -11,8 +13,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
+from noetl_temporal.client import control
 from noetl_temporal.client.answers import hold_step
 from noetl_temporal.client.answers import skip as skip_step
+from noetl_temporal.client.step_offers import offered_controls
 from noetl_temporal.client.step_retries import retry_now as retry_step_now
 from noetl_temporal.client.step_retries import set_retry
 
@@ -24,12 +28,27 @@ from ..models import (
     RetryResponse,
     SkipRequest,
     SkipResponse,
+    StepControlOffer,
+    StepControls,
     StepHoldRequest,
     StepHoldResponse,
 )
 from ..security import API_ANSWERER
 
 router = APIRouter(tags=["control"])
+
+
+@router.get("/executions/{execution_id}/steps/controls", response_model=StepControls,
+            response_model_exclude_unset=True, responses=responses(404, 503),
+            summary="The per-step controls that apply now: each running or paused step's, as its update "
+                    "validators would decide (the execution page's)")
+async def step_controls(execution_id: ExecutionId, client: ClientDep) -> Any:
+    info = await control.describe(client, execution_id)   # 404 for unknown ids
+    if info.closed:   # a finished execution takes no control
+        return StepControls(execution_id=execution_id, state=info.state, answered=True, steps=[])
+    offers = await offered_controls(client, execution_id)
+    return StepControls(execution_id=execution_id, state=info.state, answered=offers is not None,
+                        steps=[StepControlOffer(**offer) for offer in offers or []])
 
 
 @router.post("/executions/{execution_id}/steps/{step}/skip", response_model=SkipResponse,

@@ -61,8 +61,10 @@ async def view(execution_id: ExecutionId, client: ClientDep, settings: SettingsD
     # Approvals waiting for a person: only a live workflow knows them, and it has just answered
     # its detail query (an empty detail: no worker answered, so neither would a status query).
     waiting = await control.waiting_approvals(client, execution_id) if detail and not finished else None
-    # The per-step controls that apply now, as the update validators decide (docs/approvals.md)
-    offers = await offered_controls(client, execution_id) if detail and not finished else None
+    # The per-step controls that apply now, as the update validators decide (docs/approvals.md);
+    # the page asks again as the run moves, so a running execution's page has the section even
+    # when no step takes a control yet (or no worker answered in time)
+    offers = ((await offered_controls(client, execution_id) if detail else None) or []) if not finished else None
     # A redrive names its origin (its input's plan) and what it reused; an old execution its
     # redrives (execution.redriven, appended to its stored events): docs/operations.md.
     store = settings.event_store
