@@ -25,7 +25,7 @@ from noetl_temporal.client.connect import start_execution
 from noetl_temporal.client.oneline import one_line
 from noetl_temporal.hosting.worker import build_worker
 
-from ..temporal.test_step_skip import cli, load
+from ..client.test_step_skip import cli, load
 from .conftest import app_client, make_settings
 
 pytestmark = pytest.mark.temporal
