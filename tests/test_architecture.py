@@ -132,6 +132,15 @@ TEST_FOLDERS_NOT_PARTS: dict[str, str] = {
 ROOT_TEST_FILES = frozenset({"__init__.py", "conftest.py", "test_architecture.py", "test_docstrings.py",
                              "test_errors.py", "test_public_api.py", "test_perf_tags.py",
                              "test_self_contained.py"})
+#: The task policy's decision is built in one function (``engine/policy_evaluation.decide``,
+#: docs/layout.md, "One python task, step by step"): its parts (matching the rules, the
+#: guard context, the next attempt) are named nowhere else, in the package or in the
+#: engine tests' harness (which must make the decisions a worker makes). Callers give a
+#: ``RunTask`` (``decide_attempt``) or a ``PolicyInput`` (``decide``).
+DECISION_MODULE = "noetl_temporal.engine.policy_evaluation"
+DECISION_PARTS = frozenset({"evaluate_policy", "next_attempt", "_guard_context"})
+#: where a second decision would hide: the package and the engine tests' harness
+DECISION_CALLERS = (PACKAGE, REPO / "tests" / "engine" / "harness.py")
 
 #: Standard-library modules the engine must not import: I/O, processes, clocks, threads,
 #: randomness, the environment.
@@ -329,6 +338,24 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return lines
 
 
+def decision_violations(path: Path, tree: ast.AST) -> list[str]:
+    """Each use of a part of the policy decision (:data:`DECISION_PARTS`) in ``tree``: a name,
+    an attribute or an import of one."""
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.ImportFrom):
+            names = [alias.name for alias in node.names]
+        for name in set(names) & DECISION_PARTS:
+            found.append(f"{path.relative_to(REPO)}:{node.lineno}: {name} (the decision is "
+                         f"{DECISION_MODULE}.decide's: give it a PolicyInput)")
+    return found
+
+
 def import_graph() -> dict[str, set[str]]:
     """module -> the package's modules it imports, function-level imports included, those under
     ``if TYPE_CHECKING:`` left out (they never run)."""
@@ -510,6 +537,26 @@ def test_the_workflow_imports_its_parts_and_they_never_import_it() -> None:
     assert not found, "imports against the workflow's own layering (WORKFLOW_SHELL):\n" + "\n".join(found)
     shell = {module_name(p).removeprefix(f"{ROOT}.workflow.") for p in (PACKAGE / "workflow").glob("*.py")}
     assert set(WORKFLOW_SHELL) <= shell, "WORKFLOW_SHELL names a module that does not exist"
+
+
+def test_the_policy_decision_is_built_in_one_place() -> None:
+    found = []
+    for under in DECISION_CALLERS:
+        for path, module, tree in (sources(under) if under.is_dir() else [(under, module_name(under),
+                                                                          ast.parse(under.read_text()))]):
+            if module != DECISION_MODULE:
+                found += decision_violations(path, tree)
+    assert not found, "the task policy's decision built outside policy_evaluation.decide:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("snippet", [
+    "from noetl_temporal.engine.policy_evaluation import evaluate_policy",
+    "d = policy_evaluation.evaluate_policy(rules, 'ok', context)",
+    "following = next_attempt(rules, decision, 1, None)",
+    "context = _guard_context(policy, outcome, 1)",
+])
+def test_decision_checks_catch_a_second_builder(snippet: str) -> None:
+    assert decision_violations(PACKAGE / "engine" / "pipeline.py", ast.parse(snippet))
 
 
 @pytest.mark.parametrize(("module", "snippet"), [

@@ -35,7 +35,7 @@ from .envelopes import Attempt, ErrorInfo, Outcome
 from .failure import timeout_message
 from .internal_completions import IterationDone, PipelineDone
 from .messages import Command, TaskFinished
-from .policy_evaluation import evaluate_policy
+from .policy_evaluation import PolicyInput, decide
 from .state import ExecutionState, PipelineRun, StepRun
 from .state_machines import PipelineAction, PipelineState, move
 
@@ -280,15 +280,19 @@ def _judge(end: _TaskEnd) -> _Verdict:
     elif end.report.decision is not None:
         rule_index, action = end.report.decision
     else:
-        policy = end.task.spec.policy
-        context = template_context(end.state, end.step_def, args=run.args, pipe=end.pipe, extra=end.scope)
-        d = evaluate_policy([r.model_dump() for r in rules], outcome.status, context,
-                            policy.on_unmatched if policy else None)
+        d = decide(_policy_input(end), outcome, end.attempt)
         rule_index, action = d.rule_index, PipelineAction(d.action)
-        if action is PipelineAction.RETRY:
-            action = PipelineAction.FAIL  # inline tasks cannot retry: same outcome every time
     then = rules[rule_index].then if rule_index is not None else None
     return _Verdict(rule_index=rule_index, action=action, then=then, cancelled=cancelled)
+
+
+def _policy_input(end: _TaskEnd) -> PolicyInput:
+    """What the decision needs for a task the engine decides on: the engine's whole scope
+    now (no ``RunTask`` picked names from it), and no retry (docs/semantics.md, "Task policies")."""
+    policy = end.task.spec.policy
+    names = template_context(end.state, end.step_def, args=end.run.args, pipe=end.pipe, extra=end.scope)
+    return PolicyInput(end.task.name, [r.model_dump() for r in end.rules], names,
+                       policy.on_unmatched if policy else None, can_retry=False)
 
 
 def _record(end: _TaskEnd, verdict: _Verdict) -> dict[str, Any]:

@@ -2,10 +2,11 @@
 
 The activity evaluates the policy on its own outcome (the NoETL data plane does this)
 so that ``do: retry`` can become a Temporal activity retry; the engine applies the
-decision the activity reports. :func:`decide_attempt` is that decision, built here once
-for the task activity, ``noetl-temporal test``'s driver and the engine tests' harness
-(docs/layout.md, "One python task, step by step"). Inline tasks (``noop``) are evaluated
-by the engine with :func:`evaluate_policy` too, so both sides agree on what a rule means.
+decision the activity reports. :func:`decide` is that decision, built here once: for the
+task activity, ``noetl-temporal test``'s driver and the engine tests' harness through
+:func:`decide_attempt` (a ``RunTask``), and for the engine's own tasks (inline ``noop``,
+a template error, a task no activity decided for) from a :class:`PolicyInput` the pipeline
+gives (docs/layout.md, "One python task, step by step"; docs/semantics.md, "Task policies").
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from ..dsl.policy_rules import DEFAULT_RETRY_ATTEMPTS
 from ..errors import ResultFieldUnavailable
 from ..templates import evaluate_condition
-from .context import outcome_view
+from .context import Scope, outcome_view
 from .envelopes import ErrorInfo, Outcome
 
 if TYPE_CHECKING:
     from .messages import RunTask
 
-__all__ = ["Decision", "NextAttempt", "decide_attempt", "evaluate_policy", "next_attempt", "attempt_delay",
+__all__ = ["Decision", "NextAttempt", "PolicyInput", "decide", "decide_attempt", "evaluate_policy", "next_attempt", "attempt_delay",
            "retry_delay", "max_policy_attempts"]
 
 
@@ -63,26 +64,63 @@ class Decision:
 _NO_RULE = {action: Decision(None, action) for action in ("continue", "fail", "retry", "jump", "break")}
 
 
+@dataclass(frozen=True)
+class PolicyInput:
+    """What a task policy's decision needs besides the outcome: given by a ``RunTask``
+    (:meth:`of`) or by the engine's pipeline for the tasks it decides on itself."""
+
+    task: str
+    rules: list[dict[str, Any]]
+    #: the engine's names the guards read (``output``/``outcome``/``_attempt``/``_task`` are
+    #: the decision's own): a ``RunTask``'s ``policy_context`` (those the guards name, as plain
+    #: values, taken when the task was scheduled), or the engine's whole template scope now
+    names: Mapping[str, Any]
+    on_unmatched: str | None = None
+    #: False for a task the engine ran itself (``noop``): its next attempt would give the
+    #: same outcome, so a matching ``retry`` is a ``fail`` (docs/semantics.md, "Task policies")
+    can_retry: bool = True
+
+    @classmethod
+    def of(cls, cmd: RunTask) -> PolicyInput:
+        return cls(cmd.task, cmd.rules, cmd.policy_context, cmd.on_unmatched)
+
+
 def decide_attempt(cmd: RunTask, outcome: Outcome, attempt: int) -> Decision:
-    """The task policy's decision on attempt ``attempt`` (1-based) of ``cmd``: the matching
-    rule, its action, and whether another attempt follows after which backoff. The one
-    place the decision is built: the task activity, ``noetl-temporal test``'s driver and
-    the engine tests all call it, so a test sees the decisions a worker makes."""
+    """The task policy's decision on attempt ``attempt`` (1-based) of ``cmd``: the task
+    activity, ``noetl-temporal test``'s driver and the engine tests all call it, so a test
+    sees the decisions a worker makes."""
+    return decide(PolicyInput.of(cmd), outcome, attempt)
+
+
+def decide(policy: PolicyInput, outcome: Outcome, attempt: int) -> Decision:
+    """The task policy's decision on attempt ``attempt`` (1-based): the matching rule, its
+    action, and whether another attempt follows after which backoff. The one place the
+    decision and its guard context are built (``tests/test_architecture.py`` keeps it so)."""
     # Without rules the decision reads only the status: no guard context to build.
-    context = _policy_context(cmd, outcome, attempt) if cmd.rules else {}
-    decision = evaluate_policy(cmd.rules, outcome.status, context, cmd.on_unmatched)
-    following = next_attempt(cmd.rules, decision, attempt, outcome.error)
+    context = _guard_context(policy, outcome, attempt) if policy.rules else {}
+    decision = evaluate_policy(policy.rules, outcome.status, context, policy.on_unmatched)
+    if not policy.can_retry:
+        return _retry_fails(decision)
+    following = next_attempt(policy.rules, decision, attempt, outcome.error)
     if following is _NO_RETRY:  # the usual end: the shared decision as it is, no copy
         return decision
     return dataclasses.replace(decision, following=following)
 
 
-def _policy_context(cmd: RunTask, outcome: Outcome, attempt: int) -> dict[str, Any]:
-    """What the task's policy guards read: the engine's names, and this attempt's outcome."""
-    context = dict(cmd.policy_context)
+def _guard_context(policy: PolicyInput, outcome: Outcome, attempt: int) -> Scope:
+    """What the task's policy guards read: this attempt's outcome over the engine's names
+    (a view: the engine's whole scope is not copied)."""
     view = outcome_view(outcome)
-    context.update({"output": view, "outcome": view, "_attempt": attempt, "_task": cmd.task})
-    return context
+    return Scope({"output": view, "outcome": view, "_attempt": attempt, "_task": policy.task},
+                 (policy.names,))
+
+
+def _retry_fails(decision: Decision) -> Decision:
+    """A task that cannot run again: its matching ``retry`` rule fails it (the rule still
+    matched: its index, and its ``then``'s patches, stay)."""
+    if decision.action != "retry":
+        return decision
+    return dataclasses.replace(decision, action="fail")
 
 
 def evaluate_policy(rules: list[dict[str, Any]], outcome_status: str, context: Mapping[str, Any],

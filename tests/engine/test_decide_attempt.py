@@ -1,11 +1,13 @@
-"""``decide_attempt``: the task policy's decision on one attempt, built in one place for the
-task activity, ``noetl-temporal test``'s driver and the engine tests' harness."""
+"""``decide``: the task policy's decision on one attempt, built in one place for the task
+activity, ``noetl-temporal test``'s driver and the engine tests' harness (``decide_attempt``,
+from a ``RunTask``) and for the tasks the engine decides on itself (a ``PolicyInput``)."""
 
 from __future__ import annotations
 
+from noetl_temporal.engine.context import Scope
 from noetl_temporal.engine.envelopes import ErrorInfo, Outcome
 from noetl_temporal.engine.messages import RunTask
-from noetl_temporal.engine.policy_evaluation import decide_attempt, evaluate_policy
+from noetl_temporal.engine.policy_evaluation import PolicyInput, decide, decide_attempt, evaluate_policy
 
 RETRY = {"when": "{{ outcome.status == 'error' }}",
          "then": {"do": "retry", "attempts": 3, "delay": 2, "backoff": "exponential"}}
@@ -47,3 +49,19 @@ def test_guards_read_the_outcome_the_attempt_the_task_and_the_engines_names() ->
     assert decide_attempt(cmd, Outcome.ok({"n": 5}), 2).action == "break"
     assert decide_attempt(cmd, Outcome.ok({"n": 5}), 1).action == "continue"   # no rule matched
     assert decide_attempt(cmd, Outcome.ok({"n": 4}), 2).action == "continue"
+
+
+def test_a_task_that_cannot_run_again_fails_where_its_policy_says_retry() -> None:
+    # inline tasks (``noop``) give the same outcome every time: the retry rule fails them,
+    # still the matching rule (its ``then`` patches apply), and no attempt follows
+    policy = PolicyInput("t", [RETRY], {}, can_retry=False)
+    decision = decide(policy, failed(), 1)
+    assert (decision.rule_index, decision.action, decision.following.retry) == (0, "fail", False)
+    assert decide(PolicyInput("t", [], {}, "retry", can_retry=False), Outcome.ok(1), 1).action == "fail"
+    assert decide(PolicyInput("t", [RETRY], {}), failed(), 1).following.retry   # a RunTask's can
+
+
+def test_the_engines_whole_scope_is_read_as_it_is_with_the_outcome_on_top() -> None:
+    rule = {"when": "{{ _prev.n == output.data.n and _attempt == 1 }}", "then": {"do": "break"}}
+    names = Scope({"_prev": {"n": 5}, "output": "stale", "_attempt": 9}, ())
+    assert decide(PolicyInput("t", [rule], names, can_retry=False), Outcome.ok({"n": 5}), 1).action == "break"

@@ -67,3 +67,30 @@ def test_the_dsl_accepts_the_two_values_and_locates_another():
     (diag,) = validate_text(text, "pb.yaml")
     assert (diag.code, diag.path, diag.line) == ("NTL901", "workflow[0].tool.spec.policy.on_unmatched", 6)
     assert "'continue' or 'fail'" in diag.message
+
+
+def test_an_inline_tasks_retry_rule_fails_it_with_the_engines_whole_scope():
+    # the engine decides for a noop through the one decision (policy_evaluation.decide): its
+    # guard reads `_prev` and a step's result from the engine's scope, and a matching retry
+    # is a fail (it would give the same outcome again), the rule still matched
+    # (docs/semantics.md, "Task policies")
+    text = """
+    workflow:
+      - step: s
+        tool:
+          - {name: a, kind: noop, result: 7}
+          - name: b
+            kind: noop
+            result: x
+            spec:
+              policy:
+                rules:
+                  - when: "{{ _prev == 7 and _task == 'b' and _attempt == 1 and output.data == 'x' }}"
+                    then: {do: retry, attempts: 3, set_ctx: {seen: true}}
+          - {name: c, kind: python, code: x}
+    """
+    r = run(text)
+    (evaluated,) = [e for e in r.events if e["event_type"] == "policy.task.evaluated"]
+    assert evaluated["payload"] == {"matched_rule_index": 0, "action": {"do": "fail"}}
+    assert [c.task for c in r.ran] == [] and r.status == "FAILED"
+    assert r.state.ctx.get("seen") is True
