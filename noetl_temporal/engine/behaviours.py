@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "STORED_POLICY_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
            "REDRIVE_LOOP_CHILDREN",
            "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "SKIPPED_STEP_STATUS", "FAST_RETRY_CONTROLS", "LOOP_STATS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
@@ -151,13 +151,21 @@ FAST_RETRY_CONTROLS = "fast-retry-controls"
 #: ``stats`` key, so ``{{ loop_step.stats.total }}`` was undefined.
 LOOP_STATS = "loop-stats"
 
+#: A task's ``set`` (its ``ctx.``/``iter.`` keys) and its policy's ``then.set`` read the task's
+#: stored result through its kept fields (``{{ output.data.count }}``, as a routing guard
+#: does), and a part the workflow does not hold (a 100 KB list over the 64 KiB kept) fails the
+#: task with the located error (``ResultFieldUnavailable``; docs/tools.md, "Large results").
+#: Before: they read the reference, so ``{{ output.data.rows }}`` rendered undefined (a
+#: warning) and the next task quietly got ``None``.
+STORED_POLICY_FIELDS = "stored-policy-fields"
+
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
                             SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS,
                             STEP_ENVELOPE_DATA, SKIPPED_STEP_STATUS,
-                            FAST_RETRY_CONTROLS, LOOP_STATS)
+                            FAST_RETRY_CONTROLS, LOOP_STATS, STORED_POLICY_FIELDS)
 
 
 #: Listed only by a redrive's input (``client/redrive_start.py``, docs/operations.md), never by a

@@ -80,10 +80,13 @@ class StepGraph:
             named = {str(p) for p in also or ()}.union(*(paths.get(name, frozenset()) for name in names))
             if step in self.loop_steps:  # a task in a loop: its result is an iteration's
                 named.update(_iteration_paths(paths.get(step, ())))
-            # a routing guard reads the step's result as `outcome.result.x` / `output.data.x` too
+            # a routing guard reads the step's result as `outcome.result.x` / `output.data.x` too,
+            # and a task's `set` and policy `then.set` its own result so (in a loop: the iteration's)
             for outer in ("output", "outcome"):
                 read = {p.split(".", 1)[1] for p in paths.get(outer, ()) if p.startswith(("result.", "data."))}
-                named.update(_iteration_paths(read) if step in self.loop_steps else read)
+                named.update(read)
+                if step in self.loop_steps:
+                    named.update(_iteration_paths(read))
             kept = self._keep_cache[key] = tuple(sorted(named))
         return kept
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from .. import tool_kinds
 from ..dsl.models import Step, Task
-from ..errors import TemplateError
+from ..errors import ResultFieldUnavailable, TemplateError
 from ..templates import render_value, undefined
 from . import approvals, budget, ctx_size, invocation
+from .behaviours import STORED_POLICY_FIELDS
 from .common import (
     emit,
     ended_outcome,
@@ -38,6 +39,7 @@ from .messages import Command, TaskFinished
 from .policy_evaluation import PolicyInput, decide
 from .state import ExecutionState, PipelineRun, StepRun
 from .state_machines import PipelineAction, PipelineState, move
+from .stored_results import held_outcome
 
 __all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome",
            "skip_task"]
@@ -258,7 +260,9 @@ def _apply_outcome(state: ExecutionState, run: StepRun, pipe: PipelineRun, task:
     end = _task_end(state, run, pipe, task, report)
     verdict = _judge(end)
     event = _record(end, verdict)
-    _apply_task_patches(end, verdict, event)
+    unread = _apply_task_patches(end, verdict, event)
+    if unread is not None:  # a `set` read a stored result's part the workflow does not hold
+        return _end_pipeline(end.state, end.run, end.pipe, failed=True, error=engine_error("template", str(unread)))
     return _act(end, verdict)
 
 
@@ -324,23 +328,43 @@ def _record(end: _TaskEnd, verdict: _Verdict) -> dict[str, Any]:
     return event
 
 
-def _apply_task_patches(end: _TaskEnd, verdict: _Verdict, event: dict[str, Any]) -> None:
+def _apply_task_patches(end: _TaskEnd, verdict: _Verdict, event: dict[str, Any]) -> ResultFieldUnavailable | None:
     """The task's own ``set`` patches, then the matched rule's (before the action). NoETL's
     task sequences bind a task's own plain-name ``set:`` (``fetch_result: "{{ output }}"``) to
     the task's *result*; its ``ctx.``/``iter.`` keys and policy ``then.set`` see the envelope.
-    Undefined values are warnings in the task's event (strict covers its configuration)."""
+    Undefined values are warnings in the task's event (strict covers its configuration).
+    Returns the error of a read of the task's stored result the workflow cannot serve
+    (:func:`_held_scope`): it fails the task."""
     then = verdict.then
     if end.task.is_empty() and (then is None or then.is_empty()):
-        return   # nothing to render (a plain task: once per loop item)
+        return None   # nothing to render (a plain task: once per loop item)
     state, run, task, result = end.state, end.run, end.task, end.outcome.result
     result_scope = dict(end.scope, output=result, outcome=result)
+    scope, held = _held_scope(end)
     with undefined.recording() as found:
-        apply_patches(state, end.step_def, task, run, end.pipe, end.outcome, where=f"{run.step}.tool.{task.name}.set",
-                      extra=end.scope, vars_extra=result_scope)
-        if then is not None and not then.is_empty():
-            apply_patches(state, end.step_def, then, run, end.pipe, end.outcome, extra=end.scope,
-                          where=f"{run.step}.tool.{task.name}.spec.policy.rules[{verdict.rule_index}].then")
-    _add_warnings(event, found)
+        try:
+            apply_patches(state, end.step_def, task, run, end.pipe, end.outcome, where=f"{run.step}.tool.{task.name}.set",
+                          extra=scope, vars_extra=result_scope, unavailable_fails=held)
+            if then is not None and not then.is_empty():
+                apply_patches(state, end.step_def, then, run, end.pipe, end.outcome, extra=scope, unavailable_fails=held,
+                              where=f"{run.step}.tool.{task.name}.spec.policy.rules[{verdict.rule_index}].then")
+        except ResultFieldUnavailable as exc:
+            return exc
+        finally:
+            _add_warnings(event, found)
+    return None
+
+
+def _held_scope(end: _TaskEnd) -> tuple[dict[str, Any], bool]:
+    """The names a task's ``set`` and its policy's ``then.set`` read, and whether a read the
+    workflow cannot serve fails the task: with ``STORED_POLICY_FIELDS``, ``output``/``outcome``
+    read a stored result through its kept fields (``{{ output.data.count }}``, as a routing
+    guard does) and what is not kept fails located, never undefined (docs/tools.md, "Large
+    results"). Before, they read the reference."""
+    if STORED_POLICY_FIELDS not in end.state.behaviours:
+        return end.scope, False
+    view = held_outcome(end.scope.get("output"), end.run.step)
+    return dict(end.scope, output=view, outcome=view), True
 
 
 def _act(end: _TaskEnd, verdict: _Verdict) -> PipelineEnd | None:
@@ -399,9 +423,11 @@ def _jump(state: ExecutionState, run: StepRun, pipe: PipelineRun, step_def: Step
 
 def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepRun,
                   pipe: PipelineRun | None, outcome: Outcome | None, where: str,
-                  extra: dict[str, Any] | None = None, vars_extra: dict[str, Any] | None = None) -> None:
+                  extra: dict[str, Any] | None = None, vars_extra: dict[str, Any] | None = None,
+                  unavailable_fails: bool = False) -> None:
     """Render and apply ``set_ctx``/``set_iter``/``set_vars``; ``vars_extra`` (if given) is
-    the scope for the plain names instead of ``extra``."""
+    the scope for the plain names instead of ``extra``. ``unavailable_fails``: a stored
+    result's part the workflow does not hold raises (the caller fails the task), nothing applied."""
     if holder.is_empty():
         return
     if extra is None:
@@ -416,6 +442,8 @@ def apply_patches(state: ExecutionState, step_def: Step, holder: Any, run: StepR
         iter_patch = render_value(holder.set_iter, context, where=where)
         var_patch = render_value(holder.set_vars, vars_context, where=where)
     except TemplateError as exc:
+        if unavailable_fails and isinstance(exc, ResultFieldUnavailable):
+            raise
         record_failure(state, run.step, run.id, handled=False, kind="template", message=str(exc))
         return
     too_big = ctx_size.overflow(state, {**ctx_patch, **(var_patch if pipe is None else {})}, where)
