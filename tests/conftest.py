@@ -71,24 +71,32 @@ _END_TO_END = ("workflow", "hosting", "client", "conversion", "api", "golden", "
 # every one run by .ci/run (`-m 'chaos or scale or corpus or browser'`). One table: a file
 # (or folder) belongs to the tier that names it; the marker is what `-m` selects.
 TIERS = {
-    "chaos": ("chaos/",),
+    "chaos": ("chaos/", "hosting/test_worker_crash.py",
+              "workflow/test_attempts_joins_handled.py::test_an_attempt_lost_with_its_worker_counts"),
     "corpus": ("workflow/test_e2e_runs.py",),
     "scale": ("workflow/test_large_playbooks.py", "cli/test_cli_run_scale.py",
               "api/test_event_paging_scale.py", "hosting/test_multi_worker.py",
               "hosting/test_embedding.py", "api/test_api_property.py", "fuzz/", "cli/test_cli_schedules.py",
               "api/test_api_load.py", "playtest/test_modes_agree.py", "workflow/test_cursor_scale.py",
-              "cli/test_cli_redrive_scale.py"),
+              "cli/test_cli_redrive_scale.py",
+              # single slow tests (over ~9 s) that keep the default run under 10 minutes
+              "workflow/test_fast_path.py::test_a_step_timeout_cancels_a_task_on_the_fast_path",
+              "api/test_status_without_worker.py::test_status_without_a_worker_is_fast_running_and_says_no_worker_polls",
+              "cli/test_cli_surfaces.py::test_dev_logs_a_cancelled_task_in_one_line",
+              "workflow/test_attempts_joins_handled.py::test_attempt_in_python_args_code_and_http_url_params_is_1_2_3",
+              "benchmarks/test_definitions.py::test_api_paging_benchmark_runs_on_small_sizes"),
     "browser": ("api/test_view_page.py", "client/test_temporal_ui.py", "api/test_view_approval.py",
                 "api/test_redrive_page.py", "api/test_step_controls_page.py"),
 }
 
 
-def tier_of(path: Path) -> str | None:
-    """The tier a test file belongs to, or None for the default run."""
+def tier_of(path: Path, test: str = "") -> str | None:
+    """The tier a test belongs to (its folder, its file, or ``file::test`` for one test function
+    with all its parameters), or None for the default run."""
     relative = path.resolve().relative_to(REPO / "tests").as_posix()
     for tier, places in TIERS.items():
         if any(relative == place or (place.endswith("/") and relative.startswith(place))
-               for place in places):
+               or place == f"{relative}::{test}" for place in places):
             return tier
     return None
 
@@ -98,6 +106,6 @@ def pytest_collection_modifyitems(config, items):
         path = Path(str(item.fspath))
         if path.parent.name in _END_TO_END:
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1))
-        tier = tier_of(path)
+        tier = tier_of(path, getattr(item, "originalname", item.name))
         if tier is not None:
             item.add_marker(getattr(pytest.mark, tier))
