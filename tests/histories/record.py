@@ -87,10 +87,7 @@ PLAYBOOKS = {"hello": REPO / "examples" / "hello.yaml", "retry_loop": HERE / "re
              # before and after the engine change `loop-stats` (engine/loops.py)
              "loop_stats": HERE / "loop_stats.yaml", "loop_stats_patched": HERE / "loop_stats.yaml",
              # before and after the engine change `stored-policy-fields` (engine/pipeline.py)
-             "stored_policy": HERE / "stored_policy.yaml", "stored_policy_patched": HERE / "stored_policy.yaml",
-             # before and after the engine change `stored-task-set-fields` (engine/pipeline.py)
-             "stored_task_set": HERE / "stored_task_set.yaml",
-             "stored_task_set_patched": HERE / "stored_task_set.yaml"}
+             "stored_policy": HERE / "stored_policy.yaml", "stored_policy_patched": HERE / "stored_policy.yaml"}
 
 # Recorded with the user's worker of user_code.py running (its results are in the history).
 USER_CODE = {"user_calls", "user_cancel", "user_cancel_patched"}
@@ -116,7 +113,7 @@ BEFORE = {"loop_fail_fast": ("loop-fail-fast-fails-step",),
           "cursor_loop": ("cursor-loops",), "step_data": ("step-envelope-data",),
           "skip": ("skipped-step-status",),
           "fast_retry": ("fast-retry-controls",), "loop_stats": ("loop-stats",),
-          "stored_policy": ("stored-policy-fields",), "stored_task_set": ("stored-task-set-fields",)}
+          "stored_policy": ("stored-policy-fields",)}
 
 
 # Logs of thousands of events (megabytes): kept as a digest of the canonical JSON instead.

@@ -44,8 +44,7 @@ def _workflow(sandboxed: bool) -> type:
                                   "step_data", "step_data_patched",
                                   "skip", "skip_patched",
                                   "fast_retry", "fast_retry_patched", "loop_stats", "loop_stats_patched",
-                                  "stored_policy", "stored_policy_patched", "stored_task_set",
-                                  "stored_task_set_patched"])
+                                  "stored_policy", "stored_policy_patched"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_recorded_history_replays_to_identical_events(name, sandboxed, monkeypatch):
     """Under both runners: workers run unsandboxed by default, sandboxed on request."""
@@ -321,31 +320,6 @@ async def test_stored_policy_fields_is_what_the_patched_history_needs(monkeypatc
     history = WorkflowHistory.from_json("replay-stored-policy",
                                         (HISTORIES / "stored_policy_patched.history.json").read_text())
     switch = behaviours.STORED_POLICY_FIELDS
-    monkeypatch.setattr(behaviours, "of_input", lambda names: [n for n in names or () if n != switch])
-    states = []
-    real_step = machine.step
-    monkeypatch.setattr(machine, "step", lambda state, event: states.append(state) or real_step(state, event))
-    replayer = Replayer(workflows=[_workflow(True)], workflow_runner=sandbox_runner())
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    replayed = json.loads(json.dumps(states[-1].log.events, default=str)) if states else None
-    assert result.replay_failure is not None or replayed != expected
-
-
-async def test_stored_task_set_fields_is_what_the_patched_history_needs(monkeypatch):
-    """``stored-task-set-fields``: ``stored_task_set`` was recorded without it (the task's
-    plain-name ``set:`` read the reference: ``n`` None), ``stored_task_set_patched`` with it
-    (``5``). Each replays to its own events above; the patched one, with the behaviour
-    switched off, does not: the switch is what the new history needs."""
-    from noetl_temporal.engine import behaviours
-
-    shown = [e["payload"]["outcome"]["result"] for name in ("stored_task_set", "stored_task_set_patched")
-             for e in json.loads((HISTORIES / f"{name}.events.json").read_text())
-             if e["event_type"] == "step.done" and e["entity_id"] == "start"]
-    assert shown == [{"count": None}, {"count": 5}]
-    expected = json.loads((HISTORIES / "stored_task_set_patched.events.json").read_text())
-    history = WorkflowHistory.from_json("replay-stored-task-set",
-                                        (HISTORIES / "stored_task_set_patched.history.json").read_text())
-    switch = behaviours.STORED_TASK_SET_FIELDS
     monkeypatch.setattr(behaviours, "of_input", lambda names: [n for n in names or () if n != switch])
     states = []
     real_step = machine.step
