@@ -19,7 +19,7 @@ from typing import Any
 from ..templates import is_template
 from .models import Playbook
 
-__all__ = ["result_paths", "paths_in", "paths_read"]
+__all__ = ["result_paths", "paths_in"]
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -64,15 +64,10 @@ def paths_in(text: str) -> Iterator[tuple[str, str]]:
                 yield match.group(1), ".".join(parts)
 
 
-def paths_read(value: Any) -> Iterator[tuple[str, str]]:
-    """:func:`paths_in` over every template string in ``value`` (a mapping, list or string)."""
-    for text in _strings(value):
-        yield from paths_in(text)
-
-
 def result_paths(playbook: Playbook) -> dict[str, frozenset[str]]:
     """Every top-level name's fixed paths, over all the playbook's templates."""
     found: dict[str, set[str]] = {}
-    for name, path in paths_read(playbook.model_dump(mode="json")):
-        found.setdefault(name, set()).add(path)
+    for text in _strings(playbook.model_dump(mode="json")):
+        for name, path in paths_in(text):
+            found.setdefault(name, set()).add(path)
     return {name: frozenset(paths) for name, paths in found.items()}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 __all__ = ["LOOP_FAIL_FAST_FAILS_STEP", "BATCHED_EVENT_FLUSH", "DEFERRED_FIRST_FLUSH", "BOUNDED_EVENT_BACKLOG",
            "FAILED_PLAYBOOK_FAILS_WORKFLOW", "STEP_TIMEOUT_BOUNDS_STEP", "PACED_WORKFLOW_TASKS",
-           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "STORED_POLICY_FIELDS", "STORED_TASK_SET_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
+           "BOUNDED_RUN_WORK", "NOETL_TEXT", "STORED_RESULT_FIELDS", "STORED_POLICY_FIELDS", "SETTLED_CLOSE", "SETTLED_USER_ACTIVITY", "REDRIVE", "REDRIVE_CHILDREN",
            "REDRIVE_LOOP_CHILDREN",
            "TASK_SIDE_RENDERS", "CURSOR_LOOPS", "STEP_ENVELOPE_DATA", "SKIPPED_STEP_STATUS", "FAST_RETRY_CONTROLS", "LOOP_STATS", "CURRENT", "KNOWN", "of_input", "unknown"]
 
@@ -159,22 +159,13 @@ LOOP_STATS = "loop-stats"
 #: warning) and the next task quietly got ``None``.
 STORED_POLICY_FIELDS = "stored-policy-fields"
 
-#: A task's own plain-name ``set:`` (``total: "{{ output.paging.total }}"``, where ``output``
-#: is the task's result: docs/semantics.md) reads a stored result through its kept fields (the
-#: graph keeps the paths it reads: ``engine/graph.py``), and a part the workflow does not hold
-#: fails the task located, as ``STORED_POLICY_FIELDS`` does for ``ctx.``/``iter.`` and
-#: ``then.set``. Before: it read the reference, so ``{{ output.paging.total }}`` rendered
-#: undefined (a warning) and the next task quietly got ``None``.
-STORED_TASK_SET_FIELDS = "stored-task-set-fields"
-
 #: what a new execution gets
 CURRENT: tuple[str, ...] = (LOOP_FAIL_FAST_FAILS_STEP, BATCHED_EVENT_FLUSH, DEFERRED_FIRST_FLUSH,
                             BOUNDED_EVENT_BACKLOG, FAILED_PLAYBOOK_FAILS_WORKFLOW, STEP_TIMEOUT_BOUNDS_STEP,
                             PACED_WORKFLOW_TASKS, BOUNDED_RUN_WORK, NOETL_TEXT, STORED_RESULT_FIELDS,
                             SETTLED_CLOSE, SETTLED_USER_ACTIVITY, TASK_SIDE_RENDERS, CURSOR_LOOPS,
                             STEP_ENVELOPE_DATA, SKIPPED_STEP_STATUS,
-                            FAST_RETRY_CONTROLS, LOOP_STATS, STORED_POLICY_FIELDS,
-                            STORED_TASK_SET_FIELDS)
+                            FAST_RETRY_CONTROLS, LOOP_STATS, STORED_POLICY_FIELDS)
 
 
 #: Listed only by a redrive's input (``client/redrive_start.py``, docs/operations.md), never by a

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..dsl.models import Playbook, Step
-from ..dsl.result_paths import paths_read, result_paths
+from ..dsl.result_paths import result_paths
 from ..tool_kinds import IN_WORKFLOW_KINDS
 
 __all__ = ["StepGraph"]
@@ -87,19 +87,8 @@ class StepGraph:
                 named.update(read)
                 if step in self.loop_steps:
                     named.update(_iteration_paths(read))
-            named.update(self._own_set_paths(step, task))
             kept = self._keep_cache[key] = tuple(sorted(named))
         return kept
-
-    def _own_set_paths(self, step: str, task: str) -> set[str]:
-        """The paths a task's own plain-name ``set:`` reads of its result: there ``output`` is
-        the result itself (``{{ output.rows }}`` reads ``rows``: docs/semantics.md), not the
-        envelope a guard or ``then.set`` reads (behaviours.STORED_TASK_SET_FIELDS)."""
-        step_def = self.steps.get(step)
-        own = next((t for t in step_def.tool if t.name == task), None) if step_def is not None else None
-        if own is None:
-            return set()
-        return {path for name, path in paths_read(own.set_vars) if name in ("output", "outcome")}
 
     @cached_property
     def steps(self) -> dict[str, Step]:

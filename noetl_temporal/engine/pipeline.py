@@ -19,7 +19,7 @@ from ..dsl.models import Step, Task
 from ..errors import ResultFieldUnavailable, TemplateError
 from ..templates import render_value, undefined
 from . import approvals, budget, ctx_size, invocation
-from .behaviours import STORED_POLICY_FIELDS, STORED_TASK_SET_FIELDS
+from .behaviours import STORED_POLICY_FIELDS
 from .common import (
     emit,
     ended_outcome,
@@ -39,7 +39,7 @@ from .messages import Command, TaskFinished
 from .policy_evaluation import PolicyInput, decide
 from .state import ExecutionState, PipelineRun, StepRun
 from .state_machines import PipelineAction, PipelineState, move
-from .stored_results import StoredResult, held_outcome, holds_fields
+from .stored_results import held_outcome
 
 __all__ = ["INLINE_KINDS", "PipelineEnd", "run_pipeline", "task_finished", "apply_patches", "step_outcome",
            "skip_task"]
@@ -341,10 +341,6 @@ def _apply_task_patches(end: _TaskEnd, verdict: _Verdict, event: dict[str, Any])
     state, run, task, result = end.state, end.run, end.task, end.outcome.result
     result_scope = dict(end.scope, output=result, outcome=result)
     scope, held = _held_scope(end)
-    if STORED_TASK_SET_FIELDS in state.behaviours and holds_fields(result):
-        # a plain-name `set` reads the result itself through its kept fields (docs/tools.md, "Large results")
-        view = StoredResult(result, run.step)
-        result_scope, held = dict(end.scope, output=view, outcome=view), True
     with undefined.recording() as found:
         try:
             apply_patches(state, end.step_def, task, run, end.pipe, end.outcome, where=f"{run.step}.tool.{task.name}.set",
