@@ -24,8 +24,9 @@ from noetl_temporal.client.answers import hold_step, skip
 from noetl_temporal.client.connect import start_execution
 from noetl_temporal.client.oneline import one_line
 from noetl_temporal.hosting.worker import build_worker
+from tests.support.cli_process import cli
 
-from ..client.test_step_skip import cli, load
+from ..client.test_step_skip import load
 from .conftest import app_client, make_settings
 
 pytestmark = pytest.mark.temporal
